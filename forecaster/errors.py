@@ -1,0 +1,42 @@
+"""The exceptions forecaster raises on purpose.
+
+Every error a user can cause or meet in operation is a ``ForecasterError``; the CLI prints its
+message on one line and exits non-zero, never a traceback. Library exceptions are kept as the
+cause (``raise SourceError(...) from exc``) so logs still carry the detail.
+
+    ForecasterError
+    +-- ConfigError        bad configuration; the message names the field
+    +-- SourceError        a data source failed (bad file, bad PromQL, unreachable server)
+    |   +-- StaleDataError the source answered, but not with recent enough data
+    +-- DataError          data present but unusable (too short, all gaps)
+    +-- ModelError         a model could not be fitted, predicted or loaded
+    +-- ActuationError     a write to the cluster failed
+"""
+
+
+class ForecasterError(Exception):
+    """Base class: an error with a message meant for the operator."""
+
+
+class ConfigError(ForecasterError):
+    """The configuration is invalid; the message names the offending field."""
+
+
+class SourceError(ForecasterError):
+    """A data source failed: unreadable file, bad query, unreachable or failing server."""
+
+
+class StaleDataError(SourceError):
+    """The source answered but its newest usable sample is too old to act on."""
+
+
+class DataError(ForecasterError):
+    """The data is present but cannot support the requested operation (e.g. too short)."""
+
+
+class ModelError(ForecasterError):
+    """A model failed to fit, predict, save or load."""
+
+
+class ActuationError(ForecasterError):
+    """A write to the cluster failed; the cause keeps the API exception."""

@@ -1,0 +1,1 @@
+"""Forecasting: numpy in, ``core.series.Forecast`` out. Models, calibration, backtests, artifacts."""

@@ -1,0 +1,1 @@
+"""Inbound adapters: where demand history comes from (CSV files, Prometheus)."""

@@ -1,0 +1,139 @@
+"""CSV demand series: ``timestamp,<value column>`` with ISO 8601 UTC times or epoch seconds.
+
+Malformed files fail with a ``SourceError`` naming the file and line, never a pandas traceback.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+
+from forecaster.core.quality import QualityReport, regularize
+from forecaster.core.series import DemandSeries
+from forecaster.errors import SourceError
+
+DEFAULT_VALUE_COLUMN = "gpus_requested"
+
+
+@dataclass(frozen=True)
+class CsvSamples:
+    """Raw rows of a CSV series, in file order."""
+
+    timestamps: np.ndarray
+    values: np.ndarray
+
+
+def read_csv_samples(path: Path, *, value_column: str = DEFAULT_VALUE_COLUMN) -> CsvSamples:
+    """Read raw samples; an empty value cell or ``nan`` becomes NaN (a gap), anything else bad fails."""
+    try:
+        handle = path.open(newline="", encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+    with handle:
+        reader = csv.reader(handle)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise SourceError(f"{path}: file is empty (expected a header line)") from None
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise SourceError(f"{path}:1: not a CSV file: {exc}") from exc
+        columns = [name.strip() for name in header]
+        if "timestamp" not in columns or value_column not in columns:
+            raise SourceError(
+                f"{path}:1: header must have columns 'timestamp' and '{value_column}',"
+                f" found {columns}"
+            )
+        t_col, v_col = columns.index("timestamp"), columns.index(value_column)
+        timestamps: list[int] = []
+        values: list[float] = []
+        try:
+            for row in reader:
+                line = reader.line_num
+                if not row or all(not cell.strip() for cell in row):
+                    continue
+                if len(row) != len(columns):
+                    raise SourceError(
+                        f"{path}:{line}: expected {len(columns)} fields, found {len(row)}"
+                    )
+                timestamps.append(_parse_timestamp(row[t_col], where=f"{path}:{line}"))
+                values.append(_parse_value(row[v_col], where=f"{path}:{line}"))
+        except (csv.Error, UnicodeDecodeError) as exc:
+            raise SourceError(f"{path}:{reader.line_num}: not valid CSV: {exc}") from exc
+    if not timestamps:
+        raise SourceError(f"{path}: no data rows after the header")
+    return CsvSamples(
+        timestamps=np.asarray(timestamps, dtype=np.int64),
+        values=np.asarray(values, dtype=np.float64),
+    )
+
+
+def _parse_timestamp(cell: str, *, where: str) -> int:
+    text = cell.strip()
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise SourceError(f"{where}: bad timestamp {cell!r} (want ISO 8601 UTC)") from None
+    if moment.tzinfo is None:
+        raise SourceError(f"{where}: timestamp {cell!r} has no time zone (append 'Z' for UTC)")
+    return int(moment.timestamp())
+
+
+def _parse_value(cell: str, *, where: str) -> float:
+    text = cell.strip()
+    if text == "" or text.lower() == "nan":
+        return float("nan")
+    try:
+        return float(text)
+    except ValueError:
+        raise SourceError(f"{where}: bad value {cell!r} (want a number of GPUs)") from None
+
+
+class CsvSource:
+    """A ``DemandSource`` over one CSV file per pool."""
+
+    def __init__(
+        self,
+        files: dict[str, Path],
+        *,
+        value_column: str = DEFAULT_VALUE_COLUMN,
+        outage_min_seconds: int = 3600,
+    ) -> None:
+        self._files = dict(files)
+        self._value_column = value_column
+        self._outage_min_seconds = outage_min_seconds
+
+    def fetch(
+        self, pool: str, *, start: int, end: int, step_seconds: int
+    ) -> tuple[DemandSeries, QualityReport]:
+        """Rows of the pool's file with ``start <= t <= end``, regularized."""
+        if pool not in self._files:
+            raise SourceError(f"no CSV file configured for pool {pool!r}")
+        path = self._files[pool]
+        samples = read_csv_samples(path, value_column=self._value_column)
+        keep = (samples.timestamps >= start) & (samples.timestamps <= end)
+        if not np.any(keep):
+            raise SourceError(f"{path}: no rows between the requested start and end")
+        return regularize(
+            samples.timestamps[keep],
+            samples.values[keep],
+            step_seconds=step_seconds,
+            name=pool,
+            outage_min_seconds=self._outage_min_seconds,
+        )
+
+    def fetch_all(self, pool: str, *, step_seconds: int) -> tuple[DemandSeries, QualityReport]:
+        """The whole file of ``pool``, regularized."""
+        samples = read_csv_samples(self._files[pool], value_column=self._value_column)
+        return regularize(
+            samples.timestamps,
+            samples.values,
+            step_seconds=step_seconds,
+            name=pool,
+            outage_min_seconds=self._outage_min_seconds,
+        )

@@ -1,0 +1,199 @@
+"""GPU demand history from Prometheus (kube-state-metrics) through ``prometheus-api-client``.
+
+* Range queries are split into chunks of at most ``max_points_per_request`` grid points:
+  Prometheus refuses more than 11,000 points per series ("exceeded maximum resolution").
+  Chunks do not overlap; duplicated timestamps are dropped anyway by ``regularize``.
+* Start and end are aligned down to the step so every fetch lands on the same grid.
+* Transient failures (connection refused, timeouts, 429/5xx) are retried with exponential
+  backoff by the HTTP session; a 4xx (bad PromQL) is not retried.
+* Every failure becomes a one-line ``SourceError`` naming the server or the query problem.
+
+The default query counts GPUs requested by Pending and Running pods per Karpenter NodePool.
+Pending pods have no node yet, so the pool is taken from the pod's own node selector
+(``kube_pod_nodeselectors``, exported by kube-state-metrics); pools that select differently
+override the query in config. ``{pool}`` in a query is replaced with the NodePool name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+
+import numpy as np
+import requests
+from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+import urllib3.exceptions
+from urllib3.util.retry import Retry
+
+from forecaster.core.quality import QualityReport, regularize
+from forecaster.core.series import DemandSeries
+from forecaster.errors import SourceError
+
+MAX_POINTS_PER_SERIES = 11_000
+"""Prometheus's hard limit of points per series in one range query."""
+
+DEFAULT_QUERY = """sum(
+  sum by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"})
+  * on (namespace, pod) group_left()
+    max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)
+  * on (namespace, pod) group_left()
+    max by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
+)"""
+"""GPUs requested by Pending + Running pods that select NodePool ``{pool}``."""
+
+
+def render_query(template: str, pool: str) -> str:
+    """Substitute the pool name (and only it: PromQL braces are left alone)."""
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", pool):
+        raise SourceError(f"pool name {pool!r} is not a valid NodePool name")
+    return template.replace("{pool}", pool)
+
+
+class PrometheusSource:
+    """A ``DemandSource`` reading one PromQL query per pool."""
+
+    def __init__(
+        self,
+        *,
+        url: str,
+        queries: dict[str, str],
+        timeout_seconds: float = 10.0,
+        retries: int = 3,
+        backoff_seconds: float = 0.5,
+        max_points_per_request: int = MAX_POINTS_PER_SERIES - 1,
+        outage_min_seconds: int = 3600,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        if not 1 < max_points_per_request < MAX_POINTS_PER_SERIES:
+            raise ValueError(f"max_points_per_request must be below {MAX_POINTS_PER_SERIES}")
+        self.url = url.rstrip("/")
+        self._queries = dict(queries)
+        self._timeout = timeout_seconds
+        self._max_points = max_points_per_request
+        self._outage_min_seconds = outage_min_seconds
+        retry = Retry(
+            total=retries,
+            connect=retries,
+            read=retries,
+            status=retries,
+            backoff_factor=backoff_seconds,
+            status_forcelist=(429, 500, 502, 503, 504),
+            allowed_methods=("GET", "POST"),
+        )
+        self._client = PrometheusConnect(
+            url=self.url, headers=headers, retry=retry, timeout=timeout_seconds
+        )
+
+    def query_for(self, pool: str) -> str:
+        """The PromQL used for ``pool``: its override, else the default template."""
+        return render_query(self._queries.get(pool, DEFAULT_QUERY), pool)
+
+    def fetch(
+        self, pool: str, *, start: int, end: int, step_seconds: int
+    ) -> tuple[DemandSeries, QualityReport]:
+        """Demand of ``pool`` on the step grid from ``start`` to ``end``, chunked."""
+        query = self.query_for(pool)
+        first = start - start % step_seconds
+        last = end - end % step_seconds
+        if last < first:
+            raise SourceError(f"empty time range for pool {pool!r}: end is before start")
+        timestamps: list[np.ndarray] = []
+        values: list[np.ndarray] = []
+        chunk_start = first
+        while chunk_start <= last:
+            chunk_end = min(last, chunk_start + (self._max_points - 1) * step_seconds)
+            ts, vals = self._query_range(query, chunk_start, chunk_end, step_seconds)
+            timestamps.append(ts)
+            values.append(vals)
+            chunk_start = chunk_end + step_seconds
+        all_ts = np.concatenate(timestamps)
+        if all_ts.size == 0:
+            raise SourceError(
+                f"Prometheus {self.url}: query for pool {pool!r} returned no samples between"
+                f" {_iso(first)} and {_iso(last)}"
+            )
+        return regularize(
+            all_ts,
+            np.concatenate(values),
+            step_seconds=step_seconds,
+            name=pool,
+            outage_min_seconds=self._outage_min_seconds,
+        )
+
+    def _query_range(
+        self, query: str, start: int, end: int, step_seconds: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        try:
+            result = self._client.custom_query_range(
+                query,
+                start_time=datetime.fromtimestamp(start, tz=UTC),
+                end_time=datetime.fromtimestamp(end, tz=UTC),
+                step=f"{step_seconds}s",
+            )
+        except PrometheusApiClientException as exc:
+            raise SourceError(f"Prometheus {self.url} rejected the query: {_reason(exc)}") from exc
+        except requests.exceptions.RetryError as exc:
+            raise SourceError(
+                f"Prometheus {self.url} kept failing (HTTP 429/5xx) after retries"
+            ) from exc
+        except requests.exceptions.RequestException as exc:
+            reason = _root_reason(exc)
+            if isinstance(exc, requests.exceptions.Timeout) or _is_timeout(reason):
+                raise SourceError(
+                    f"Prometheus {self.url} did not answer within {self._timeout:g}s"
+                ) from exc
+            raise SourceError(f"Prometheus {self.url} is unreachable: {_first_line(reason)}") from exc
+        if len(result) > 1:
+            labels = [item.get("metric", {}) for item in result[:3]]
+            raise SourceError(
+                f"query returned {len(result)} series (e.g. {labels}); it must aggregate to one"
+                " series per pool, e.g. wrap it in sum(...)"
+            )
+        if not result:
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        pairs = result[0].get("values", [])
+        ts = np.array([round(float(t)) for t, _ in pairs], dtype=np.int64)
+        vals = np.array([float(v) for _, v in pairs], dtype=np.float64)
+        return ts, vals
+
+
+def _reason(exc: PrometheusApiClientException) -> str:
+    """Prometheus's own error text out of the client's 'HTTP Status Code 400 (b'{...}')'."""
+    text = str(exc)
+    match = re.search(r"\(b'(.*)'\)$", text, flags=re.S)
+    if match:
+        try:
+            body = json.loads(match.group(1).encode().decode("unicode_escape"))
+            return f"{body.get('errorType', 'error')}: {body.get('error', text)}"
+        except (ValueError, UnicodeDecodeError):
+            pass
+    return _first_line(exc)
+
+
+def _root_reason(exc: BaseException) -> BaseException:
+    """The innermost urllib3 reason behind requests' 'Max retries exceeded' wrapper."""
+    inner: BaseException = exc
+    while True:
+        nxt = getattr(inner, "reason", None)
+        if not isinstance(nxt, BaseException):
+            arg = inner.args[0] if inner.args else None
+            nxt = arg if isinstance(arg, BaseException) and arg is not inner else None
+        if nxt is None:
+            return inner
+        inner = nxt
+
+
+def _is_timeout(reason: BaseException) -> bool:
+    # urllib3's NewConnectionError (connection refused) subclasses its TimeoutError
+    return isinstance(reason, urllib3.exceptions.TimeoutError) and not isinstance(
+        reason, urllib3.exceptions.NewConnectionError
+    )
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def _iso(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")

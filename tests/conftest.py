@@ -1,0 +1,101 @@
+"""Shared fixtures: the shipped sample series and one real Prometheus for the whole session."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from forecaster.core.quality import QualityReport
+from forecaster.core.series import DemandSeries
+from forecaster.sources.files import CsvSource
+from tests.support.prometheus_server import Series, running_prometheus
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = ROOT / "data" / "samples"
+HELIOS = SAMPLES / "helios-earth-2020-05.csv"
+ITP = SAMPLES / "msr-itp-cluster04.csv"
+
+# single-threaded BLAS: 2 cores, and pytest may share them with Prometheus
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+def load_sample(path: Path, *, outage_min_seconds: int = 3600) -> tuple[DemandSeries, QualityReport]:
+    """A shipped sample series on its 60 s grid, cleaned like any source would."""
+    source = CsvSource({path.stem: path}, outage_min_seconds=outage_min_seconds)
+    return source.fetch_all(path.stem, step_seconds=60)
+
+
+@pytest.fixture(scope="session")
+def helios() -> DemandSeries:
+    return load_sample(HELIOS)[0]
+
+
+@pytest.fixture(scope="session")
+def itp() -> DemandSeries:
+    return load_sample(ITP)[0]
+
+
+KSM_START = 1_768_000_000 - 1_768_000_000 % 3600  # 2026-01-09T22:00Z: far older than the head block
+BACKFILL_DAYS = 16
+
+
+def ksm_series() -> list[Series]:
+    """kube-state-metrics for five pods over two hours (see test_default_query_*)."""
+    minutes = range(0, 120)
+
+    def at(minute: int) -> int:
+        return KSM_START + 60 * minute
+
+    pods = {
+        # pod: (nodepool, [container GPUs], phase by minute)
+        "a": ("gpu-a", [2], lambda m: "Running"),
+        "b": ("gpu-a", [4], lambda m: "Pending" if m < 30 else "Running"),
+        "c": ("gpu-a", [8], lambda m: "Running" if m < 60 else "Succeeded"),
+        "d": ("gpu-b", [1], lambda m: "Running"),
+        "e": ("gpu-a", [1, 1], lambda m: "Pending" if m < 90 else "Failed"),
+    }
+    out: list[Series] = []
+    for pod, (pool, containers, phase_of) in pods.items():
+        ident = {"namespace": "ml", "pod": pod}
+        for i, gpus in enumerate(containers):
+            out.append(
+                Series(
+                    "kube_pod_container_resource_requests",
+                    {**ident, "container": f"c{i}", "resource": "nvidia_com_gpu", "unit": "integer"},
+                    [(at(m), float(gpus)) for m in minutes],
+                )
+            )
+        for phase in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
+            out.append(
+                Series(
+                    "kube_pod_status_phase",
+                    {**ident, "phase": phase},
+                    [(at(m), 1.0 if phase_of(m) == phase else 0.0) for m in minutes],
+                )
+            )
+        out.append(
+            Series(
+                "kube_pod_nodeselectors",
+                {**ident, "nodeselector_karpenter_sh_nodepool": pool},
+                [(at(m), 1.0) for m in minutes],
+            )
+        )
+    return out
+
+
+@pytest.fixture(scope="session")
+def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Prometheus holding 16 days of the Helios series and the kube-state-metrics set."""
+    helios_series, _ = load_sample(HELIOS, outage_min_seconds=0)
+    first_days = helios_series.window(helios_series.start, helios_series.start + BACKFILL_DAYS * 86400)
+    demand = Series(
+        "gpus_requested",
+        {"pool": "earth"},
+        zip(first_days.timestamps.tolist(), first_days.values.tolist(), strict=True),
+    )
+    with running_prometheus(tmp_path_factory.mktemp("prometheus"), [demand, *ksm_series()]) as url:
+        yield url

@@ -1,0 +1,1 @@
+"""Test helpers: a real Prometheus server, sample data loaders."""
