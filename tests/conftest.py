@@ -23,7 +23,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-def load_sample(path: Path, *, outage_min_seconds: int = 3600) -> tuple[DemandSeries, QualityReport]:
+def load_sample(
+    path: Path, *, outage_min_seconds: int = 3600
+) -> tuple[DemandSeries, QualityReport]:
     """A shipped sample series on its 60 s grid, cleaned like any source would."""
     source = CsvSource({path.stem: path}, outage_min_seconds=outage_min_seconds)
     return source.fetch_all(path.stem, step_seconds=60)
@@ -65,7 +67,12 @@ def ksm_series() -> list[Series]:
             out.append(
                 Series(
                     "kube_pod_container_resource_requests",
-                    {**ident, "container": f"c{i}", "resource": "nvidia_com_gpu", "unit": "integer"},
+                    {
+                        **ident,
+                        "container": f"c{i}",
+                        "resource": "nvidia_com_gpu",
+                        "unit": "integer",
+                    },
                     [(at(m), float(gpus)) for m in minutes],
                 )
             )
@@ -91,7 +98,9 @@ def ksm_series() -> list[Series]:
 def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real Prometheus holding 16 days of the Helios series and the kube-state-metrics set."""
     helios_series, _ = load_sample(HELIOS, outage_min_seconds=0)
-    first_days = helios_series.window(helios_series.start, helios_series.start + BACKFILL_DAYS * 86400)
+    first_days = helios_series.window(
+        helios_series.start, helios_series.start + BACKFILL_DAYS * 86400
+    )
     demand = Series(
         "gpus_requested",
         {"pool": "earth"},

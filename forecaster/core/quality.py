@@ -77,7 +77,9 @@ class QualityReport:
         if self.duplicates:
             lines.append(f"{self.duplicates} duplicated timestamp(s): kept the last sample")
         if self.off_grid:
-            lines.append(f"{self.off_grid} sample(s) off the {self.step_seconds}s grid snapped to it")
+            lines.append(
+                f"{self.off_grid} sample(s) off the {self.step_seconds}s grid snapped to it"
+            )
         if self.gaps:
             lines.append(
                 f"{len(self.gaps)} gap(s), {self.missing_points} missing point(s) kept as gaps"

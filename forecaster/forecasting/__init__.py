@@ -1,1 +1,4 @@
-"""Forecasting: numpy in, ``core.series.Forecast`` out. Models, calibration, backtests, artifacts."""
+"""Forecasting: numpy in, ``core.series.Forecast`` out.
+
+Models, calibration, backtests, selection and artifacts.
+"""

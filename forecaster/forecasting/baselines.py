@@ -22,6 +22,9 @@ from forecaster.forecasting.features import (
     take,
 )
 
+MIN_SAMPLES = 200
+"""Fewer changes than this give a P95 resting on a handful of points: refuse to fit."""
+
 
 class PersistenceQuantile:
     """Level at the origin + empirical quantiles of h-step changes seen in training."""
@@ -38,6 +41,10 @@ class PersistenceQuantile:
         offsets = np.empty((len(self.horizons_seconds), len(self.quantiles)))
         for j, horizon in enumerate(self.horizons_seconds):
             delta = changes(series.values, horizon_steps(series, horizon))
+            if np.count_nonzero(np.isfinite(delta)) < MIN_SAMPLES:
+                raise ModelError(
+                    f"{self.name}: fewer than {MIN_SAMPLES} usable {horizon}s changes to learn from"
+                )
             for k, q in enumerate(self.quantiles):
                 offsets[j, k] = empirical_quantile(delta, q)
         if np.isnan(offsets).any():
@@ -92,6 +99,8 @@ class SeasonalNaive:
         if any(h >= self.season_seconds for h in self.horizons_seconds):
             raise ModelError(f"{self.name}: horizons must be shorter than the season")
         residual = changes(series.values, horizon_steps(series, self.season_seconds))
+        if np.count_nonzero(np.isfinite(residual)) < MIN_SAMPLES:
+            raise ModelError(f"{self.name}: needs more than one season of usable history")
         offsets = np.array([empirical_quantile(residual, q) for q in self.quantiles])
         if np.isnan(offsets).any():
             raise ModelError(f"{self.name}: needs more than one season of usable history")

@@ -82,7 +82,9 @@ class Calibrated:
         offsets = np.empty_like(raw.values)
         if self.adaptive and at.size and int(at.max()) > self.fit_end_:
             since = np.arange(
-                self.fit_end_ + self.origin_every_seconds - self.fit_end_ % self.origin_every_seconds,
+                self.fit_end_
+                + self.origin_every_seconds
+                - self.fit_end_ % self.origin_every_seconds,
                 int(at.max()) + 1,
                 self.origin_every_seconds,
                 dtype=np.int64,
@@ -120,7 +122,7 @@ class Calibrated:
             "calibration_seconds": self.calibration_seconds,
             "origin_every_seconds": self.origin_every_seconds,
             "adaptive": self.adaptive,
-            "scores": np.where(np.isnan(self.scores_), None, self.scores_).tolist(),
+            "scores": _nan_as_none(self.scores_.tolist()),
             "fit_end": self.fit_end_,
         }
 
@@ -139,6 +141,13 @@ class Calibrated:
         model.scores_ = np.asarray(state["scores"], dtype=np.float64)
         model.fit_end_ = int(state["fit_end"])
         return model
+
+
+def _nan_as_none(value: Any) -> Any:
+    """JSON has no NaN: nested lists of floats with NaN replaced by None (null)."""
+    if isinstance(value, list):
+        return [_nan_as_none(v) for v in value]
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def conformal_quantile(scores: FloatArray, quantile: float) -> float:

@@ -83,7 +83,9 @@ def trailing_mean(values: FloatArray, index: IntArray, steps: int) -> FloatArray
 
 def trailing_max(values: FloatArray, index: IntArray, steps: int) -> FloatArray:
     """Max of the non-NaN values among ``values[i - steps + 1 .. i]`` (NaN if none)."""
-    padded = np.concatenate((np.full(steps - 1, -np.inf), np.where(np.isnan(values), -np.inf, values)))
+    padded = np.concatenate(
+        (np.full(steps - 1, -np.inf), np.where(np.isnan(values), -np.inf, values))
+    )
     windows = np.lib.stride_tricks.sliding_window_view(padded, steps)
     index = np.asarray(index, dtype=np.int64)
     inside = (index >= 0) & (index < values.size)

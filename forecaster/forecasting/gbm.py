@@ -101,7 +101,7 @@ class GradientBoostingQuantile:
             level = levels_at(series, origins)
             target = take(series.values, series.index_of(origins + horizon)) - level
             keep = np.isfinite(target)
-            if np.count_nonzero(keep) < 10 * self.min_samples_leaf:
+            if np.count_nonzero(keep) < 4 * self.min_samples_leaf:
                 raise ModelError(f"{self.name}: too few usable training points for {horizon}s")
             for q in self.quantiles:
                 regressor = HistGradientBoostingRegressor(

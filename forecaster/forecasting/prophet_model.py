@@ -20,7 +20,6 @@ from forecaster.errors import ModelError
 from forecaster.forecasting.features import changes, empirical_quantile, horizon_steps, levels_at
 
 
-
 def _quiet_stan() -> None:
     """cmdstanpy (re)configures its logger at import and logs two INFO lines per fit."""
     logging.getLogger("prophet.plot").disabled = True  # "Importing plotly failed" at import

@@ -7,6 +7,7 @@ features, so it is stable out of sample and fits in about a second on 28 days of
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar, Self
 
 import numpy as np
@@ -62,12 +63,20 @@ class FourierQuantReg:
         self.weekly_terms = weekly_terms
         self.train_every_seconds = train_every_seconds
         self.params_: FloatArray | None = None  # (n_horizons, n_quantiles, n_features)
+        self.terms_: tuple[int, int] = (daily_terms, weekly_terms)
 
     def fit(self, series: DemandSeries) -> Self:
         """Fit one linear quantile regression per horizon and quantile."""
         from statsmodels.regression.quantile_regression import QuantReg
+        from statsmodels.tools.sm_exceptions import IterationLimitWarning
 
         origins = series.timestamps[:: max(1, self.train_every_seconds // series.step_seconds)]
+        # a Fourier term of a period needs two periods of data, or it extrapolates wildly
+        span = series.end - series.start
+        self.terms_ = (
+            self.daily_terms if span >= 2 * _DAY else 0,
+            self.weekly_terms if span >= 2 * _WEEK else 0,
+        )
         x = self._design(series, origins)
         level = levels_at(series, origins)
         params = []
@@ -79,10 +88,14 @@ class FourierQuantReg:
                 raise ModelError(f"{self.name}: too few usable training points for {horizon}s")
             row = []
             for q in self.quantiles:
-                try:
-                    fitted = QuantReg(target[keep], x[keep]).fit(q=q, max_iter=2000)
-                except (ValueError, np.linalg.LinAlgError) as exc:
-                    raise ModelError(f"{self.name}: fit failed: {exc}") from exc
+                # IRLS can stop at max_iter a hair short of its tolerance on flat stretches; the
+                # estimate is still usable and the backtest judges it, so do not fail the fit
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", IterationLimitWarning)
+                    try:
+                        fitted = QuantReg(target[keep], x[keep]).fit(q=q, max_iter=2000)
+                    except (ValueError, np.linalg.LinAlgError) as exc:
+                        raise ModelError(f"{self.name}: fit failed: {exc}") from exc
                 row.append(np.asarray(fitted.params, dtype=np.float64))
             params.append(row)
         self.params_ = np.asarray(params)
@@ -99,9 +112,8 @@ class FourierQuantReg:
         return Forecast(self.name, at, self.horizons_seconds, self.quantiles, values)
 
     def _design(self, series: DemandSeries, at: IntArray) -> FloatArray:
-        return design_matrix(
-            series, at, daily_terms=self.daily_terms, weekly_terms=self.weekly_terms
-        )
+        daily, weekly = self.terms_
+        return design_matrix(series, at, daily_terms=daily, weekly_terms=weekly)
 
     def to_state(self) -> dict[str, Any]:
         """Settings and coefficients."""
@@ -113,6 +125,7 @@ class FourierQuantReg:
             "daily_terms": self.daily_terms,
             "weekly_terms": self.weekly_terms,
             "train_every_seconds": self.train_every_seconds,
+            "terms_used": list(self.terms_),
             "params": self.params_.tolist(),
         }
 
@@ -127,4 +140,6 @@ class FourierQuantReg:
             train_every_seconds=int(state["train_every_seconds"]),
         )
         model.params_ = np.asarray(state["params"], dtype=np.float64)
+        daily, weekly = state.get("terms_used", (model.daily_terms, model.weekly_terms))
+        model.terms_ = (int(daily), int(weekly))
         return model

@@ -28,7 +28,7 @@ class CsvSamples:
 
 
 def read_csv_samples(path: Path, *, value_column: str = DEFAULT_VALUE_COLUMN) -> CsvSamples:
-    """Read raw samples; an empty value cell or ``nan`` becomes NaN (a gap), anything else bad fails."""
+    """Read raw samples; an empty cell or ``nan`` is a gap (NaN), anything else bad fails."""
     try:
         handle = path.open(newline="", encoding="utf-8")
     except OSError as exc:

@@ -22,8 +22,9 @@ from datetime import UTC, datetime
 
 import numpy as np
 import requests
-from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 import urllib3.exceptions
+from prometheus_api_client import PrometheusConnect
+from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
 from forecaster.core.quality import QualityReport, regularize
@@ -143,7 +144,9 @@ class PrometheusSource:
                 raise SourceError(
                     f"Prometheus {self.url} did not answer within {self._timeout:g}s"
                 ) from exc
-            raise SourceError(f"Prometheus {self.url} is unreachable: {_first_line(reason)}") from exc
+            raise SourceError(
+                f"Prometheus {self.url} is unreachable: {_first_line(reason)}"
+            ) from exc
         if len(result) > 1:
             labels = [item.get("metric", {}) for item in result[:3]]
             raise SourceError(

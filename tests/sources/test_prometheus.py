@@ -56,7 +56,7 @@ def test_chunk_size_does_not_change_the_result(prometheus_url: str) -> None:
 
 
 def test_unaligned_range_is_aligned_to_the_step(prometheus_url: str) -> None:
-    start, _, values = expected_helios()
+    start, _, _ = expected_helios()
     source = PrometheusSource(url=prometheus_url, queries=EARTH, outage_min_seconds=0)
     series, _ = source.fetch("earth", start=start + 17, end=start + 3600 + 59, step_seconds=300)
     assert series.start == start - start % 300 and series.start % 300 == 0

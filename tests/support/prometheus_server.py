@@ -72,8 +72,16 @@ def running_prometheus(workdir: Path, series: list[Series]) -> Iterator[str]:
     source = workdir / "backfill.om"
     write_openmetrics(source, series)
     subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", "--max-block-duration=24h",
-         "--quiet", str(source), str(data_dir)],
+        [
+            promtool,
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            "--max-block-duration=24h",
+            "--quiet",
+            str(source),
+            str(data_dir),
+        ],
         check=True,
         capture_output=True,
     )
@@ -82,8 +90,13 @@ def running_prometheus(workdir: Path, series: list[Series]) -> Iterator[str]:
     port = free_port()
     log = (workdir / "prometheus.log").open("w")
     process = subprocess.Popen(
-        [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data_dir}",
-         "--storage.tsdb.retention.time=3650d", f"--web.listen-address=127.0.0.1:{port}"],
+        [
+            prometheus,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={data_dir}",
+            "--storage.tsdb.retention.time=3650d",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )

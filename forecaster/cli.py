@@ -1,0 +1,248 @@
+"""The ``forecaster`` command: parse arguments, call the service, print. No logic of its own.
+
+Every ``ForecasterError`` ends as one line on stderr (``forecaster: error: ...``) and exit code 1;
+usage errors exit 2 (argparse). Reports go to stdout, logs to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import logging
+import re
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from threadpoolctl import threadpool_limits
+
+from forecaster.core.series import from_epoch_seconds
+from forecaster.errors import ConfigError, ForecasterError
+from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.backtest import BacktestSpec, ModelRun
+from forecaster.forecasting.registry import FALLBACK, known_names
+from forecaster.forecasting.selection import select
+from forecaster.service import app
+from forecaster.service.clock import SystemClock
+from forecaster.service.report import (
+    backtest_header,
+    score_table,
+    selection_line,
+    training_report,
+)
+from forecaster.service.training import TrainingPlan, backtest_models
+from forecaster.settings import Settings, load_settings
+from forecaster.sources.files import DEFAULT_VALUE_COLUMN, CsvSource
+
+DEFAULT_CONFIG = Path("config/forecaster.yaml")
+_BUNDLED_CONFIG = Path(__file__).resolve().parent.parent / "config" / "forecaster.yaml"
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+DAY = 86400
+
+
+def parse_duration(text: str) -> int:
+    """'15m' -> 900, '1h' -> 3600, '2d' -> 172800, '90' or '90s' -> 90."""
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise argparse.ArgumentTypeError(f"bad duration {text!r} (use e.g. 90s, 15m, 1h, 7d)")
+    return int(float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(
+        prog="forecaster", description="Predictive prewarming of GPU capacity for Karpenter."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run the main job on a config (default: the embedded one)")
+    _config_arg(run)
+
+    train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
+    _config_arg(train)
+    train.add_argument("--pool", action="append", help="only this pool (repeatable)")
+
+    validate = sub.add_parser("validate-config", help="check a config file and exit")
+    _config_arg(validate)
+
+    models = sub.add_parser("models", help="inspect published model artifacts")
+    models_sub = models.add_subparsers(dest="models_command", required=True)
+    listing = models_sub.add_parser("list", help="versions per pool, * marks the current one")
+    _config_arg(listing)
+
+    bt = sub.add_parser("backtest", help="rolling-origin backtest of models on a CSV series")
+    bt.add_argument("--data", type=Path, required=True, help="CSV with timestamp,<value column>")
+    bt.add_argument("--horizon", type=parse_duration, default=900, help="e.g. 15m (default)")
+    bt.add_argument(
+        "--models",
+        default=",".join(known_names()),
+        help=f"comma-separated, from {', '.join(known_names())}",
+    )
+    bt.add_argument("--output", type=Path, help="write every forecast to this CSV")
+    bt.add_argument("--value-column", default=DEFAULT_VALUE_COLUMN)
+    bt.add_argument("--step", type=parse_duration, default=60, help="grid step (default 60s)")
+    bt.add_argument("--test", type=parse_duration, default=7 * DAY, help="scored period (7d)")
+    bt.add_argument("--train", type=parse_duration, default=14 * DAY, help="training window")
+    bt.add_argument("--every", type=parse_duration, default=300, help="origin spacing (5m)")
+    bt.add_argument("--refit-every", type=parse_duration, default=DAY, help="refit spacing (1d)")
+    bt.add_argument("--quantile", type=float, default=0.95, help="target quantile (0.95)")
+    bt.add_argument("--tolerance", type=float, default=0.01, help="coverage tolerance (0.01)")
+    bt.add_argument(
+        "--outage-min", type=parse_duration, default=3600, help="zeros this long are outages"
+    )
+    return parser
+
+
+def _config_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help=f"YAML config (default: {DEFAULT_CONFIG}, else the bundled one)",
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        with threadpool_limits(limits=1):  # 2-core machines: BLAS threads only contend
+            return _dispatch(args)
+    except ForecasterError as exc:
+        print(f"forecaster: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "backtest":
+        return _backtest(args)
+    settings = _settings(args.config)
+    if args.command == "validate-config":
+        print(
+            f"config OK: {len(settings.pools)} pool(s): {', '.join(p.name for p in settings.pools)}"
+        )
+        return 0
+    if args.command == "models":
+        return _models_list(settings)
+    if args.command == "run":
+        where = args.config or "the embedded config"
+        print(f"forecaster run: training and backtesting every pool of {where}")
+        return _train(settings, pools=None)
+    return _train(settings, pools=args.pool)
+
+
+def _settings(path: Path | None) -> Settings:
+    if path is None:
+        path = DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else _BUNDLED_CONFIG
+    if not path.exists():
+        raise ConfigError(f"{path}: config file not found")
+    return load_settings(path)
+
+
+def _train(settings: Settings, *, pools: list[str] | None) -> int:
+    for name in pools or []:
+        settings.pool(name)
+    results = app.train(settings, pools=pools, clock=SystemClock())
+    for line in training_report(results, baseline=FALLBACK):
+        print(line)
+    return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _models_list(settings: Settings) -> int:
+    store = ArtifactStore(settings.models_dir)
+    for pool in settings.pools:
+        current = store.current_version(pool.name)
+        versions = store.versions(pool.name)
+        print(f"{pool.name}: {'no model yet' if not versions else ''}")
+        for version in versions:
+            print(f"  {'*' if version == current else ' '} {version}")
+    return 0
+
+
+def _backtest(args: argparse.Namespace) -> int:
+    names = [m.strip() for m in args.models.split(",") if m.strip()]
+    unknown = [m for m in names if m not in known_names()]
+    if unknown:
+        raise ConfigError(f"--models: unknown {unknown}; known: {known_names()}")
+    if not 0.5 < args.quantile < 1:
+        raise ConfigError("--quantile must be between 0.5 and 1")
+    source = CsvSource(
+        {args.data.stem: args.data},
+        value_column=args.value_column,
+        outage_min_seconds=args.outage_min,
+    )
+    series, report = source.fetch_all(args.data.stem, step_seconds=args.step)
+    for line in report.describe():
+        print(f"data: {line}")
+    spec = BacktestSpec(
+        horizon_seconds=args.horizon,
+        quantile=args.quantile,
+        test_seconds=args.test,
+        train_seconds=args.train,
+        origin_every_seconds=args.every,
+        refit_every_seconds=args.refit_every,
+    )
+    plan = TrainingPlan(
+        models=tuple(names),
+        horizons_seconds=(args.horizon,),
+        quantiles=(0.5, args.quantile),
+        selection_horizon_seconds=args.horizon,
+        target_quantile=args.quantile,
+        coverage_tolerance=args.tolerance,
+        min_history_seconds=0,
+        test_seconds=args.test,
+        train_seconds=args.train,
+        origin_every_seconds=args.every,
+        refit_every_seconds=args.refit_every,
+    )
+    runs, scores = backtest_models(series, plan, spec)
+    selection = select(scores, target=args.quantile, tolerance=args.tolerance, fallback=FALLBACK)
+    print(backtest_header(args.data.name, spec))
+    for line in score_table(
+        scores, quantile=args.quantile, baseline=FALLBACK, selected=selection.model
+    ):
+        print(line)
+    print(selection_line(selection))
+    if args.output:
+        rows = _write_forecasts(args.output, runs, horizon=args.horizon)
+        print(f"wrote {rows} forecasts to {args.output}")
+    return 0
+
+
+def _write_forecasts(path: Path, runs: list[ModelRun], *, horizon: int) -> int:
+    rows = 0
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["origin", "target_time", "horizon_s", "model", "p50", "p95", "actual"])
+        for run in runs:
+            for origin, p50, upper, actual in zip(
+                run.origins, run.p50, run.upper, run.actual, strict=True
+            ):
+                writer.writerow(
+                    [
+                        _iso(int(origin)),
+                        _iso(int(origin) + horizon),
+                        horizon,
+                        run.model,
+                        f"{p50:.3f}",
+                        f"{upper:.3f}",
+                        f"{actual:g}",
+                    ]
+                )
+                rows += 1
+    return rows
+
+
+def _iso(seconds: int) -> str:
+    return from_epoch_seconds(seconds).isoformat().replace("+00:00", "Z")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The service layer: wires settings, sources, models and (later) actuators together."""

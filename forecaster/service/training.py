@@ -1,0 +1,226 @@
+"""Train one pool: check the history, backtest the candidates, select, fit, publish.
+
+Knows sources' output and forecasting, not where the data came from (``app.py`` fetches it).
+A pool with too little usable history is marked forecast-only with how much more it needs; a
+model that fails in the backtest is simply not selected; the selected model is fitted on the whole
+training history and published atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import platform
+import time
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from typing import Any, Literal
+
+import numpy as np
+
+from forecaster.core.quality import QualityReport
+from forecaster.core.series import DemandSeries, from_epoch_seconds
+from forecaster.errors import ModelError
+from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.backtest import BacktestSpec, ModelRun, ModelScore, run_backtest, score
+from forecaster.forecasting.registry import FALLBACK, build
+from forecaster.forecasting.selection import Selection, select
+
+log = logging.getLogger(__name__)
+DAY = 86400
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """Everything training needs to know, as plain values (no settings object)."""
+
+    models: tuple[str, ...]
+    horizons_seconds: tuple[int, ...]
+    quantiles: tuple[float, ...]
+    selection_horizon_seconds: int
+    target_quantile: float
+    coverage_tolerance: float
+    min_history_seconds: int
+    test_seconds: int
+    train_seconds: int
+    origin_every_seconds: int
+    refit_every_seconds: int
+
+
+@dataclass(frozen=True)
+class PoolTraining:
+    """The outcome for one pool, for the report and the logs."""
+
+    pool: str
+    status: Literal["trained", "forecast-only", "failed"]
+    message: str
+    quality: QualityReport | None
+    scores: tuple[ModelScore, ...] = ()
+    runs: tuple[ModelRun, ...] = ()
+    selection: Selection | None = None
+    version: str | None = None
+    fit_seconds: float = 0.0
+    total_seconds: float = 0.0
+    spec: BacktestSpec | None = None
+    notes: tuple[str, ...] = field(default=())
+
+
+def backtest_spec(series: DemandSeries, plan: TrainingPlan) -> BacktestSpec:
+    """The plan's backtest, shortened to fit a history between the minimum and test+train."""
+    span = series.end - series.start + series.step_seconds
+    test = int(min(plan.test_seconds, max(DAY, span - plan.train_seconds)))
+    train = int(min(plan.train_seconds, span - test))
+    return BacktestSpec(
+        horizon_seconds=plan.selection_horizon_seconds,
+        quantile=plan.target_quantile,
+        test_seconds=test,
+        train_seconds=train,
+        origin_every_seconds=plan.origin_every_seconds,
+        refit_every_seconds=plan.refit_every_seconds,
+    )
+
+
+def backtest_models(
+    series: DemandSeries, plan: TrainingPlan, spec: BacktestSpec
+) -> tuple[list[ModelRun], list[ModelScore]]:
+    """Run every candidate through the same backtest."""
+    runs, scores = [], []
+    for name in plan.models:
+
+        def factory(name: str = name) -> Any:
+            return build(name, horizons_seconds=(spec.horizon_seconds,), quantiles=plan.quantiles)
+
+        run = run_backtest(series, factory, spec, label=name)
+        for failure in run.failures:
+            log.warning("backtest of %s on %s: %s", name, series.name, failure)
+        runs.append(run)
+        scores.append(score(run, quantile=plan.target_quantile))
+    return runs, scores
+
+
+def train_pool(
+    series: DemandSeries,
+    quality: QualityReport,
+    *,
+    plan: TrainingPlan,
+    store: ArtifactStore,
+    created: str,
+) -> PoolTraining:
+    """Backtest, select, fit and publish the model for one pool (see module docstring)."""
+    began = time.perf_counter()
+    pool = series.name
+    usable = series.usable_seconds
+    if usable < plan.min_history_seconds:
+        missing = (plan.min_history_seconds - usable) / DAY
+        return PoolTraining(
+            pool=pool,
+            status="forecast-only",
+            message=(
+                f"only {usable / DAY:.1f} days of usable history, needs"
+                f" {plan.min_history_seconds / DAY:.0f}: {missing:.1f} more day(s);"
+                " the pool stays forecast-only until then"
+            ),
+            quality=quality,
+        )
+    spec = backtest_spec(series, plan)
+    runs, scores = backtest_models(series, plan, spec)
+    selection = select(
+        scores, target=plan.target_quantile, tolerance=plan.coverage_tolerance, fallback=FALLBACK
+    )
+    fit_began = time.perf_counter()
+    model_name = selection.model
+    try:
+        model = build(model_name, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
+        model.fit(series)
+    except ModelError as exc:
+        log.warning(
+            "pool %s: %s failed to fit (%s); falling back to %s", pool, model_name, exc, FALLBACK
+        )
+        model_name = FALLBACK
+        model = build(FALLBACK, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
+        model.fit(series)
+    fit_seconds = time.perf_counter() - fit_began
+    version = store.publish(
+        pool=pool,
+        model_name=model_name,
+        model=model,
+        metadata=_metadata(
+            series, quality=quality, scores=scores, selection=selection, spec=spec, plan=plan
+        ),
+        created=created,
+    )
+    return PoolTraining(
+        pool=pool,
+        status="trained",
+        message=f"published {model_name} as version {version}",
+        quality=quality,
+        scores=tuple(scores),
+        runs=tuple(runs),
+        selection=selection,
+        version=version,
+        fit_seconds=fit_seconds,
+        total_seconds=time.perf_counter() - began,
+        spec=spec,
+    )
+
+
+def data_hash(series: DemandSeries) -> str:
+    """SHA-256 over the grid and values: the same data always hashes the same."""
+    digest = hashlib.sha256(f"{series.start}:{series.step_seconds}:".encode())
+    digest.update(np.ascontiguousarray(series.values).tobytes())
+    return digest.hexdigest()
+
+
+def _metadata(
+    series: DemandSeries,
+    *,
+    quality: QualityReport,
+    scores: list[ModelScore],
+    selection: Selection,
+    spec: BacktestSpec,
+    plan: TrainingPlan,
+) -> dict[str, Any]:
+    return {
+        "data": {
+            "start": from_epoch_seconds(series.start).isoformat(),
+            "end": from_epoch_seconds(series.end).isoformat(),
+            "step_seconds": series.step_seconds,
+            "usable_points": quality.usable_points,
+            "sha256": data_hash(series),
+            "quality": quality.describe(),
+        },
+        "horizons_seconds": list(plan.horizons_seconds),
+        "quantiles": list(plan.quantiles),
+        "backtest": {
+            "horizon_seconds": spec.horizon_seconds,
+            "test_seconds": spec.test_seconds,
+            "train_seconds": spec.train_seconds,
+            "scores": [
+                {
+                    "model": s.model,
+                    "coverage": _finite(s.coverage),
+                    "pinball": _finite(s.pinball),
+                    "headroom_gpus": _finite(s.headroom_gpus),
+                    "points": s.points,
+                }
+                for s in scores
+            ],
+            "selected": selection.model,
+            "reason": selection.reason,
+        },
+        "versions": _library_versions(),
+    }
+
+
+def _finite(value: float) -> float | None:
+    return value if np.isfinite(value) else None
+
+
+def _library_versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("forecaster", "numpy", "pandas", "scikit-learn", "statsmodels", "prophet"):
+        try:
+            versions[package] = importlib_metadata.version(package)
+        except importlib_metadata.PackageNotFoundError:
+            versions[package] = "unknown"
+    return versions

@@ -1,0 +1,232 @@
+"""Configuration: one YAML file validated by pydantic, with ``FORECASTER_*`` env overrides.
+
+A bad config refuses to load with a ``ConfigError`` naming each bad field by its path, e.g.
+``pools.0.gpus_per_node: Input should be greater than 0``. Relative paths in the file are
+relative to the file itself, so the bundled config works from any working directory.
+
+Environment overrides use ``__`` between path parts and list indexes as numbers; the value is
+parsed as YAML: ``FORECASTER_SOURCE__PROMETHEUS__URL=http://prom:9090``,
+``FORECASTER_POOLS__0__GPUS_PER_NODE=4``.
+
+Only ``service`` and ``cli`` read settings; they hand plain values to everything else.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from forecaster.errors import ConfigError
+
+ENV_PREFIX = "FORECASTER_"
+NodePoolName = Annotated[
+    str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$", description="Karpenter NodePool")
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LeadTime(_Strict):
+    """How long new GPU capacity takes to become usable; the forecast looks this far ahead."""
+
+    provisioning_seconds: int = Field(60, ge=0, description="node launch to Ready (Karpenter)")
+    image_pull_seconds: int = Field(300, ge=0, description="pulling the workload image")
+    margin_seconds: int = Field(60, ge=0, description="safety margin")
+
+    @property
+    def total_seconds(self) -> int:
+        """The lead time the planner must forecast: the sum of the parts."""
+        return self.provisioning_seconds + self.image_pull_seconds + self.margin_seconds
+
+
+class PoolSettings(_Strict):
+    """One Karpenter NodePool whose GPU demand we forecast."""
+
+    name: NodePoolName
+    gpus_per_node: int = Field(8, gt=0, le=64)
+    lead_time: LeadTime = LeadTime()
+    csv: Path | None = Field(None, description="history file when source.kind is csv")
+    query: str | None = Field(None, description="PromQL override; {pool} is the NodePool name")
+
+
+class PrometheusSettings(_Strict):
+    """Where and how to query Prometheus."""
+
+    url: str = Field("http://prometheus-operated.monitoring.svc:9090", pattern=r"^https?://")
+    timeout_seconds: float = Field(10.0, gt=0, le=300)
+    retries: int = Field(3, ge=0, le=10)
+    backoff_seconds: float = Field(0.5, ge=0, le=30)
+
+
+class SourceSettings(_Strict):
+    """Where demand history comes from."""
+
+    kind: Literal["csv", "prometheus"] = "prometheus"
+    csv_value_column: str = "gpus_requested"
+    prometheus: PrometheusSettings = PrometheusSettings()
+
+
+class BacktestSettings(_Strict):
+    """Rolling-origin backtest used to select a model per pool."""
+
+    test_days: float = Field(7, gt=0)
+    train_days: float = Field(14, gt=0)
+    origin_every_seconds: int = Field(300, gt=0)
+    refit_every_seconds: int = Field(86400, gt=0)
+
+
+class ForecastSettings(_Strict):
+    """What to forecast and how models are chosen."""
+
+    step_seconds: int = Field(60, gt=0, le=3600)
+    horizons_seconds: tuple[int, ...] = (300, 900, 1800)
+    quantiles: tuple[float, ...] = (0.5, 0.95)
+    target_quantile: float = Field(0.95, gt=0.5, lt=1)
+    coverage_tolerance: float = Field(0.01, gt=0, lt=0.5)
+    models: tuple[str, ...] = (
+        "persistence",
+        "seasonal-naive",
+        "prophet",
+        "quantreg",
+        "gbm",
+        "prophet-raw",
+        "quantreg-raw",
+        "gbm-raw",
+    )
+    history_days: float = Field(28, gt=0, description="history used to train")
+    min_history_days: float = Field(14, gt=0, description="less usable history: forecast-only")
+    outage_min_seconds: int = Field(3600, ge=0, description="runs of zeros this long: excluded")
+    backtest: BacktestSettings = BacktestSettings()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ForecastSettings:
+        from forecaster.forecasting.registry import known_names
+
+        if not self.horizons_seconds or any(h <= 0 for h in self.horizons_seconds):
+            raise ValueError("horizons_seconds must be a non-empty list of positive numbers")
+        bad = [h for h in self.horizons_seconds if h % self.step_seconds]
+        if bad:
+            raise ValueError(f"horizons_seconds {bad} are not multiples of step_seconds")
+        if any(not 0 < q < 1 for q in self.quantiles):
+            raise ValueError("quantiles must lie strictly between 0 and 1")
+        for needed in (0.5, self.target_quantile):
+            if needed not in self.quantiles:
+                raise ValueError(f"quantiles must include {needed}")
+        unknown = [m for m in self.models if m not in known_names()]
+        if unknown or not self.models:
+            raise ValueError(f"unknown models {unknown}; known: {known_names()}")
+        if self.min_history_days > self.history_days:
+            raise ValueError("min_history_days cannot exceed history_days")
+        return self
+
+
+class Settings(_Strict):
+    """The whole configuration file."""
+
+    source: SourceSettings = SourceSettings()
+    forecast: ForecastSettings = ForecastSettings()
+    models_dir: Path = Path("models")
+    pools: tuple[PoolSettings, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _pools_consistent(self) -> Settings:
+        names = [p.name for p in self.pools]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ValueError(f"pool names must be unique; repeated: {duplicated}")
+        longest = max(self.forecast.horizons_seconds)
+        for i, pool in enumerate(self.pools):
+            if pool.lead_time.total_seconds > longest:
+                raise ValueError(
+                    f"pools.{i}.lead_time adds up to {pool.lead_time.total_seconds}s, beyond the"
+                    f" longest forecast horizon ({longest}s): add a longer horizon"
+                )
+            if self.source.kind == "csv" and pool.csv is None:
+                raise ValueError(f"pools.{i}.csv is required when source.kind is csv")
+        return self
+
+    def pool(self, name: str) -> PoolSettings:
+        """The pool called ``name``."""
+        for pool in self.pools:
+            if pool.name == name:
+                return pool
+        raise ConfigError(
+            f"no pool named {name!r} in the config (have {[p.name for p in self.pools]})"
+        )
+
+    def horizon_for(self, pool: PoolSettings) -> int:
+        """The shortest forecast horizon that covers the pool's lead time."""
+        return min(h for h in self.forecast.horizons_seconds if h >= pool.lead_time.total_seconds)
+
+
+def load_settings(path: Path, *, env: Mapping[str, str] | None = None) -> Settings:
+    """Read, override from the environment, resolve relative paths and validate."""
+    env = os.environ if env is None else env
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(
+            f"{path}: the config must be a mapping of sections, not {type(raw).__name__}"
+        )
+    for key, value in sorted(env.items()):
+        if key.startswith(ENV_PREFIX) and key != ENV_PREFIX + "CONFIG":
+            _override(raw, key.removeprefix(ENV_PREFIX).lower().split("__"), value, key=key)
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(f"{path}: invalid config: {describe_errors(exc)}") from None
+    return _resolved(settings, base=path.parent)
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """Pydantic errors as ``field.path: message`` joined with '; '."""
+    parts = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
+        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+    return "; ".join(parts)
+
+
+def _override(node: Any, path: list[str], value: str, *, key: str) -> None:
+    for i, part in enumerate(path):
+        last = i == len(path) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise ConfigError(f"{key}: {'.'.join(path[:i])} has no item {part}")
+            if last:
+                node[int(part)] = yaml.safe_load(value)
+            else:
+                node = node[int(part)]
+        elif isinstance(node, dict):
+            if last:
+                node[part] = yaml.safe_load(value)
+            else:
+                node = node.setdefault(part, {})
+        else:
+            raise ConfigError(f"{key}: {'.'.join(path[:i])} is not a section")
+
+
+def _resolved(settings: Settings, *, base: Path) -> Settings:
+    def absolute(p: Path) -> Path:
+        return p if p.is_absolute() else (base / p).resolve()
+
+    pools = tuple(
+        pool.model_copy(update={"csv": absolute(pool.csv)}) if pool.csv else pool
+        for pool in settings.pools
+    )
+    return settings.model_copy(update={"pools": pools, "models_dir": absolute(settings.models_dir)})

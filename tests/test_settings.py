@@ -1,0 +1,101 @@
+"""Config loading: the bundled file is valid; every mistake is refused naming its field.
+
+Cases: bundled config and path resolution; unknown keys; wrong types and ranges; inconsistent
+quantiles, horizons, lead times, duplicate pools, csv without a file; env overrides (nested
+and list index) and a bad override path; YAML syntax errors with the line; missing file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from forecaster.errors import ConfigError
+from forecaster.settings import load_settings
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED = ROOT / "config" / "forecaster.yaml"
+
+
+def write(tmp_path: Path, document: object) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def minimal(**changes: object) -> dict[str, object]:
+    base: dict[str, object] = {"source": {"kind": "prometheus"}, "pools": [{"name": "gpu-a"}]}
+    base.update(changes)
+    return base
+
+
+def test_bundled_config_is_valid_and_paths_are_resolved() -> None:
+    settings = load_settings(BUNDLED, env={})
+    assert [p.name for p in settings.pools] == ["earth", "itp"]
+    assert settings.pools[0].csv == ROOT / "data" / "samples" / "helios-earth-2020-05.csv"
+    assert settings.models_dir == ROOT / "models"
+    assert settings.horizon_for(settings.pools[0]) == 900  # lead time 7 min -> 15 min horizon
+
+
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (minimal(pools=[{"name": "gpu-a", "gpus_per_nodes": 8}]), r"pools.0.gpus_per_nodes: Extra"),
+        (
+            minimal(pools=[{"name": "gpu-a", "gpus_per_node": 0}]),
+            r"pools.0.gpus_per_node: .*greater",
+        ),
+        (minimal(pools=[{"name": "GPU_A"}]), r"pools.0.name: String should match pattern"),
+        (minimal(pools=[]), r"pools: Tuple should have at least 1 item"),
+        (minimal(pools=[{"name": "a"}, {"name": "a"}]), r"pool names must be unique"),
+        (minimal(forecast={"quantiles": [0.5, 0.9]}), r"forecast: quantiles must include 0.95"),
+        (minimal(forecast={"horizons_seconds": [90]}), r"not multiples of step_seconds"),
+        (minimal(forecast={"models": ["prophet", "lstm"]}), r"unknown models \['lstm'\]"),
+        (minimal(source={"kind": "kafka"}), r"source.kind: Input should be 'csv' or 'prometheus'"),
+        (minimal(source={"kind": "csv"}), r"pools.0.csv is required"),
+        (
+            minimal(pools=[{"name": "a", "lead_time": {"image_pull_seconds": 3600}}]),
+            r"pools.0.lead_time adds up to 3720s, beyond the longest forecast horizon",
+        ),
+        (minimal(source={"prometheus": {"url": "prom:9090"}}), r"source.prometheus.url"),
+        (["a", "b"], r"must be a mapping of sections"),
+    ],
+)
+def test_bad_configs_name_the_field(tmp_path: Path, document: object, message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        load_settings(write(tmp_path, document), env={})
+    assert "\n" not in str(info.value)
+
+
+def test_environment_overrides(tmp_path: Path) -> None:
+    path = write(tmp_path, minimal())
+    settings = load_settings(
+        path,
+        env={
+            "FORECASTER_SOURCE__PROMETHEUS__URL": "http://prom.example:9090",
+            "FORECASTER_POOLS__0__GPUS_PER_NODE": "4",
+            "UNRELATED": "x",
+        },
+    )
+    assert settings.source.prometheus.url == "http://prom.example:9090"
+    assert settings.pools[0].gpus_per_node == 4
+    with pytest.raises(ConfigError, match=r"FORECASTER_POOLS__3__NAME: pools has no item 3"):
+        load_settings(path, env={"FORECASTER_POOLS__3__NAME": "x"})
+    with pytest.raises(
+        ConfigError, match=r"pools.0.gpus_per_node: Input should be a valid integer"
+    ):
+        load_settings(path, env={"FORECASTER_POOLS__0__GPUS_PER_NODE": "many"})
+
+
+def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text("pools:\n  - name: a\n   bad: [\n")
+    with pytest.raises(ConfigError, match=r"c.yaml:3: not valid YAML"):
+        load_settings(path, env={})
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"nope.yaml: cannot read config"):
+        load_settings(tmp_path / "nope.yaml", env={})
