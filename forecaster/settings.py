@@ -96,9 +96,11 @@ class ForecastSettings(_Strict):
         "prophet",
         "quantreg",
         "gbm",
+        "ensemble",
         "prophet-raw",
         "quantreg-raw",
         "gbm-raw",
+        "ensemble-raw",
     )
     history_days: float = Field(28, gt=0, description="history used to train")
     min_history_days: float = Field(14, gt=0, description="less usable history: forecast-only")

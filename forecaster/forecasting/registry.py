@@ -13,6 +13,7 @@ from forecaster.errors import ModelError
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.baselines import PersistenceQuantile, SeasonalNaive
 from forecaster.forecasting.calibration import Calibrated
+from forecaster.forecasting.ensemble import MeanEnsemble
 from forecaster.forecasting.gbm import GradientBoostingQuantile
 from forecaster.forecasting.prophet_model import ProphetLevel
 from forecaster.forecasting.statsmodels_model import FourierQuantReg
@@ -25,6 +26,7 @@ _CLASSES: dict[str, Any] = {
         ProphetLevel,
         FourierQuantReg,
         GradientBoostingQuantile,
+        MeanEnsemble,
         Calibrated,
     )
 }
@@ -35,6 +37,7 @@ CANDIDATES = (
     ProphetLevel.name,
     FourierQuantReg.name,
     GradientBoostingQuantile.name,
+    MeanEnsemble.name,
 )
 RAW_SUFFIX = "-raw"
 FALLBACK = PersistenceQuantile.name

@@ -80,7 +80,7 @@ def test_state_round_trips_through_json(
     )
 
 
-@pytest.mark.parametrize("name", ["persistence", "quantreg", "gbm", "prophet"])
+@pytest.mark.parametrize("name", ["persistence", "quantreg", "gbm", "prophet", "ensemble"])
 def test_forecast_follows_the_level_now(
     name: str, fitted: dict[str, Forecaster], history: DemandSeries
 ) -> None:
@@ -99,7 +99,9 @@ def test_predict_before_fit_is_a_model_error(name: str, history: DemandSeries) -
         model.predict(history, at=origins(history))
 
 
-@pytest.mark.parametrize("name", ["persistence", "seasonal-naive", "prophet", "quantreg", "gbm"])
+@pytest.mark.parametrize(
+    "name", ["persistence", "seasonal-naive", "prophet", "quantreg", "gbm", "ensemble"]
+)
 def test_too_short_history_is_a_model_error(name: str, history: DemandSeries) -> None:
     short = history.window(history.start, history.start + 3600)
     with pytest.raises(ModelError):
