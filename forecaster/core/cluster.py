@@ -1,0 +1,51 @@
+"""What the adapters observe: per-pool GPU capacity and demand, in plain numbers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class PoolSnapshot:
+    """One NodePool as seen at ``observed_at`` (epoch seconds).
+
+    Real pods and our placeholders are counted apart: placeholders are prewarm, not demand.
+    """
+
+    pool: str
+    observed_at: int
+    allocatable_gpus: int
+    """GPUs on Ready nodes of the pool."""
+    launching_gpus: int
+    """GPUs on nodes that exist but are not Ready yet (Karpenter is bringing them up)."""
+    running_gpus: int
+    """GPUs requested by running real pods."""
+    pending_gpus: int
+    """GPUs requested by real pods waiting to be scheduled."""
+    placeholder_gpus: int
+    """GPUs requested by our placeholders (running or pending)."""
+    nodepool_limit_gpus: int | None
+    """The NodePool's ``spec.limits["nvidia.com/gpu"]``; None when it has none."""
+
+    @property
+    def real_demand_gpus(self) -> int:
+        """GPUs real pods ask for now (running + pending)."""
+        return self.running_gpus + self.pending_gpus
+
+    @property
+    def spare_gpus(self) -> int:
+        """Capacity up or coming that neither real pods nor placeholders hold."""
+        held = self.real_demand_gpus + self.placeholder_gpus
+        return max(0, self.allocatable_gpus + self.launching_gpus - held)
+
+
+@dataclass(frozen=True)
+class DemandForecast:
+    """The forecast the planner acts on: demand quantiles at the pool's lead time."""
+
+    pool: str
+    p50_gpus: float
+    p95_gpus: float
+    data_end: int
+    """Timestamp of the newest usable sample behind the forecast (staleness is judged on it)."""
+    model: str

@@ -1,0 +1,253 @@
+"""Decide how many GPUs to prewarm per pool: data in, a plan with a reason for every number out.
+
+Per pool (see ``PoolPlan``):
+
+0. The NodePool is protected from consolidation while the pool prewarms or its P50 forecast
+   rises above what real pods ask for now (a ramp), and restored otherwise.
+1. *Needed* = P95 demand at the lead time minus what real pods already ask for and minus spare
+   capacity that is up or coming, rounded **up** to whole placeholders, never negative.
+2. Mode overrides: handed-off or recovering pools get 0 (reactive scaling owns them); on stale
+   data nothing new is prewarmed - existing prewarm is held for ``hold_seconds``, then 0.
+3. Per-pool caps: ``max_prewarm_gpus`` and the NodePool's own GPU limit minus what is in use
+   (Karpenter can overshoot its limit in a fast scale-out, so we never lean on it). A NodePool
+   without a GPU limit gets nothing unless explicitly allowed.
+4. Shared caps, allocated one placeholder at a time round-robin over the pools (fair, and a pool
+   whose forecast grows never gets less): total prewarm GPUs, cost per hour, and GPU-hours per
+   rolling day (each GPU charged its commitment up front).
+
+Forecast-only pools are planned for the report but never act and spend no shared budget.
+Caps round *down* to whole placeholders, so no cap is ever exceeded.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from forecaster.core.cluster import DemandForecast, PoolSnapshot
+from forecaster.core.policy import Budgets, PoolPolicy
+
+
+class Mode(StrEnum):
+    """Who owns a pool's capacity right now."""
+
+    PREDICTIVE = "predictive"
+    FORECAST_ONLY = "forecast-only"
+    HANDED_OFF = "handed-off"
+    RECOVERING = "recovering"
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """The decision for one pool and why."""
+
+    pool: str
+    mode: Mode
+    acts: bool
+    demand_p95_gpus: float
+    real_demand_gpus: int
+    spare_gpus: int
+    needed_gpus: int
+    target_gpus: int
+    placeholder_gpus: int
+    protect_nodepool: bool
+    reasons: tuple[str, ...]
+
+    @property
+    def placeholders(self) -> int:
+        """How many placeholders of ``placeholder_gpus`` each make up the target."""
+        return self.target_gpus // self.placeholder_gpus
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Decisions for every pool plus what the shared budgets allowed."""
+
+    at: int
+    pools: tuple[PoolPlan, ...]
+    cost_per_hour: float
+    gpu_hours_spent_last_day: float
+    reasons: tuple[str, ...] = field(default=())
+
+    @property
+    def total_target_gpus(self) -> int:
+        """Prewarm GPUs over all acting pools."""
+        return sum(p.target_gpus for p in self.pools if p.acts)
+
+    def pool(self, name: str) -> PoolPlan:
+        """The plan of pool ``name``."""
+        return next(p for p in self.pools if p.pool == name)
+
+
+@dataclass(frozen=True)
+class PoolInput:
+    """Everything the planner knows about one pool."""
+
+    policy: PoolPolicy
+    snapshot: PoolSnapshot
+    forecast: DemandForecast | None
+    mode: Mode
+
+
+@dataclass
+class _Draft:
+    """A pool's plan while the shared budgets are being handed out."""
+
+    source: PoolInput
+    needed: int
+    cap: int
+    reasons: list[str]
+    target: int = 0
+
+
+def plan(
+    inputs: Sequence[PoolInput],
+    *,
+    budgets: Budgets,
+    spent_gpu_hours_last_day: float,
+    now: int,
+) -> Plan:
+    """Plan every pool; see the module docstring for the rules."""
+    drafts = [_draft(item, now=now) for item in inputs]
+    acting = [
+        d for d in drafts if d.source.mode is Mode.PREDICTIVE and not d.source.policy.forecast_only
+    ]
+    for d in drafts:
+        if d not in acting:
+            d.target = d.cap  # reported only: what it would do, within its own caps
+    shared_reasons = _allocate(acting, budgets=budgets, spent=spent_gpu_hours_last_day)
+    pools = tuple(_finish(d, acts=d in acting) for d in drafts)
+    cost = sum(
+        p.target_gpus * d.source.policy.price_per_gpu_hour
+        for p, d in zip(pools, drafts, strict=True)
+        if p.acts
+    )
+    return Plan(
+        at=now,
+        pools=pools,
+        cost_per_hour=cost,
+        gpu_hours_spent_last_day=spent_gpu_hours_last_day,
+        reasons=tuple(shared_reasons),
+    )
+
+
+def _draft(item: PoolInput, *, now: int) -> _Draft:
+    policy, snap, forecast = item.policy, item.snapshot, item.forecast
+    reasons: list[str] = []
+    unit = policy.placeholder_gpus
+    if forecast is None:
+        return _Draft(item, 0, 0, ["no forecast for this pool: nothing to prewarm"])
+    shortfall = forecast.p95_gpus - snap.real_demand_gpus - snap.spare_gpus
+    needed = max(0, math.ceil(shortfall / unit - 1e-9)) * unit if math.isfinite(shortfall) else 0
+    reasons.append(
+        f"P95 demand {forecast.p95_gpus:.1f} GPUs at lead time ({forecast.model}) vs"
+        f" {snap.real_demand_gpus} requested now + {snap.spare_gpus} spare: need {needed}"
+        f" ({needed // unit} x {unit}-GPU placeholder)"
+    )
+    if item.mode in (Mode.HANDED_OFF, Mode.RECOVERING):
+        return _Draft(
+            item,
+            needed,
+            0,
+            [*reasons, f"{item.mode.value}: reactive scaling owns the pool, prewarm 0"],
+        )
+    cap = needed
+    age = now - forecast.data_end
+    if age > policy.stale_after_seconds:
+        held = snap.placeholder_gpus // unit * unit
+        if age <= policy.stale_after_seconds + policy.hold_seconds:
+            cap = held
+            reasons.append(f"data {age}s old (stale): no new prewarm, holding the existing {held}")
+        else:
+            cap = 0
+            reasons.append(f"data {age}s old, stale beyond the {policy.hold_seconds}s hold: 0")
+    cap = _cap(cap, policy.max_prewarm_gpus, unit, "pool max_prewarm_gpus", reasons)
+    cap = _cap(cap, _limit_room(policy, snap, reasons), unit, "NodePool GPU limit", reasons)
+    return _Draft(item, needed, cap, reasons)
+
+
+def _limit_room(policy: PoolPolicy, snap: PoolSnapshot, reasons: list[str]) -> int:
+    """GPUs the NodePool limit leaves for placeholders (our own placeholders' nodes re-usable)."""
+    if snap.nodepool_limit_gpus is None:
+        if policy.allow_unlimited_nodepool:
+            return 1 << 30
+        reasons.append("NodePool has no nvidia.com/gpu limit: refusing to prewarm an uncapped pool")
+        return 0
+    in_use = snap.allocatable_gpus + snap.launching_gpus - snap.placeholder_gpus
+    return max(0, snap.nodepool_limit_gpus - max(in_use, snap.real_demand_gpus))
+
+
+def _cap(value: int, limit: int, unit: int, what: str, reasons: list[str]) -> int:
+    allowed = max(0, limit) // unit * unit
+    if value > allowed:
+        reasons.append(f"capped by {what} ({limit} GPUs): {value} -> {allowed}")
+        return allowed
+    return value
+
+
+def _allocate(acting: list[_Draft], *, budgets: Budgets, spent: float) -> list[str]:
+    """Hand out placeholders round-robin within the shared caps; return why any pool got less."""
+    gpus_left = budgets.max_total_prewarm_gpus
+    cost_left = budgets.max_cost_per_hour
+    commitment_hours = budgets.commitment_seconds / 3600
+    gpu_hours_left = budgets.max_prewarm_gpu_hours_per_day - spent
+    blocked: dict[str, str] = {}
+    active = [d for d in acting if d.cap > 0]
+    while active:
+        still = []
+        for d in active:
+            unit = d.source.policy.placeholder_gpus
+            price = unit * d.source.policy.price_per_gpu_hour
+            why = None
+            if unit > gpus_left:
+                why = f"capped by total prewarm GPUs ({budgets.max_total_prewarm_gpus})"
+            elif price > cost_left + 1e-9:
+                why = f"capped by cost per hour (${budgets.max_cost_per_hour:.2f}/h)"
+            elif unit * commitment_hours > gpu_hours_left + 1e-9:
+                why = (
+                    f"capped by GPU-hours/day budget ({spent:.1f} of"
+                    f" {budgets.max_prewarm_gpu_hours_per_day:g} spent, each GPU charged"
+                    f" {commitment_hours:.2f} h ahead)"
+                )
+            if why:
+                blocked[d.source.policy.pool] = why
+                continue
+            d.target += unit
+            gpus_left -= unit
+            cost_left -= price
+            gpu_hours_left -= unit * commitment_hours
+            if d.target < d.cap:
+                still.append(d)
+        active = still
+    for d in acting:
+        if d.source.policy.pool in blocked:
+            d.reasons.append(f"{blocked[d.source.policy.pool]}: {d.cap} -> {d.target}")
+    return sorted(set(blocked.values()))
+
+
+def _finish(d: _Draft, *, acts: bool) -> PoolPlan:
+    item = d.source
+    mode = Mode.FORECAST_ONLY if item.policy.forecast_only else item.mode
+    ramp = item.forecast is not None and item.forecast.p50_gpus > item.snapshot.real_demand_gpus
+    protect = acts and (d.target > 0 or ramp)
+    reasons = list(d.reasons)
+    if not acts and mode is Mode.FORECAST_ONLY:
+        reasons.append(f"forecast-only: would prewarm {d.target} GPUs, performs no action")
+    reasons.append(
+        "NodePool: keep warm nodes from consolidation" if protect else "NodePool: original settings"
+    )
+    return PoolPlan(
+        pool=item.policy.pool,
+        mode=mode,
+        acts=acts,
+        demand_p95_gpus=item.forecast.p95_gpus if item.forecast else math.nan,
+        real_demand_gpus=item.snapshot.real_demand_gpus,
+        spare_gpus=item.snapshot.spare_gpus,
+        needed_gpus=d.needed,
+        target_gpus=d.target,
+        placeholder_gpus=item.policy.placeholder_gpus,
+        protect_nodepool=protect,
+        reasons=tuple(reasons),
+    )

@@ -1,0 +1,63 @@
+"""Budgets and per-pool rules, as frozen dataclasses checked on construction.
+
+A policy that makes no sense (negative caps, NaN prices, a placeholder bigger than a node)
+refuses to exist, so the daemon refuses to start rather than spend on a misread budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+
+def _require(condition: bool, message: str) -> None:
+    if not condition:
+        raise ValueError(message)
+
+
+def _finite_non_negative(value: float, name: str) -> None:
+    _require(math.isfinite(value) and value >= 0, f"{name} must be a finite number >= 0")
+
+
+@dataclass(frozen=True)
+class PoolPolicy:
+    """How one NodePool may be prewarmed."""
+
+    pool: str
+    gpus_per_node: int
+    placeholder_gpus: int
+    max_prewarm_gpus: int
+    price_per_gpu_hour: float
+    stale_after_seconds: int
+    hold_seconds: int
+    forecast_only: bool = False
+    allow_unlimited_nodepool: bool = False
+
+    def __post_init__(self) -> None:
+        _require(self.gpus_per_node > 0, f"{self.pool}: gpus_per_node must be > 0")
+        _require(
+            0 < self.placeholder_gpus <= self.gpus_per_node,
+            f"{self.pool}: placeholder_gpus must be between 1 and gpus_per_node",
+        )
+        _require(self.max_prewarm_gpus >= 0, f"{self.pool}: max_prewarm_gpus must be >= 0")
+        _finite_non_negative(self.price_per_gpu_hour, f"{self.pool}: price_per_gpu_hour")
+        _require(self.stale_after_seconds > 0, f"{self.pool}: stale_after_seconds must be > 0")
+        _require(self.hold_seconds >= 0, f"{self.pool}: hold_seconds must be >= 0")
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Caps shared by all pools. Every cap is enforced by the planner itself."""
+
+    max_total_prewarm_gpus: int
+    max_prewarm_gpu_hours_per_day: float
+    max_cost_per_hour: float
+    commitment_seconds: int
+    """How long a prewarm GPU can keep running if the daemon stops renewing it (placeholder
+    TTL): the GPU-hours budget is charged for this long up front, so it holds even if we die."""
+
+    def __post_init__(self) -> None:
+        _require(self.max_total_prewarm_gpus >= 0, "max_total_prewarm_gpus must be >= 0")
+        _finite_non_negative(self.max_prewarm_gpu_hours_per_day, "max_prewarm_gpu_hours_per_day")
+        _finite_non_negative(self.max_cost_per_hour, "max_cost_per_hour")
+        _require(self.commitment_seconds > 0, "commitment_seconds must be > 0")

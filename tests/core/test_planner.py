@@ -1,0 +1,253 @@
+"""Planner: table cases for each rule and hypothesis properties over thousands of random inputs.
+
+Properties: no cap is ever exceeded (per-pool max, NodePool limit, total GPUs, cost per hour,
+GPU-hours per day with commitment), targets are whole placeholders and never negative, handed-off
+and recovering pools get 0, forecast-only pools never act, stale data beyond the hold gives 0 and
+within it never more than what exists, and a larger forecast never shrinks that pool's target.
+Cases: the worked example, each cap with its reason, an unlimited NodePool refused, ramp-up
+protection of the NodePool.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from forecaster.core.cluster import DemandForecast, PoolSnapshot
+from forecaster.core.planner import Mode, PoolInput, plan
+from forecaster.core.policy import Budgets, PoolPolicy
+
+NOW = 1_800_000_000
+
+
+def policy(pool: str = "a", **changes: object) -> PoolPolicy:
+    base = PoolPolicy(
+        pool=pool,
+        gpus_per_node=8,
+        placeholder_gpus=8,
+        max_prewarm_gpus=64,
+        price_per_gpu_hour=2.0,
+        stale_after_seconds=300,
+        hold_seconds=600,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def snapshot(pool: str = "a", **changes: object) -> PoolSnapshot:
+    base = PoolSnapshot(
+        pool=pool,
+        observed_at=NOW,
+        allocatable_gpus=40,
+        launching_gpus=0,
+        running_gpus=36,
+        pending_gpus=0,
+        placeholder_gpus=0,
+        nodepool_limit_gpus=200,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def forecast(p95: float, pool: str = "a", data_end: int = NOW - 60) -> DemandForecast:
+    return DemandForecast(pool=pool, p50_gpus=p95 * 0.9, p95_gpus=p95, data_end=data_end, model="m")
+
+
+BIG = Budgets(
+    max_total_prewarm_gpus=1000,
+    max_prewarm_gpu_hours_per_day=10_000,
+    max_cost_per_hour=10_000,
+    commitment_seconds=3600,
+)
+
+
+def one(
+    p95: float,
+    *,
+    mode: Mode = Mode.PREDICTIVE,
+    budgets: Budgets = BIG,
+    spent: float = 0,
+    pol: PoolPolicy | None = None,
+    snap: PoolSnapshot | None = None,
+    data_end: int = NOW - 60,
+):  # type: ignore[no-untyped-def]
+    item = PoolInput(pol or policy(), snap or snapshot(), forecast(p95, data_end=data_end), mode)
+    return plan([item], budgets=budgets, spent_gpu_hours_last_day=spent, now=NOW).pools[0]
+
+
+def test_worked_example() -> None:
+    # 36 requested, 4 spare: a P95 of 57 needs 17 more GPUs -> 3 placeholders of 8 = 24
+    result = one(57.0)
+    assert (result.needed_gpus, result.target_gpus, result.placeholders) == (24, 24, 3)
+    assert result.protect_nodepool
+    assert "need 24 (3 x 8-GPU placeholder)" in result.reasons[0]
+
+
+def test_demand_covered_means_no_prewarm_and_original_nodepool() -> None:
+    result = one(39.0)
+    assert result.target_gpus == 0 and not result.protect_nodepool
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "target", "reason"),
+    [
+        ({"pol": policy(max_prewarm_gpus=20)}, 16, "capped by pool max_prewarm_gpus (20 GPUs)"),
+        ({"snap": snapshot(nodepool_limit_gpus=56)}, 16, "capped by NodePool GPU limit (16 GPUs)"),
+        ({"snap": snapshot(nodepool_limit_gpus=None)}, 0, "no nvidia.com/gpu limit"),
+        ({"budgets": dataclasses.replace(BIG, max_total_prewarm_gpus=10)}, 8, "total prewarm GPUs"),
+        ({"budgets": dataclasses.replace(BIG, max_cost_per_hour=40)}, 16, "cost per hour"),
+        (
+            {"budgets": dataclasses.replace(BIG, max_prewarm_gpu_hours_per_day=30), "spent": 10},
+            16,
+            "GPU-hours/day budget (10.0 of 30 spent",
+        ),
+        ({"mode": Mode.HANDED_OFF}, 0, "handed-off: reactive scaling owns the pool"),
+        ({"mode": Mode.RECOVERING}, 0, "recovering: reactive scaling owns the pool"),
+    ],
+)
+def test_each_cap_and_mode_with_its_reason(
+    kwargs: dict[str, object], target: int, reason: str
+) -> None:
+    result = one(57.0, **kwargs)  # type: ignore[arg-type]
+    assert result.target_gpus == target
+    assert any(reason in r for r in result.reasons), result.reasons
+
+
+def test_unlimited_nodepool_only_when_allowed() -> None:
+    snap = snapshot(nodepool_limit_gpus=None)
+    assert one(57.0, snap=snap, pol=policy(allow_unlimited_nodepool=True)).target_gpus == 24
+
+
+def test_stale_data_holds_existing_prewarm_then_drops_to_zero() -> None:
+    snap = snapshot(placeholder_gpus=16)
+    fresh = one(100.0, snap=snap)
+    held = one(100.0, snap=snap, data_end=NOW - 600)
+    gone = one(100.0, snap=snap, data_end=NOW - 1000)
+    assert fresh.target_gpus > 16
+    assert held.target_gpus == 16 and any("no new prewarm" in r for r in held.reasons)
+    assert gone.target_gpus == 0
+
+
+def test_forecast_only_reports_but_does_not_act() -> None:
+    result = one(57.0, pol=policy(forecast_only=True))
+    assert not result.acts and result.mode is Mode.FORECAST_ONLY and result.target_gpus == 24
+    assert any("performs no action" in r for r in result.reasons)
+    assert not result.protect_nodepool
+
+
+def test_invalid_policies_refuse_to_exist() -> None:
+    with pytest.raises(ValueError, match="placeholder_gpus"):
+        policy(placeholder_gpus=16)
+    with pytest.raises(ValueError, match="price_per_gpu_hour"):
+        policy(price_per_gpu_hour=float("nan"))
+    with pytest.raises(ValueError, match="max_cost_per_hour"):
+        dataclasses.replace(BIG, max_cost_per_hour=-1)
+
+
+# ---- properties -------------------------------------------------------------------------
+
+units = st.sampled_from([1, 2, 4, 8])
+
+
+@st.composite
+def pool_inputs(draw: st.DrawFn, name: str) -> PoolInput:
+    unit = draw(units)
+    pol = PoolPolicy(
+        pool=name,
+        gpus_per_node=8,
+        placeholder_gpus=unit,
+        max_prewarm_gpus=draw(st.integers(0, 200)),
+        price_per_gpu_hour=draw(st.floats(0, 10, allow_nan=False)),
+        stale_after_seconds=300,
+        hold_seconds=draw(st.integers(0, 3600)),
+        forecast_only=draw(st.booleans()),
+        allow_unlimited_nodepool=draw(st.booleans()),
+    )
+    alloc = draw(st.integers(0, 400))
+    snap = PoolSnapshot(
+        pool=name,
+        observed_at=NOW,
+        allocatable_gpus=alloc,
+        launching_gpus=draw(st.integers(0, 64)),
+        running_gpus=draw(st.integers(0, alloc)),
+        pending_gpus=draw(st.integers(0, 100)),
+        placeholder_gpus=draw(st.integers(0, 100)),
+        nodepool_limit_gpus=draw(st.one_of(st.none(), st.integers(0, 600))),
+    )
+    p95 = draw(st.floats(0, 2000, allow_nan=False))
+    age = draw(st.integers(0, 5000))
+    mode = draw(st.sampled_from(list(Mode)))
+    return PoolInput(pol, snap, forecast(p95, pool=name, data_end=NOW - age), mode)
+
+
+budget_strategy = st.builds(
+    Budgets,
+    max_total_prewarm_gpus=st.integers(0, 500),
+    max_prewarm_gpu_hours_per_day=st.floats(0, 5000, allow_nan=False),
+    max_cost_per_hour=st.floats(0, 1000, allow_nan=False),
+    commitment_seconds=st.integers(60, 7200),
+)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn) -> tuple[list[PoolInput], Budgets, float]:
+    count = draw(st.integers(1, 4))
+    inputs = [draw(pool_inputs(f"p{i}")) for i in range(count)]
+    budgets = draw(budget_strategy)
+    spent = draw(st.floats(0, 6000, allow_nan=False))
+    return inputs, budgets, spent
+
+
+@settings(max_examples=3000, deadline=None)
+@given(scenarios())
+def test_no_cap_is_ever_exceeded(scenario: tuple[list[PoolInput], Budgets, float]) -> None:
+    inputs, budgets, spent = scenario
+    result = plan(inputs, budgets=budgets, spent_gpu_hours_last_day=spent, now=NOW)
+    acting = [p for p in result.pools if p.acts]
+    total = sum(p.target_gpus for p in acting)
+    assert total <= budgets.max_total_prewarm_gpus
+    assert result.cost_per_hour <= budgets.max_cost_per_hour + 1e-6
+    committed = total * budgets.commitment_seconds / 3600
+    assert total == 0 or spent + committed <= budgets.max_prewarm_gpu_hours_per_day + 1e-6
+    for item, pool in zip(inputs, result.pools, strict=True):
+        snap, pol = item.snapshot, item.policy
+        assert pool.target_gpus >= 0
+        assert pool.target_gpus % pol.placeholder_gpus == 0
+        assert pool.target_gpus <= pol.max_prewarm_gpus
+        in_use = max(
+            snap.allocatable_gpus + snap.launching_gpus - snap.placeholder_gpus,
+            snap.real_demand_gpus,
+        )
+        if snap.nodepool_limit_gpus is not None and pool.target_gpus > 0:
+            assert pool.target_gpus + in_use <= snap.nodepool_limit_gpus
+        elif snap.nodepool_limit_gpus is None and not pol.allow_unlimited_nodepool:
+            assert pool.target_gpus == 0
+        if item.mode in (Mode.HANDED_OFF, Mode.RECOVERING):
+            assert pool.target_gpus == 0 and not pool.protect_nodepool
+        if pol.forecast_only:
+            assert not pool.acts and not pool.protect_nodepool
+        age = NOW - item.forecast.data_end  # type: ignore[union-attr]
+        if age > pol.stale_after_seconds + pol.hold_seconds:
+            assert pool.target_gpus == 0
+        elif age > pol.stale_after_seconds:
+            assert pool.target_gpus <= snap.placeholder_gpus
+        assert pool.reasons
+
+
+@settings(max_examples=2000, deadline=None)
+@given(scenarios(), st.integers(0, 3), st.floats(0, 500, allow_nan=False))
+def test_a_larger_forecast_never_shrinks_that_pool(
+    scenario: tuple[list[PoolInput], Budgets, float], which: int, extra: float
+) -> None:
+    inputs, budgets, spent = scenario
+    i = which % len(inputs)
+    before = plan(inputs, budgets=budgets, spent_gpu_hours_last_day=spent, now=NOW)
+    bigger = list(inputs)
+    f = inputs[i].forecast
+    assert f is not None
+    bigger[i] = dataclasses.replace(
+        inputs[i], forecast=dataclasses.replace(f, p95_gpus=f.p95_gpus + extra)
+    )
+    after = plan(bigger, budgets=budgets, spent_gpu_hours_last_day=spent, now=NOW)
+    assert after.pools[i].target_gpus >= before.pools[i].target_gpus
