@@ -111,14 +111,13 @@ def plan(
 ) -> Plan:
     """Plan every pool; see the module docstring for the rules."""
     drafts = [_draft(item, now=now) for item in inputs]
-    acting = [
-        d for d in drafts if d.source.mode is Mode.PREDICTIVE and not d.source.policy.forecast_only
-    ]
+    # handed-off/recovering pools act too (they withdraw); only predictive ones spend budget
+    acting = [d for d in drafts if d.source.mode is Mode.PREDICTIVE and not _observe_only(d)]
     for d in drafts:
         if d not in acting:
-            d.target = d.cap  # reported only: what it would do, within its own caps
+            d.target = d.cap  # 0 unless forecast-only: then what it would do within its own caps
     shared_reasons = _allocate(acting, budgets=budgets, spent=spent_gpu_hours_last_day)
-    pools = tuple(_finish(d, acts=d in acting) for d in drafts)
+    pools = tuple(_finish(d, acts=not _observe_only(d)) for d in drafts)
     cost = sum(
         p.target_gpus * d.source.policy.price_per_gpu_hour
         for p, d in zip(pools, drafts, strict=True)
@@ -131,6 +130,11 @@ def plan(
         gpu_hours_spent_last_day=spent_gpu_hours_last_day,
         reasons=tuple(shared_reasons),
     )
+
+
+def _observe_only(d: _Draft) -> bool:
+    """Forecast-only by configuration (or handed in as that mode): plan, never act."""
+    return d.source.policy.forecast_only or d.source.mode is Mode.FORECAST_ONLY
 
 
 def _draft(item: PoolInput, *, now: int) -> _Draft:
@@ -229,9 +233,9 @@ def _allocate(acting: list[_Draft], *, budgets: Budgets, spent: float) -> list[s
 
 def _finish(d: _Draft, *, acts: bool) -> PoolPlan:
     item = d.source
-    mode = Mode.FORECAST_ONLY if item.policy.forecast_only else item.mode
+    mode = Mode.FORECAST_ONLY if not acts else item.mode
     ramp = item.forecast is not None and item.forecast.p50_gpus > item.snapshot.real_demand_gpus
-    protect = acts and (d.target > 0 or ramp)
+    protect = acts and mode is Mode.PREDICTIVE and (d.target > 0 or ramp)
     reasons = list(d.reasons)
     if not acts and mode is Mode.FORECAST_ONLY:
         reasons.append(f"forecast-only: would prewarm {d.target} GPUs, performs no action")

@@ -1,0 +1,106 @@
+"""Apply a ``core.planner.Plan`` to the cluster: decide first (core), act second (here).
+
+Per acting pool, in an order that never strands capacity or settings:
+
+* predictive with prewarm: protect the NodePool first, then converge placeholders (or the
+  CapacityBuffer) to the target, so the nodes they bring up are not consolidated under them;
+* no prewarm, handed-off or recovering: remove placeholders first, then restore the NodePool.
+
+Forecast-only pools are never touched. An API error on one pool is recorded and the other pools
+still act; every write is atomic on its own (a NodePool patch carries the record of originals),
+placeholders are labelled and expire by themselves, so the next tick always converges.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Literal
+
+from forecaster.actuators.capacitybuffers import CapacityBuffers
+from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.core.planner import Mode, Plan, PoolPlan
+from forecaster.errors import ActuationError
+
+log = logging.getLogger(__name__)
+Backend = Literal["placeholders", "capacitybuffer"]
+
+
+@dataclass(frozen=True)
+class PoolActuation:
+    """How one pool is actuated."""
+
+    spec: PlaceholderSpec
+    backend: Backend = "placeholders"
+    protect_consolidate_after: str = "30m"
+
+
+@dataclass
+class ActuationReport:
+    """What a tick changed, per pool, and what failed."""
+
+    created: dict[str, list[str]] = field(default_factory=dict)
+    deleted: dict[str, list[str]] = field(default_factory=dict)
+    wasted_gpu_hours: dict[str, float] = field(default_factory=dict)
+    nodepool: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class Actuator:
+    """Turns plans into placeholder / CapacityBuffer / NodePool writes."""
+
+    def __init__(
+        self,
+        *,
+        placeholders: Placeholders,
+        nodepools: NodePools,
+        buffers: CapacityBuffers | None,
+        pools: dict[str, PoolActuation],
+    ) -> None:
+        self.placeholders = placeholders
+        self.nodepools = nodepools
+        self.buffers = buffers
+        self.pools = pools
+
+    def apply(self, plan: Plan, *, now: int) -> ActuationReport:
+        """Act on every acting pool; errors are per pool (see module docstring)."""
+        report = ActuationReport()
+        for pool_plan in plan.pools:
+            if not pool_plan.acts or pool_plan.pool not in self.pools:
+                continue
+            try:
+                self._apply_pool(pool_plan, report, now=now)
+            except ActuationError as exc:
+                log.error("pool %s: actuation failed, next tick retries: %s", pool_plan.pool, exc)
+                report.errors[pool_plan.pool] = str(exc)
+        return report
+
+    def withdraw(self, pool: str) -> None:
+        """Remove all prewarm of ``pool`` and restore its NodePool (hand-off, cleanup)."""
+        config = self.pools[pool]
+        if config.backend == "capacitybuffer" and self.buffers is not None:
+            self.buffers.apply(config.spec, replicas=0)
+        self.placeholders.remove_all(pool)
+        self.nodepools.restore(pool)
+
+    def _apply_pool(self, pool_plan: PoolPlan, report: ActuationReport, *, now: int) -> None:
+        name = pool_plan.pool
+        config = self.pools[name]
+        target = pool_plan.placeholders if pool_plan.mode is Mode.PREDICTIVE else 0
+        protect = pool_plan.protect_nodepool and pool_plan.mode is Mode.PREDICTIVE
+        if protect and self.nodepools.protect(
+            name, consolidate_after=config.protect_consolidate_after
+        ):
+            report.nodepool[name] = "protected"
+        if config.backend == "capacitybuffer":
+            if self.buffers is None:
+                raise ActuationError(f"pool {name}: CapacityBuffers are not served by this cluster")
+            self.buffers.apply(config.spec, replicas=target)
+        else:
+            applied = self.placeholders.apply(config.spec, target=target, now=now)
+            report.created[name] = list(applied.created)
+            report.deleted[name] = list(applied.deleted)
+            report.wasted_gpu_hours[name] = applied.wasted_gpu_hours
+        if not protect and self.nodepools.restore(name):
+            report.nodepool[name] = "restored"

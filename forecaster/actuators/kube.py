@@ -1,0 +1,301 @@
+"""A thin wrapper over the ``kubernetes`` client: plain dicts in and out, our errors out.
+
+* Reads return parsed JSON dicts (``_preload_content=False``), never client model objects.
+* 404 on a read -> ``None``; 409 -> ``ConflictError`` (callers re-read and retry);
+  anything else -> ``ActuationError`` naming the verb and object, with the ApiException as cause.
+* 5xx, 429 and connection errors are retried with exponential backoff, a few times.
+* With ``dry_run`` no write leaves the process: it is logged as "dry-run: would ..." instead.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import urllib3
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from forecaster.errors import ActuationError
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+MERGE_PATCH = "application/merge-patch+json"
+_RETRYABLE = {429, 500, 502, 503, 504}
+BUFFERS = ("autoscaling.x-k8s.io", "v1beta1")
+
+
+class ConflictError(ActuationError):
+    """409: the object changed since it was read (or already exists)."""
+
+
+def api_client(*, host: str | None = None, timeout_seconds: float = 10.0) -> client.ApiClient:
+    """An ApiClient for ``host`` (tests), else in-cluster config, else the local kubeconfig."""
+    if host is not None:
+        configuration = client.Configuration(host=host)
+    else:
+        configuration = client.Configuration()
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException:
+            config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    configuration.retries = False
+    api = client.ApiClient(configuration)
+    api.rest_client.pool_manager.connection_pool_kw["timeout"] = urllib3.Timeout(timeout_seconds)
+    return api
+
+
+class Kube:
+    """The verbs forecaster uses, on plain dicts."""
+
+    def __init__(
+        self,
+        api: client.ApiClient,
+        *,
+        dry_run: bool,
+        retries: int = 3,
+        backoff_seconds: float = 0.2,
+        request_timeout_seconds: float = 10.0,
+    ) -> None:
+        self.dry_run = dry_run
+        # typed as Any: we pass and read plain dicts, not the client's model classes
+        self._core: Any = client.CoreV1Api(api)
+        self._custom: Any = client.CustomObjectsApi(api)
+        self._scheduling: Any = client.SchedulingV1Api(api)
+        self._policy: Any = client.PolicyV1Api(api)
+        self._retries = retries
+        self._backoff = backoff_seconds
+        self._timeout = request_timeout_seconds
+
+    # ---- reads ---------------------------------------------------------------------------
+    def list_pods(
+        self, *, namespace: str | None = None, labels: str | None = None, fields: str | None = None
+    ) -> list[Obj]:
+        """Pods matching the selectors, in one namespace or all."""
+        if namespace is None:
+            call = lambda: self._core.list_pod_for_all_namespaces(  # noqa: E731
+                label_selector=labels, field_selector=fields, **self._opts()
+            )
+        else:
+            call = lambda: self._core.list_namespaced_pod(  # noqa: E731
+                namespace, label_selector=labels, field_selector=fields, **self._opts()
+            )
+        return list(self._read(call, f"list pods ({labels or 'all'})")["items"])
+
+    def list_nodes(self, *, labels: str | None = None) -> list[Obj]:
+        """Nodes matching the label selector."""
+        return list(
+            self._read(
+                lambda: self._core.list_node(label_selector=labels, **self._opts()),
+                f"list nodes ({labels})",
+            )["items"]
+        )
+
+    def list_pdbs(self) -> list[Obj]:
+        """PodDisruptionBudgets in all namespaces."""
+        return list(
+            self._read(
+                lambda: self._policy.list_pod_disruption_budget_for_all_namespaces(**self._opts()),
+                "list poddisruptionbudgets",
+            )["items"]
+        )
+
+    def get_nodepool(self, name: str) -> Obj | None:
+        """The NodePool, or None if it does not exist."""
+        return self._get(
+            lambda: self._custom.get_cluster_custom_object(
+                "karpenter.sh", "v1", "nodepools", name, **self._opts()
+            ),
+            f"get nodepool {name}",
+        )
+
+    def get_priority_class(self, name: str) -> Obj | None:
+        """The PriorityClass, or None."""
+        return self._get(
+            lambda: self._scheduling.read_priority_class(name, **self._opts()),
+            f"get priorityclass {name}",
+        )
+
+    def get_config_map(self, namespace: str, name: str) -> Obj | None:
+        """The ConfigMap, or None."""
+        return self._get(
+            lambda: self._core.read_namespaced_config_map(name, namespace, **self._opts()),
+            f"get configmap {namespace}/{name}",
+        )
+
+    def get_capacity_buffer(self, namespace: str, name: str) -> Obj | None:
+        """The CapacityBuffer, or None."""
+        return self._get(
+            lambda: self._custom.get_namespaced_custom_object(
+                *BUFFERS, namespace, "capacitybuffers", name, **self._opts()
+            ),
+            f"get capacitybuffer {namespace}/{name}",
+        )
+
+    def serves_capacity_buffers(self, namespace: str) -> bool:
+        """Does the cluster serve CapacityBuffers? (A 404 on list means it does not.)"""
+        found = self._get(
+            lambda: self._custom.list_namespaced_custom_object(
+                *BUFFERS, namespace, "capacitybuffers", limit=1, **self._opts()
+            ),
+            "list capacitybuffers",
+        )
+        return found is not None
+
+    # ---- writes --------------------------------------------------------------------------
+    def create_pod(self, namespace: str, body: Obj) -> None:
+        self._write(
+            f"create pod {namespace}/{body['metadata']['name']}",
+            body,
+            lambda: self._core.create_namespaced_pod(namespace, body, **self._opts()),
+        )
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        """Delete; a pod already gone is fine."""
+        self._write(
+            f"delete pod {namespace}/{name}",
+            None,
+            lambda: self._core.delete_namespaced_pod(
+                name, namespace, grace_period_seconds=0, **self._opts()
+            ),
+            missing_ok=True,
+        )
+
+    def create_priority_class(self, body: Obj) -> None:
+        self._write(
+            f"create priorityclass {body['metadata']['name']}",
+            body,
+            lambda: self._scheduling.create_priority_class(body, **self._opts()),
+        )
+
+    def patch_nodepool(self, name: str, body: Obj) -> None:
+        """JSON merge patch (``None`` deletes a key); include resourceVersion to precondition."""
+        self._write(
+            f"patch nodepool {name}",
+            body,
+            lambda: self._custom.patch_cluster_custom_object(
+                "karpenter.sh",
+                "v1",
+                "nodepools",
+                name,
+                body,
+                _content_type=MERGE_PATCH,
+                **self._opts(),
+            ),
+        )
+
+    def create_capacity_buffer(self, namespace: str, body: Obj) -> None:
+        self._write(
+            f"create capacitybuffer {namespace}/{body['metadata']['name']}",
+            body,
+            lambda: self._custom.create_namespaced_custom_object(
+                *BUFFERS, namespace, "capacitybuffers", body, **self._opts()
+            ),
+        )
+
+    def patch_capacity_buffer(self, namespace: str, name: str, body: Obj) -> None:
+        """JSON merge patch of a CapacityBuffer."""
+        self._write(
+            f"patch capacitybuffer {namespace}/{name}",
+            body,
+            lambda: self._custom.patch_namespaced_custom_object(
+                *BUFFERS,
+                namespace,
+                "capacitybuffers",
+                name,
+                body,
+                _content_type=MERGE_PATCH,
+                **self._opts(),
+            ),
+        )
+
+    def create_pod_template(self, namespace: str, body: Obj) -> None:
+        self._write(
+            f"create podtemplate {namespace}/{body['metadata']['name']}",
+            body,
+            lambda: self._core.create_namespaced_pod_template(namespace, body, **self._opts()),
+        )
+
+    def get_pod_template(self, namespace: str, name: str) -> Obj | None:
+        return self._get(
+            lambda: self._core.read_namespaced_pod_template(name, namespace, **self._opts()),
+            f"get podtemplate {namespace}/{name}",
+        )
+
+    def create_config_map(self, namespace: str, body: Obj) -> None:
+        self._write(
+            f"create configmap {namespace}/{body['metadata']['name']}",
+            body,
+            lambda: self._core.create_namespaced_config_map(namespace, body, **self._opts()),
+        )
+
+    def replace_config_map(self, namespace: str, body: Obj) -> None:
+        self._write(
+            f"replace configmap {namespace}/{body['metadata']['name']}",
+            body,
+            lambda: self._core.replace_namespaced_config_map(
+                body["metadata"]["name"], namespace, body, **self._opts()
+            ),
+        )
+
+    # ---- plumbing ------------------------------------------------------------------------
+    def _opts(self) -> dict[str, Any]:
+        return {"_preload_content": False, "_request_timeout": self._timeout}
+
+    def _get(self, call: Callable[[], Any], what: str) -> Obj | None:
+        try:
+            return self._read(call, what)
+        except ActuationError as exc:
+            if isinstance(exc.__cause__, ApiException) and exc.__cause__.status == 404:
+                return None
+            raise
+
+    def _read(self, call: Callable[[], Any], what: str) -> Obj:
+        response = self._retrying(call, what)
+        return dict(json.loads(response.data))
+
+    def _write(
+        self, what: str, body: Obj | None, call: Callable[[], Any], *, missing_ok: bool = False
+    ) -> None:
+        if self.dry_run:
+            log.info("dry-run: would %s %s", what, json.dumps(body, sort_keys=True) if body else "")
+            return
+        log.info("%s %s", what, json.dumps(body, sort_keys=True) if body else "")
+        try:
+            self._retrying(call, what)
+        except ActuationError as exc:
+            if (
+                missing_ok
+                and isinstance(exc.__cause__, ApiException)
+                and exc.__cause__.status == 404
+            ):
+                return
+            raise
+
+    def _retrying(self, call: Callable[[], Any], what: str) -> Any:
+        for attempt in range(self._retries + 1):
+            try:
+                return call()
+            except ApiException as exc:
+                if exc.status == 409:
+                    raise ConflictError(f"{what}: conflict: {_message(exc)}") from exc
+                if exc.status in _RETRYABLE and attempt < self._retries:
+                    time.sleep(self._backoff * 2**attempt)
+                    continue
+                raise ActuationError(f"{what}: HTTP {exc.status}: {_message(exc)}") from exc
+            except (urllib3.exceptions.HTTPError, OSError) as exc:
+                if attempt < self._retries:
+                    time.sleep(self._backoff * 2**attempt)
+                    continue
+                raise ActuationError(f"{what}: API server unreachable: {exc}") from exc
+        raise AssertionError("unreachable")
+
+
+def _message(exc: ApiException) -> str:
+    try:
+        return str(json.loads(exc.body or "{}").get("message") or exc.reason)
+    except (ValueError, AttributeError):
+        return str(exc.reason)

@@ -1,0 +1,23 @@
+"""Labels and annotations forecaster puts on what it creates or changes.
+
+We only ever delete objects carrying ``MANAGED_BY`` and only restore NodePool fields recorded in
+``ORIGINAL_DISRUPTION`` - nothing else in the cluster is ours to touch.
+"""
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "forecaster"
+POOL = "forecaster.io/pool"
+SLOT = "forecaster.io/slot"
+ROLE = "forecaster.io/role"
+PLACEHOLDER = "placeholder"
+GPUS = "forecaster.io/gpus"
+CREATED_AT = "forecaster.io/created-at"
+ORIGINAL_DISRUPTION = "forecaster.io/original-disruption"
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def placeholder_selector(pool: str | None = None) -> str:
+    """Label selector of our placeholders (of one pool, or all)."""
+    selector = f"{MANAGED_BY}={MANAGER},{ROLE}={PLACEHOLDER}"
+    return f"{selector},{POOL}={pool}" if pool else selector

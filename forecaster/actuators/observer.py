@@ -1,0 +1,100 @@
+"""Read the cluster into ``core.cluster.PoolSnapshot``s: one node list and one pod list per tick.
+
+A pod belongs to a pool when it runs on one of the pool's nodes, or - still pending - selects
+the pool with ``nodeSelector karpenter.sh/nodepool``. Our placeholders (by label) are counted
+apart from real demand. The NodePool's GPU limit comes from ``spec.limits["nvidia.com/gpu"]``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from forecaster.actuators import labels as lbl
+from forecaster.actuators.kube import Kube
+from forecaster.core.cluster import PoolSnapshot
+from forecaster.errors import ActuationError
+
+Obj = dict[str, Any]
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([kKMG]?)$")
+
+
+def gpu_quantity(value: object) -> int:
+    """A GPU count from a Kubernetes quantity ('8', 8, '1k'); fractional GPUs round down."""
+    match = _QUANTITY.match(str(value).strip())
+    if not match:
+        raise ActuationError(f"unsupported nvidia.com/gpu quantity {value!r}")
+    scale = {"": 1, "k": 1000, "K": 1000, "M": 10**6, "G": 10**9}[match.group(2)]
+    return math.floor(float(match.group(1)) * scale)
+
+
+def pod_gpus(pod: Obj) -> int:
+    """GPUs a pod requests (requests, else limits, summed over containers)."""
+    total = 0
+    for container in pod["spec"].get("containers", []):
+        resources = container.get("resources") or {}
+        value = (resources.get("requests") or {}).get(lbl.GPU_RESOURCE)
+        if value is None:
+            value = (resources.get("limits") or {}).get(lbl.GPU_RESOURCE, 0)
+        total += gpu_quantity(value)
+    return total
+
+
+def _ready(node: Obj) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in node.get("status", {}).get("conditions", [])
+    )
+
+
+def _is_placeholder(pod: Obj) -> bool:
+    pod_labels = pod["metadata"].get("labels") or {}
+    return (
+        pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER
+        and pod_labels.get(lbl.ROLE) == lbl.PLACEHOLDER
+    )
+
+
+def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnapshot]:
+    """Snapshots of every pool in ``pools``."""
+    nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
+    pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
+    node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
+    snapshots = {}
+    for pool in pools:
+        own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
+        capacity = {True: 0, False: 0}
+        for node in own:
+            capacity[_ready(node)] += gpu_quantity(
+                node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0)
+            )
+        running = pending = placeholders = 0
+        for pod in pods:
+            node_name = pod["spec"].get("nodeName")
+            selected = (pod["spec"].get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL)
+            if (node_pool.get(node_name) if node_name else selected) != pool:
+                continue
+            gpus = pod_gpus(pod)
+            if _is_placeholder(pod):
+                placeholders += gpus
+            elif node_name:
+                running += gpus
+            else:
+                pending += gpus
+        nodepool = kube.get_nodepool(pool)
+        limit = None
+        if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
+            limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])
+        snapshots[pool] = PoolSnapshot(
+            pool=pool,
+            observed_at=now,
+            allocatable_gpus=capacity[True],
+            launching_gpus=capacity[False],
+            running_gpus=running,
+            pending_gpus=pending,
+            placeholder_gpus=placeholders,
+            nodepool_limit_gpus=limit,
+        )
+    return snapshots

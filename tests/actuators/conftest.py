@@ -1,0 +1,28 @@
+"""Fixtures: a fresh API server double (+ scheduler/Karpenter) and the real client on it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from forecaster.actuators.kube import Kube, api_client
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+
+
+@pytest.fixture
+def api() -> Iterator[KubeApiDouble]:
+    with KubeApiDouble(capacity_buffers=True) as server:
+        yield server
+    assert server.invalid == [], f"objects refused by schema validation: {server.invalid}"
+
+
+@pytest.fixture
+def sim(api: KubeApiDouble) -> ClusterSim:
+    return ClusterSim(api, provision_seconds=60)
+
+
+@pytest.fixture
+def kube(api: KubeApiDouble) -> Kube:
+    return Kube(api_client(host=api.url, timeout_seconds=2), dry_run=False, backoff_seconds=0.01)

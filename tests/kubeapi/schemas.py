@@ -1,0 +1,72 @@
+"""Validation of every object the test double accepts, against the real schemas.
+
+Core objects: ``kubernetes-validate`` (strict: unknown fields fail). Karpenter objects: the CRD
+``openAPIV3Schema`` from the shared Karpenter release (jsonschema Draft 7), plus the CEL rules
+that matter for what we write, re-checked in code because jsonschema cannot run CEL.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate
+import yaml
+
+SCHEMAS = Path(__file__).resolve().parents[3] / "shared" / "schemas"
+KUBERNETES_VERSION = "1.33"
+CRD_FILES = {
+    ("karpenter.sh/v1", "NodePool"): "karpenter.sh_nodepools.yaml",
+    ("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"): "autoscaling.x-k8s.io_capacitybuffers.yaml",
+}
+
+
+def schema_dir() -> Path:
+    """``../shared/schemas`` next to the checkout (CI lays shared/ beside the clone)."""
+    for candidate in (SCHEMAS, Path.cwd().parent / "shared" / "schemas"):
+        if candidate.is_dir():
+            return candidate
+    raise RuntimeError(f"Karpenter CRD schemas not found at {SCHEMAS}")
+
+
+@functools.cache
+def crd_validator(api_version: str, kind: str) -> jsonschema.Draft7Validator:
+    crd = yaml.safe_load((schema_dir() / CRD_FILES[(api_version, kind)]).read_text())
+    version = api_version.split("/")[1]
+    for served in crd["spec"]["versions"]:
+        if served["name"] == version:
+            return jsonschema.Draft7Validator(served["schema"]["openAPIV3Schema"])
+    raise KeyError(f"{api_version} {kind} not in CRD")
+
+
+def validate(obj: dict[str, Any]) -> list[str]:
+    """Problems with ``obj`` (empty list when valid)."""
+    key = (obj.get("apiVersion", ""), obj.get("kind", ""))
+    if key in CRD_FILES:
+        errors = [
+            f"{'.'.join(str(p) for p in e.absolute_path)}: {e.message}"
+            for e in crd_validator(*key).iter_errors(obj)
+        ]
+        return errors + _cel_rules(obj)
+    try:
+        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
+    except kubernetes_validate.ValidationError as exc:
+        return [str(exc).splitlines()[0]]
+    return []
+
+
+def _cel_rules(obj: dict[str, Any]) -> list[str]:
+    spec = obj.get("spec", {})
+    errors = []
+    if obj["kind"] == "NodePool":
+        for budget in spec.get("disruption", {}).get("budgets", []):
+            if ("schedule" in budget) != ("duration" in budget):
+                errors.append("spec.disruption.budgets: 'schedule' must be set with 'duration'")
+    if obj["kind"] == "CapacityBuffer":
+        if "podTemplateRef" in spec and not ("replicas" in spec or "limits" in spec):
+            errors.append("spec: If podTemplateRef is set, replicas or limits must also be set")
+        if ("podTemplateRef" in spec) == ("scalableRef" in spec):
+            errors.append("spec: exactly one of podTemplateRef, scalableRef")
+    return errors

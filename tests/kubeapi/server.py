@@ -1,0 +1,306 @@
+"""The HTTP side of the API server double.
+
+Serves, for the real ``kubernetes`` client: pods, nodes, configmaps, events, podtemplates (core
+v1), priorityclasses (scheduling.k8s.io/v1), leases (coordination.k8s.io/v1), nodepools
+(karpenter.sh/v1) and - when ``capacity_buffers=True`` - capacitybuffers
+(autoscaling.x-k8s.io/v1beta1), with get/list/create/replace/patch/delete and API discovery.
+
+For tests: ``requests`` records every request (method, path, query, content type, body);
+``writes()`` the mutating ones; ``invalid`` every object refused by schema validation (tests
+assert it stays empty); ``faults`` injects errors, delays and 409 storms; ``clock`` is settable.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+from tests.kubeapi.schemas import validate
+from tests.kubeapi.store import ApiError, Key, Obj, Store, matches_fields, matches_labels
+
+
+@dataclass(frozen=True)
+class Resource:
+    group_version: str  # "v1" for core
+    kind: str
+    namespaced: bool
+
+
+RESOURCES = {
+    "pods": Resource("v1", "Pod", True),
+    "nodes": Resource("v1", "Node", False),
+    "configmaps": Resource("v1", "ConfigMap", True),
+    "events": Resource("v1", "Event", True),
+    "podtemplates": Resource("v1", "PodTemplate", True),
+    "poddisruptionbudgets": Resource("policy/v1", "PodDisruptionBudget", True),
+    "priorityclasses": Resource("scheduling.k8s.io/v1", "PriorityClass", False),
+    "leases": Resource("coordination.k8s.io/v1", "Lease", True),
+    "nodepools": Resource("karpenter.sh/v1", "NodePool", False),
+    "capacitybuffers": Resource("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer", True),
+}
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+_PATH = re.compile(
+    r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
+    r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[a-z]+)(?:/(?P<name>[^/]+))?$"
+)
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: dict[str, str]
+    content_type: str
+    body: Any
+
+
+@dataclass
+class Fault:
+    method: str
+    path: str  # regex searched in the path
+    status: int = 500
+    times: int = 1
+    delay_seconds: float = 0.0
+
+
+@dataclass
+class Faults:
+    rules: list[Fault] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(
+        self,
+        method: str,
+        path: str,
+        *,
+        status: int = 500,
+        times: int = 1,
+        delay_seconds: float = 0.0,
+    ) -> None:
+        with self.lock:
+            self.rules.append(Fault(method, path, status, times, delay_seconds))
+
+    def clear(self) -> None:
+        with self.lock:
+            self.rules.clear()
+
+    def take(self, method: str, path: str) -> Fault | None:
+        with self.lock:
+            for rule in self.rules:
+                if rule.times > 0 and rule.method in (method, "*") and re.search(rule.path, path):
+                    rule.times -= 1
+                    return rule
+        return None
+
+
+class KubeApiDouble:
+    """Start with ``with KubeApiDouble() as api:``; ``api.url`` is the server address."""
+
+    def __init__(
+        self, *, capacity_buffers: bool = False, start_time: float = 1_800_000_000.0
+    ) -> None:
+        self.clock = start_time
+        self.store = Store(now=lambda: self.clock)
+        self.capacity_buffers = capacity_buffers
+        self.requests: list[Request] = []
+        self.invalid: list[tuple[str, list[str]]] = []
+        self.faults = Faults()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> KubeApiDouble:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # ---- inspection helpers for tests --------------------------------------------------
+    def writes(self) -> list[Request]:
+        return [r for r in self.requests if r.method in WRITE_METHODS]
+
+    def objects(self, resource: str, namespace: str | None = None) -> list[Obj]:
+        return self.store.list(resource, namespace)
+
+    def put(self, resource: str, obj: Obj) -> Obj:
+        """Create an object directly (test setup), validated like any other."""
+        key = self._key(resource, obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+        self._validate(resource, obj)
+        return self.store.create(key, obj)
+
+    @staticmethod
+    def _key(resource: str, namespace: str, name: str) -> Key:
+        return (resource, namespace if RESOURCES[resource].namespaced else "", name)
+
+    def _validate(self, resource: str, obj: Obj) -> None:
+        problems = validate(obj)
+        if problems:
+            self.invalid.append((resource, problems))
+            raise ApiError(422, "Invalid", f"{RESOURCES[resource].kind} is invalid: {problems}")
+
+    # ---- request handling ----------------------------------------------------------------
+    def handle(self, method: str, raw_path: str, content_type: str, body: Any) -> tuple[int, Obj]:
+        url = urlparse(raw_path)
+        path = url.path.rstrip("/") or "/"
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        self.requests.append(Request(method, path, query, content_type, copy.deepcopy(body)))
+        fault = self.faults.take(method, path)
+        if fault:
+            if fault.delay_seconds:
+                time.sleep(fault.delay_seconds)
+            if fault.status:
+                return fault.status, ApiError(
+                    fault.status, "InjectedFault", f"injected {fault.status}"
+                ).status()
+        discovery = self._discovery(path)
+        if discovery is not None:
+            return discovery
+        match = _PATH.match(path)
+        if not match or match.group("resource") not in RESOURCES:
+            return 404, ApiError(404, "NotFound", f"the server could not find {path}").status()
+        resource = match.group("resource")
+        spec = RESOURCES[resource]
+        group_version = match.group("core") or f"{match.group('group')}/{match.group('version')}"
+        if group_version != spec.group_version or (
+            resource == "capacitybuffers" and not self.capacity_buffers
+        ):
+            return 404, ApiError(404, "NotFound", f"the server could not find {path}").status()
+        namespace, name = match.group("ns") or "", match.group("name")
+        try:
+            return self._dispatch(method, resource, namespace, name, query, content_type, body)
+        except ApiError as exc:
+            return exc.code, exc.status()
+
+    def _dispatch(
+        self,
+        method: str,
+        resource: str,
+        namespace: str,
+        name: str | None,
+        query: dict[str, str],
+        content_type: str,
+        body: Any,
+    ) -> tuple[int, Obj]:
+        spec = RESOURCES[resource]
+        if name is None:
+            if method == "GET":
+                items = [
+                    o
+                    for o in self.store.list(
+                        resource, namespace if spec.namespaced and namespace else None
+                    )
+                    if matches_labels(o["metadata"].get("labels", {}), query.get("labelSelector"))
+                    and matches_fields(o, query.get("fieldSelector"))
+                ]
+                return 200, {
+                    "kind": f"{spec.kind}List",
+                    "apiVersion": spec.group_version,
+                    "metadata": {"resourceVersion": str(self.store.version)},
+                    "items": items,
+                }
+            if method == "POST":
+                obj_name = body["metadata"].get("name") or body["metadata"]["generateName"] + str(
+                    self.store.version
+                )
+                body["metadata"]["name"] = obj_name
+                body["metadata"].pop("generateName", None)
+                self._validate(resource, body)
+                return 201, self.store.create(self._key(resource, namespace, obj_name), body)
+            raise ApiError(405, "MethodNotAllowed", f"{method} on a collection")
+        key = self._key(resource, namespace, name)
+        if method == "GET":
+            return 200, self.store.get(key)
+        if method == "PUT":
+            self._validate(resource, body)
+            return 200, self.store.replace(key, body)
+        if method == "PATCH":
+            if "merge-patch" not in content_type and "strategic-merge-patch" not in content_type:
+                raise ApiError(415, "UnsupportedMediaType", f"patch type {content_type} not served")
+            _, merged = self.store.patched(key, body)
+            self._validate(resource, merged)
+            return 200, self.store.replace(key, merged)
+        if method == "DELETE":
+            return 200, self.store.delete(key)
+        raise ApiError(405, "MethodNotAllowed", method)
+
+    def _discovery(self, path: str) -> tuple[int, Obj] | None:
+        groups = {
+            r.group_version
+            for name, r in RESOURCES.items()
+            if "/" in r.group_version and (name != "capacitybuffers" or self.capacity_buffers)
+        }
+        if path == "/apis":
+            return 200, {
+                "kind": "APIGroupList",
+                "apiVersion": "v1",
+                "groups": [
+                    {
+                        "name": gv.split("/")[0],
+                        "versions": [{"groupVersion": gv, "version": gv.split("/")[1]}],
+                        "preferredVersion": {"groupVersion": gv, "version": gv.split("/")[1]},
+                    }
+                    for gv in sorted(groups)
+                ],
+            }
+        for gv in groups:
+            if path == f"/apis/{gv}":
+                resources = [
+                    {
+                        "name": n,
+                        "singularName": "",
+                        "namespaced": r.namespaced,
+                        "kind": r.kind,
+                        "verbs": ["get", "list", "create", "update", "patch", "delete"],
+                    }
+                    for n, r in RESOURCES.items()
+                    if r.group_version == gv
+                ]
+                return 200, {
+                    "kind": "APIResourceList",
+                    "apiVersion": "v1",
+                    "groupVersion": gv,
+                    "resources": resources,
+                }
+        return None
+
+
+def _handler(api: KubeApiDouble) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            try:
+                body = json.loads(raw) if raw else None
+            except ValueError:
+                body = None
+            code, payload = api.handle(
+                self.command, self.path, self.headers.get("Content-Type", ""), body
+            )
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout test)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    return Handler
