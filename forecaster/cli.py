@@ -26,12 +26,14 @@ from forecaster.service import app
 from forecaster.service.clock import SystemClock
 from forecaster.service.report import (
     backtest_header,
+    plan_report,
     score_table,
     selection_line,
     training_report,
 )
 from forecaster.service.training import TrainingPlan, backtest_models
 from forecaster.settings import Settings, load_settings
+from forecaster.sources.base import DemandSource
 from forecaster.sources.files import DEFAULT_VALUE_COLUMN, CsvSource
 
 DEFAULT_CONFIG = Path("config/forecaster.yaml")
@@ -63,6 +65,13 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
     _config_arg(train)
     train.add_argument("--pool", action="append", help="only this pool (repeatable)")
+
+    plan = sub.add_parser(
+        "plan", help="print the prewarm plan now, with the reason for every number"
+    )
+    _config_arg(plan)
+    plan.add_argument("--data", type=Path, help="CSV history to plan from (instead of the source)")
+    plan.add_argument("--pool", help="pool the --data file belongs to (default: the first pool)")
 
     validate = sub.add_parser("validate-config", help="check a config file and exit")
     _config_arg(validate)
@@ -131,6 +140,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 0
     if args.command == "models":
         return _models_list(settings)
+    if args.command == "plan":
+        return _plan(settings, data=args.data, pool=args.pool)
     if args.command == "run":
         where = args.config or "the embedded config"
         print(f"forecaster run: training and backtesting every pool of {where}")
@@ -153,6 +164,45 @@ def _train(settings: Settings, *, pools: list[str] | None) -> int:
     for line in training_report(results, baseline=FALLBACK):
         print(line)
     return 1 if any(r.status == "failed" for r in results) else 0
+
+
+def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
+    """One planning tick with no cluster: the what-if of a cluster sized to today's demand.
+
+    CSV histories each end at their own last row, so each pool is planned at its own "now";
+    with Prometheus all pools are planned together, now.
+    """
+    if pool is not None:
+        settings = settings.model_copy(update={"pools": (settings.pool(pool),)})
+    print(
+        "what-if: no cluster observed; each pool is assumed to run exactly today's demand on"
+        " whole nodes, with no placeholders, under a NodePool limit leaving room for its"
+        " max_prewarm_gpus"
+    )
+    if data is None and settings.source.kind == "prometheus":
+        now = int(SystemClock().now().timestamp())
+        _print_plan(settings, app.build_source(settings), now)
+        return 0
+    for one_pool in settings.pools:
+        one = settings.model_copy(update={"pools": (one_pool,)})
+        path = data if data is not None else one_pool.csv
+        if path is None:
+            raise ConfigError(f"pool {one_pool.name}: no CSV history to plan from (use --data)")
+        source = CsvSource(
+            {one_pool.name: path},
+            value_column=settings.source.csv_value_column,
+            outage_min_seconds=settings.forecast.outage_min_seconds,
+        )
+        now = source.fetch_all(one_pool.name, step_seconds=settings.forecast.step_seconds)[0].end
+        _print_plan(one, source, now)
+    return 0
+
+
+def _print_plan(settings: Settings, source: DemandSource, now: int) -> None:
+    record = app.build_reconciler(settings, source=source, what_if=True).tick(now)
+    horizons = {p.name: settings.horizon_for(p) for p in settings.pools}
+    for line in plan_report(record, horizons=horizons, budgets=app.budgets(settings)):
+        print(line)
 
 
 def _models_list(settings: Settings) -> int:

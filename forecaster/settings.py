@@ -46,14 +46,100 @@ class LeadTime(_Strict):
         return self.provisioning_seconds + self.image_pull_seconds + self.margin_seconds
 
 
+class Prices(_Strict):
+    """What a GPU-hour of this pool costs, by capacity type."""
+
+    on_demand: float = Field(4.0, ge=0, allow_inf_nan=False)
+    spot: float = Field(1.5, ge=0, allow_inf_nan=False)
+
+
 class PoolSettings(_Strict):
-    """One Karpenter NodePool whose GPU demand we forecast."""
+    """One Karpenter NodePool whose GPU demand we forecast (and may prewarm)."""
 
     name: NodePoolName
     gpus_per_node: int = Field(8, gt=0, le=64)
+    placeholder_gpus: int | None = Field(None, gt=0, description="default: a whole node")
     lead_time: LeadTime = LeadTime()
     csv: Path | None = Field(None, description="history file when source.kind is csv")
     query: str | None = Field(None, description="PromQL override; {pool} is the NodePool name")
+    forecast_only: bool = Field(False, description="forecast and report, never act")
+    max_prewarm_gpus: int = Field(32, ge=0)
+    prices: Prices = Prices()
+    capacity_type: Literal["on-demand", "spot"] = "on-demand"
+    backend: Literal["placeholders", "capacitybuffer"] = "placeholders"
+    allow_unlimited_nodepool: bool = Field(
+        False, description="act even if the NodePool has no nvidia.com/gpu limit"
+    )
+    warm_image: str | None = Field(None, description="run this image (pre-pulls it) not pause")
+    warm_command: tuple[str, ...] = ("sleep", "infinity")
+
+    @model_validator(mode="after")
+    def _placeholder_fits(self) -> PoolSettings:
+        if self.placeholder_gpus is not None and self.placeholder_gpus > self.gpus_per_node:
+            raise ValueError("placeholder_gpus cannot exceed gpus_per_node")
+        return self
+
+    @property
+    def placeholder_size(self) -> int:
+        """GPUs per placeholder (a whole node unless set)."""
+        return self.placeholder_gpus or self.gpus_per_node
+
+    @property
+    def price_per_gpu_hour(self) -> float:
+        """The price of the capacity type this pool runs on."""
+        return self.prices.spot if self.capacity_type == "spot" else self.prices.on_demand
+
+
+class BudgetSettings(_Strict):
+    """Caps over all pools; the planner enforces each one itself."""
+
+    max_total_prewarm_gpus: int = Field(64, ge=0)
+    max_prewarm_gpu_hours_per_day: float = Field(200.0, ge=0, allow_inf_nan=False)
+    max_cost_per_hour: float = Field(200.0, ge=0, allow_inf_nan=False)
+
+
+class PlaceholderSettings(_Strict):
+    """The pods (or CapacityBuffer chunks) that hold prewarmed capacity."""
+
+    namespace: str = Field("forecaster", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    priority_class: str = "forecaster-placeholder"
+    priority: int = Field(
+        -10, lt=0, ge=-1000, description=">= -10 keeps Cluster Autoscaler working"
+    )
+    ttl_seconds: int = Field(3600, ge=300, description="placeholders expire if not renewed")
+    renew_before_seconds: int = Field(600, ge=60)
+    image: str = "registry.k8s.io/pause:3.10"
+
+    @model_validator(mode="after")
+    def _renewal_fits(self) -> PlaceholderSettings:
+        if self.renew_before_seconds >= self.ttl_seconds:
+            raise ValueError("renew_before_seconds must be shorter than ttl_seconds")
+        return self
+
+
+class PlanningSettings(_Strict):
+    """How forecasts become prewarm."""
+
+    budgets: BudgetSettings = BudgetSettings()
+    placeholders: PlaceholderSettings = PlaceholderSettings()
+    stale_after_seconds: int = Field(300, gt=0, description="older data: no new prewarm")
+    hold_seconds: int = Field(900, ge=0, description="then existing prewarm is held this long")
+    protect_consolidate_after: str = Field("30m", pattern=r"^(([0-9]+(s|m|h))+|Never)$")
+
+
+class SloSettings(_Strict):
+    """Forecast SLO, burn-rate hand-off and the waste budget."""
+
+    target_exceedance: float = Field(0.05, gt=0, lt=1)
+    window_seconds: int = Field(86400, gt=0)
+    fast_window_seconds: int = Field(3600, gt=0)
+    fast_burn: float = Field(6.0, gt=0)
+    slow_window_seconds: int = Field(21600, gt=0)
+    slow_burn: float = Field(3.0, gt=0)
+    recovery_burn: float = Field(1.0, gt=0)
+    recovery_seconds: int = Field(7200, ge=0)
+    min_points: int = Field(12, ge=1)
+    max_waste_gpu_hours_per_day: float = Field(48.0, ge=0, allow_inf_nan=False)
 
 
 class PrometheusSettings(_Strict):
@@ -134,7 +220,12 @@ class Settings(_Strict):
 
     source: SourceSettings = SourceSettings()
     forecast: ForecastSettings = ForecastSettings()
+    planning: PlanningSettings = PlanningSettings()
+    slo: SloSettings = SloSettings()
     models_dir: Path = Path("models")
+    dry_run: bool = Field(False, description="plan and report; send no write to the cluster")
+    reconcile_every_seconds: int = Field(30, ge=5)
+    state_config_map: str = "forecaster-state"
     pools: tuple[PoolSettings, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -152,6 +243,11 @@ class Settings(_Strict):
                 )
             if self.source.kind == "csv" and pool.csv is None:
                 raise ValueError(f"pools.{i}.csv is required when source.kind is csv")
+        slo = self.slo
+        if not slo.fast_window_seconds <= slo.slow_window_seconds <= slo.window_seconds:
+            raise ValueError("slo windows must satisfy fast <= slow <= window")
+        if slo.recovery_burn > min(slo.fast_burn, slo.slow_burn):
+            raise ValueError("slo.recovery_burn must not exceed fast_burn and slow_burn")
         return self
 
     def pool(self, name: str) -> PoolSettings:

@@ -49,3 +49,24 @@ class DemandForecast:
     data_end: int
     """Timestamp of the newest usable sample behind the forecast (staleness is judged on it)."""
     model: str
+
+
+def assumed_snapshot(
+    *, pool: str, demand_gpus: float, gpus_per_node: int, limit_gpus: int | None, now: int
+) -> PoolSnapshot:
+    """A what-if cluster that exactly fits today's demand: no spare nodes, no placeholders.
+
+    Used when there is no cluster to observe (``forecaster plan`` on a CSV, replays).
+    """
+    demand = max(0, round(demand_gpus))
+    nodes = -(-demand // gpus_per_node)
+    return PoolSnapshot(
+        pool=pool,
+        observed_at=now,
+        allocatable_gpus=nodes * gpus_per_node,
+        launching_gpus=0,
+        running_gpus=demand,
+        pending_gpus=0,
+        placeholder_gpus=0,
+        nodepool_limit_gpus=limit_gpus,
+    )

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 
+from forecaster.actuators.actuator import Actuator, PoolActuation
+from forecaster.actuators.capacitybuffers import CapacityBuffers
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.observer import observe
+from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.state_store import ConfigMapStateStore
+from forecaster.core.cluster import PoolSnapshot
+from forecaster.core.error_budget import SloPolicy
+from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, to_epoch_seconds
-from forecaster.errors import ForecasterError, SourceError
+from forecaster.errors import ConfigError, ForecasterError, SourceError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.service.clock import Clock
+from forecaster.service.loop import Observer, PoolRuntime, Reconciler
+from forecaster.service.models import ModelProvider
+from forecaster.service.state import MemoryStateStore, StateStore
 from forecaster.service.training import PoolTraining, TrainingPlan, train_pool
 from forecaster.settings import PoolSettings, Settings
 from forecaster.sources.base import DemandSource
@@ -96,3 +110,139 @@ def train(settings: Settings, *, pools: list[str] | None, clock: Clock) -> list[
             log.info("pool %s: %s", pool.name, result.message)
         results.append(result)
     return results
+
+
+def pool_policy(settings: Settings, pool: PoolSettings) -> PoolPolicy:
+    """The planner's view of a configured pool."""
+    return PoolPolicy(
+        pool=pool.name,
+        gpus_per_node=pool.gpus_per_node,
+        placeholder_gpus=pool.placeholder_size,
+        max_prewarm_gpus=pool.max_prewarm_gpus,
+        price_per_gpu_hour=pool.price_per_gpu_hour,
+        stale_after_seconds=settings.planning.stale_after_seconds,
+        hold_seconds=settings.planning.hold_seconds,
+        forecast_only=pool.forecast_only,
+        allow_unlimited_nodepool=pool.allow_unlimited_nodepool,
+    )
+
+
+def budgets(settings: Settings) -> Budgets:
+    """Shared caps; each prewarm GPU is charged for the placeholder TTL up front."""
+    caps = settings.planning.budgets
+    return Budgets(
+        max_total_prewarm_gpus=caps.max_total_prewarm_gpus,
+        max_prewarm_gpu_hours_per_day=caps.max_prewarm_gpu_hours_per_day,
+        max_cost_per_hour=caps.max_cost_per_hour,
+        commitment_seconds=settings.planning.placeholders.ttl_seconds,
+    )
+
+
+def slo_policy(settings: Settings) -> SloPolicy:
+    """The error-budget policy."""
+    return SloPolicy(**settings.slo.model_dump())
+
+
+def placeholder_spec(settings: Settings, pool: PoolSettings) -> PlaceholderSpec:
+    """What the pool's placeholders look like."""
+    ph = settings.planning.placeholders
+    return PlaceholderSpec(
+        pool=pool.name,
+        gpus=pool.placeholder_size,
+        ttl_seconds=ph.ttl_seconds,
+        renew_before_seconds=ph.renew_before_seconds,
+        image=pool.warm_image or ph.image,
+        command=pool.warm_command if pool.warm_image else (),
+    )
+
+
+def build_reconciler(
+    settings: Settings,
+    *,
+    source: DemandSource | None = None,
+    kube: Kube | None = None,
+    what_if: bool = False,
+) -> Reconciler:
+    """The loop, wired: with ``kube`` it observes and acts, without it it only plans.
+
+    ``what_if``: with no cluster, assume each NodePool's limit leaves room for the pool's
+    ``max_prewarm_gpus`` above today's demand (otherwise the unknown limit allows nothing).
+    """
+    runtimes = [
+        PoolRuntime(
+            policy=pool_policy(settings, pool),
+            horizon_seconds=settings.horizon_for(pool),
+            assumed_limit_headroom_gpus=pool.max_prewarm_gpus if what_if else None,
+        )
+        for pool in settings.pools
+    ]
+    models = ModelProvider(
+        ArtifactStore(settings.models_dir),
+        horizons_seconds=settings.forecast.horizons_seconds,
+        quantiles=settings.forecast.quantiles,
+    )
+    state_store: StateStore = MemoryStateStore()
+    actuator = None
+    observer: Observer | None = None
+    if kube is not None:
+        live = kube
+        actuator = build_actuator(settings, kube)
+        if not kube.dry_run:
+            state_store = ConfigMapStateStore(
+                kube,
+                namespace=settings.planning.placeholders.namespace,
+                name=settings.state_config_map,
+            )
+
+        def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
+            return observe(live, pools=pools, now=now)
+
+        observer = observe_live
+
+    return Reconciler(
+        pools=runtimes,
+        source=source or build_source(settings),
+        models=models,
+        budgets=budgets(settings),
+        slo=slo_policy(settings),
+        state_store=state_store,
+        step_seconds=settings.forecast.step_seconds,
+        observe=observer,
+        actuator=actuator,
+    )
+
+
+def build_actuator(settings: Settings, kube: Kube) -> Actuator:
+    """Placeholders, CapacityBuffers (when any pool uses them) and NodePool patches."""
+    ph = settings.planning.placeholders
+    placeholders = Placeholders(
+        kube, namespace=ph.namespace, priority_class=ph.priority_class, priority=ph.priority
+    )
+    placeholders.ensure_priority_class()
+    wants_buffers = any(p.backend == "capacitybuffer" for p in settings.pools)
+    buffers = None
+    if wants_buffers:
+        if not kube.serves_capacity_buffers(ph.namespace):
+            raise ConfigError(
+                "a pool uses backend: capacitybuffer but the cluster does not serve"
+                " autoscaling.x-k8s.io CapacityBuffers (Karpenter >= 1.14 with the gate on)"
+            )
+        buffers = CapacityBuffers(kube, namespace=ph.namespace, priority_class=ph.priority_class)
+    return Actuator(
+        placeholders=placeholders,
+        nodepools=NodePools(kube),
+        buffers=buffers,
+        pools={
+            p.name: PoolActuation(
+                placeholder_spec(settings, p),
+                backend=p.backend,
+                protect_consolidate_after=settings.planning.protect_consolidate_after,
+            )
+            for p in settings.pools
+        },
+    )
+
+
+def connect(settings: Settings, *, host: str | None = None) -> Kube:
+    """A Kube client: ``host`` (tests), in-cluster config, else kubeconfig."""
+    return Kube(api_client(host=host), dry_run=settings.dry_run)

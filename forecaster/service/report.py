@@ -5,8 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from forecaster.core.policy import Budgets
+from forecaster.core.series import from_epoch_seconds
 from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.selection import Selection
+from forecaster.service.loop import TickRecord
 from forecaster.service.training import PoolTraining
 
 
@@ -77,3 +80,51 @@ def training_report(results: Sequence[PoolTraining], *, baseline: str) -> list[s
             )
         lines.append("")
     return lines
+
+
+def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budgets) -> list[str]:
+    """The plan of one tick, a line for every number and the reasons behind it."""
+    decision = record.plan
+    lines = [f"plan at {_iso(decision.at)}"]
+    for pool_plan in decision.pools:
+        view = record.pools[pool_plan.pool]
+        model = f"{view.model} ({view.model_version})" if view.model else "none"
+        lines.append(f"pool {pool_plan.pool}: {pool_plan.mode.value}, model {model}")
+        if view.demand is not None:
+            ahead = duration(horizons[pool_plan.pool])
+            lines.append(
+                f"  forecast from {_iso(view.demand.data_end)} for +{ahead}:"
+                f" P50 {view.demand.p50_gpus:.1f}, P95 {view.demand.p95_gpus:.1f} GPUs"
+            )
+        if view.snapshot is not None:
+            s = view.snapshot
+            limit = "none" if s.nodepool_limit_gpus is None else f"{s.nodepool_limit_gpus} GPUs"
+            lines.append(
+                f"  cluster: {s.allocatable_gpus} GPUs allocatable, {s.launching_gpus} launching,"
+                f" {s.running_gpus} running + {s.pending_gpus} pending requested,"
+                f" {s.placeholder_gpus} in placeholders, NodePool limit {limit}"
+            )
+        lines.append(
+            f"  prewarm target {pool_plan.target_gpus} GPUs = {pool_plan.placeholders}"
+            f" placeholder(s) x {pool_plan.placeholder_gpus} GPUs"
+            f" (needed {pool_plan.needed_gpus} before caps)"
+            + ("" if pool_plan.acts else " - not acted on")
+        )
+        lines.extend(f"  - {reason}" for reason in pool_plan.reasons)
+        for line in view.quality:
+            lines.append(f"  data: {line}")
+        if pool_plan.pool in record.errors:
+            lines.append(f"  error: {record.errors[pool_plan.pool]}")
+    lines.append(
+        f"budgets: prewarm {decision.total_target_gpus} of {budgets.max_total_prewarm_gpus} GPUs;"
+        f" cost ${decision.cost_per_hour:.2f}/h of ${budgets.max_cost_per_hour:.2f}/h;"
+        f" GPU-hours spent in 24h {decision.gpu_hours_spent_last_day:.1f} of"
+        f" {budgets.max_prewarm_gpu_hours_per_day:g}"
+        f" (each GPU charged {budgets.commitment_seconds / 3600:.2f} h ahead)"
+    )
+    lines.extend(f"  - {reason}" for reason in decision.reasons)
+    return lines
+
+
+def _iso(seconds: int) -> str:
+    return from_epoch_seconds(seconds).strftime("%Y-%m-%dT%H:%MZ")

@@ -1,0 +1,307 @@
+"""One reconcile tick: observe -> fetch -> forecast -> score -> plan -> act -> record.
+
+``Reconciler.tick(now)`` is the whole daemon step; the scheduler only calls it. It never raises
+for a data, model or cluster problem: each is logged, kept in the ``TickRecord`` and handled the
+safe way - a pool whose data cannot be fetched keeps its last forecast, which turns stale (no
+new prewarm, existing prewarm held for ``hold_seconds``, then withdrawn); a cluster that cannot
+be observed is not acted on (placeholders expire by themselves); a model that cannot be loaded
+is replaced by the persistence baseline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forecaster.actuators.actuator import ActuationReport, Actuator
+from forecaster.core.budget import record_spend, spent_last_day
+from forecaster.core.cluster import DemandForecast, PoolSnapshot, assumed_snapshot
+from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
+from forecaster.core.planner import Plan, PoolInput, plan
+from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.core.quality import QualityReport
+from forecaster.core.series import DemandSeries, Forecast
+from forecaster.errors import ForecasterError
+from forecaster.service.models import ModelProvider
+from forecaster.service.state import PendingForecast, PoolState, ServiceState, StateStore
+from forecaster.sources.base import DemandSource
+
+log = logging.getLogger(__name__)
+Observer = Callable[[Sequence[str], int], Mapping[str, PoolSnapshot]]
+DAY = 86400
+
+
+@dataclass(frozen=True)
+class PoolRuntime:
+    """What the loop needs per pool."""
+
+    policy: PoolPolicy
+    horizon_seconds: int
+    assumed_limit_headroom_gpus: int | None = None
+    """With no cluster to observe: the what-if NodePool limit is the assumed nodes plus this."""
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """Everything about one pool in one tick, for logs and the inspection endpoint."""
+
+    pool: str
+    model: str | None
+    model_version: str | None
+    forecast: Forecast | None
+    demand: DemandForecast | None
+    history: DemandSeries | None
+    quality: tuple[str, ...]
+    snapshot: PoolSnapshot | None
+    evaluated: int
+
+
+@dataclass(frozen=True)
+class TickRecord:
+    """The outcome of one tick."""
+
+    at: int
+    plan: Plan
+    pools: dict[str, PoolView]
+    transitions: tuple[Transition, ...]
+    actuation: ActuationReport | None
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+class Reconciler:
+    """Holds the wiring; ``tick(now)`` does one pass. See the module docstring."""
+
+    def __init__(
+        self,
+        *,
+        pools: Sequence[PoolRuntime],
+        source: DemandSource,
+        models: ModelProvider,
+        budgets: Budgets,
+        slo: SloPolicy,
+        state_store: StateStore,
+        step_seconds: int = 60,
+        lookback_seconds: int = 2 * DAY + 3600,
+        observe: Observer | None = None,
+        actuator: Actuator | None = None,
+    ) -> None:
+        self.pools = list(pools)
+        self.source = source
+        self.models = models
+        self.budgets = budgets
+        self.slo = slo
+        self.state_store = state_store
+        self.step_seconds = step_seconds
+        self.lookback_seconds = lookback_seconds
+        self.observe = observe
+        self.actuator = actuator
+        self.state = ServiceState()
+        self._loaded = False
+        self._last_demand: dict[str, DemandForecast] = {}
+        self._last_waste: dict[str, float] = {}
+        self.last: TickRecord | None = None
+
+    def tick(self, now: int) -> TickRecord:
+        """One reconcile pass at ``now`` (epoch seconds)."""
+        errors: dict[str, str] = {}
+        self._load_state(errors)
+        snapshots = self._observe(now, errors)
+        inputs, views, transitions = [], {}, []
+        for runtime in self.pools:
+            name = runtime.policy.pool
+            pool_state = self.state.pool(name)
+            view, evaluations = self._forecast(runtime, pool_state, now, errors)
+            before = len(pool_state.budget.transitions)
+            pool_state.budget = advance(
+                pool_state.budget,
+                evaluations=evaluations,
+                wasted_gpu_hours=self._last_waste.get(name, 0.0),
+                policy=self.slo,
+                now=now,
+            )
+            for transition in pool_state.budget.transitions[before:]:
+                log.warning(
+                    "pool %s: %s -> %s: %s",
+                    name,
+                    transition.before,
+                    transition.after,
+                    transition.reason,
+                )
+                transitions.append(transition)
+            snapshot = snapshots[name] if snapshots else self._assumed(runtime, view, now)
+            views[name] = PoolView(**{**view.__dict__, "snapshot": snapshot})
+            inputs.append(PoolInput(runtime.policy, snapshot, view.demand, pool_state.budget.mode))
+        spent = spent_last_day(self.state.ledger, now=now)
+        decision = plan(inputs, budgets=self.budgets, spent_gpu_hours_last_day=spent, now=now)
+        report = self._act(decision, snapshots, now, errors)
+        self._record(snapshots, now, errors)
+        for pool_plan in decision.pools:
+            log.info(
+                "pool %s: %s, prewarm %d GPUs (%d placeholders): %s",
+                pool_plan.pool,
+                pool_plan.mode,
+                pool_plan.target_gpus,
+                pool_plan.placeholders,
+                "; ".join(pool_plan.reasons),
+            )
+        self.last = TickRecord(now, decision, views, tuple(transitions), report, errors)
+        return self.last
+
+    # ---- steps ---------------------------------------------------------------------------
+    def _load_state(self, errors: dict[str, str]) -> None:
+        if self._loaded:
+            return
+        try:
+            saved = self.state_store.load()
+        except (ForecasterError, ValueError) as exc:
+            errors["state"] = f"could not load state, starting fresh: {exc}"
+            log.error("%s", errors["state"])
+            saved = None
+        if saved is not None:
+            self.state = ServiceState.from_dict(saved)
+            for name, pool_state in self.state.pools.items():
+                if pool_state.budget.mode.value != "predictive":
+                    log.warning(
+                        "pool %s: restored %s since %s: %s",
+                        name,
+                        pool_state.budget.mode,
+                        pool_state.budget.since,
+                        pool_state.budget.reason,
+                    )
+        self._loaded = True
+
+    def _observe(self, now: int, errors: dict[str, str]) -> Mapping[str, PoolSnapshot] | None:
+        if self.observe is None:
+            return None
+        try:
+            return self.observe([p.policy.pool for p in self.pools], now)
+        except ForecasterError as exc:
+            errors["cluster"] = f"cannot observe the cluster, not acting this tick: {exc}"
+            log.error("%s", errors["cluster"])
+            return None
+
+    def _forecast(
+        self, runtime: PoolRuntime, pool_state: PoolState, now: int, errors: dict[str, str]
+    ) -> tuple[PoolView, list[Evaluation]]:
+        name = runtime.policy.pool
+        empty = PoolView(name, None, None, None, self._last_demand.get(name), None, (), None, 0)
+        try:
+            series, quality = self.source.fetch(
+                name, start=now - self.lookback_seconds, end=now, step_seconds=self.step_seconds
+            )
+        except ForecasterError as exc:
+            errors[name] = f"data: {exc}"
+            log.error(
+                "pool %s: no fresh data (%s); keeping the last forecast, which goes stale",
+                name,
+                exc,
+            )
+            return empty, []
+        evaluations = _score(pool_state, series)
+        usable = np.flatnonzero(series.usable)
+        active = self.models.get(name, history=series) if usable.size else None
+        if active is None:
+            errors[name] = "no usable history or model"
+            return PoolView(
+                **{**empty.__dict__, "history": series, "quality": _lines(quality)}
+            ), evaluations
+        origin = int(series.timestamps[usable[-1]])
+        try:
+            forecast = active.model.predict(series, at=np.array([origin], dtype=np.int64))
+        except (ForecasterError, ValueError) as exc:
+            errors[name] = f"forecast failed: {exc}"
+            return PoolView(**{**empty.__dict__, "history": series}), evaluations
+        p95 = float(forecast.values_at(quantile=0.95, horizon_seconds=runtime.horizon_seconds)[0])
+        p50 = float(forecast.values_at(quantile=0.5, horizon_seconds=runtime.horizon_seconds)[0])
+        demand = self._last_demand.get(name)
+        if math.isfinite(p95) and math.isfinite(p50):
+            demand = DemandForecast(name, p50, p95, data_end=origin, model=active.name)
+            self._last_demand[name] = demand
+            if not pool_state.pending or pool_state.pending[-1].origin < origin:
+                pool_state.pending.append(
+                    PendingForecast(origin, origin + runtime.horizon_seconds, p95)
+                )
+        view = PoolView(
+            name,
+            active.name,
+            active.version,
+            forecast,
+            demand,
+            series,
+            _lines(quality),
+            None,
+            len(evaluations),
+        )
+        return view, evaluations
+
+    def _assumed(self, runtime: PoolRuntime, view: PoolView, now: int) -> PoolSnapshot:
+        demand_now = 0.0
+        if view.history is not None and view.history.usable.any():
+            demand_now = float(view.history.values[np.flatnonzero(view.history.usable)[-1]])
+        snapshot = assumed_snapshot(
+            pool=runtime.policy.pool,
+            demand_gpus=demand_now,
+            gpus_per_node=runtime.policy.gpus_per_node,
+            limit_gpus=None,
+            now=now,
+        )
+        if runtime.assumed_limit_headroom_gpus is None:
+            return snapshot
+        limit = snapshot.allocatable_gpus + runtime.assumed_limit_headroom_gpus
+        return dataclasses.replace(snapshot, nodepool_limit_gpus=limit)
+
+    def _act(
+        self,
+        decision: Plan,
+        snapshots: Mapping[str, PoolSnapshot] | None,
+        now: int,
+        errors: dict[str, str],
+    ) -> ActuationReport | None:
+        if self.actuator is None or snapshots is None:
+            self._last_waste = {}
+            return None
+        report = self.actuator.apply(decision, now=now)
+        errors.update({f"actuate {k}": v for k, v in report.errors.items()})
+        self._last_waste = dict(report.wasted_gpu_hours)
+        return report
+
+    def _record(
+        self, snapshots: Mapping[str, PoolSnapshot] | None, now: int, errors: dict[str, str]
+    ) -> None:
+        if snapshots and self.state.last_tick is not None:
+            held = sum(s.placeholder_gpus for s in snapshots.values())
+            self.state.ledger = record_spend(
+                self.state.ledger, gpus=held, since=self.state.last_tick, now=now
+            )
+        self.state.last_tick = now
+        try:
+            self.state_store.save(self.state.to_dict())
+        except ForecasterError as exc:
+            errors["state"] = f"could not save state: {exc}"
+            log.error("%s", errors["state"])
+
+
+def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:
+    """Evaluate pending forecasts whose target time the data has reached; drop them."""
+    evaluations, keep = [], []
+    for pending in pool_state.pending:
+        if pending.target_time > series.end:
+            if series.end - pending.origin < DAY:
+                keep.append(pending)
+            continue
+        index = (pending.target_time - series.start) // series.step_seconds
+        if 0 <= index < len(series) and math.isfinite(series.values[index]):
+            evaluations.append(
+                Evaluation(pending.target_time, float(series.values[index]), pending.p95_gpus)
+            )
+    pool_state.pending = keep
+    return evaluations
+
+
+def _lines(quality: QualityReport) -> tuple[str, ...]:
+    return tuple(quality.describe())

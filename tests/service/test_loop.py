@@ -1,0 +1,208 @@
+"""The reconcile loop end to end: real client, API server double, live source, fake time.
+
+Cases: a ramp in demand makes one tick protect the NodePool and create placeholders; sustained
+misses burn the error budget, hand the pool off (placeholders withdrawn, NodePool restored byte
+for byte, reason logged) and a restarted daemon remembers the hand-off from its ConfigMap;
+stale data holds existing prewarm for hold_seconds, then withdraws it; dry-run sends zero writes;
+forecast-only pools plan but never write; a tampered model artifact falls back to the baseline.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.core.planner import Mode
+from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.registry import build
+from forecaster.service import app
+from forecaster.service.loop import Reconciler
+from forecaster.settings import Settings
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import LiveSource
+
+POOL = "gpu-a"
+T0 = 1_800_000_000 - 1_800_000_000 % 3600
+NS = "forecaster"
+
+
+def settings(tmp_path: Path, **changes: object) -> Settings:
+    document: dict[str, object] = {
+        "source": {"kind": "prometheus"},
+        "models_dir": str(tmp_path / "models"),
+        "planning": {
+            "budgets": {"max_total_prewarm_gpus": 48},
+            "stale_after_seconds": 300,
+            "hold_seconds": 900,
+        },
+        "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 32}],
+    }
+    document.update(changes)
+    return Settings.model_validate(document)
+
+
+def calm_history(days: float = 2.0, level: float = 16.0, seed: int = 0) -> list[float]:
+    """Mostly flat demand with small jobs coming and going (a persistence P95 of a few GPUs)."""
+    rng = np.random.default_rng(seed)
+    values = level + np.cumsum(rng.choice([-1, 0, 0, 0, 1], size=int(days * 1440)))
+    return list(np.clip(values - values[-1] + level, 0, None))
+
+
+@pytest.fixture
+def api() -> Iterator[KubeApiDouble]:
+    with KubeApiDouble() as server:
+        server.clock = float(T0)
+        yield server
+    assert server.invalid == []
+
+
+@pytest.fixture
+def sim(api: KubeApiDouble) -> ClusterSim:
+    sim = ClusterSim(api)
+    sim.add_nodepool(POOL, limit_gpus=200)
+    for _ in range(2):
+        sim.add_node(POOL)
+    for i in range(2):
+        sim.submit(f"job-{i}", POOL, 8)
+    sim.step()
+    return sim
+
+
+def client(api: KubeApiDouble, *, dry_run: bool = False) -> Kube:
+    return Kube(api_client(host=api.url), dry_run=dry_run, backoff_seconds=0.01)
+
+
+def reconciler(
+    tmp_path: Path, api: KubeApiDouble, source: LiveSource, **changes: object
+) -> Reconciler:
+    config = settings(tmp_path, **changes)
+    return app.build_reconciler(config, source=source, kube=client(api, dry_run=config.dry_run))
+
+
+def placeholders(api: KubeApiDouble) -> list[dict[str, object]]:
+    return api.objects("pods", NS)
+
+
+def test_one_tick_prewarms_a_forecast_ramp(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    record = reconciler(tmp_path, api, source).tick(T0)
+    pool_plan = record.plan.pool(POOL)
+    assert pool_plan.target_gpus >= 8 and record.errors == {}
+    assert len(placeholders(api)) == pool_plan.placeholders
+    assert api.objects("nodepools")[0]["metadata"]["annotations"][
+        "forecaster.io/original-disruption"
+    ]
+    state = json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"])
+    assert state["pools"][POOL]["budget"]["mode"] == "predictive"
+    assert len(state["pools"][POOL]["pending"]) == 1
+
+
+def test_misses_hand_off_withdraw_and_survive_a_restart(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, caplog: pytest.LogCaptureFixture
+) -> None:
+    original = copy.deepcopy(api.objects("nodepools")[0])
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    loop = reconciler(tmp_path, api, source)
+    loop.tick(T0)
+    assert placeholders(api)
+    now = T0
+    modes = []
+    with caplog.at_level(logging.WARNING, logger="forecaster.service.loop"):
+        for _ in range(30):  # demand climbs 12 GPUs every 5 minutes: far beyond any P95
+            last = source.values[-1]
+            source.append(*[last + 12 * (i + 1) / 5 for i in range(5)])
+            now += 300
+            api.clock = now
+            record = loop.tick(now)
+            modes.append(record.plan.pool(POOL).mode)
+            if modes[-1] is Mode.HANDED_OFF:
+                break
+    assert modes[-1] is Mode.HANDED_OFF, modes
+    assert any("predictive -> handed-off: error budget burning" in m for m in caplog.messages)
+    assert placeholders(api) == []
+    restored = api.objects("nodepools")[0]
+    assert restored["spec"] == original["spec"]
+    assert restored["metadata"].get("annotations") == original["metadata"].get("annotations")
+    # a new process reads the hand-off back from the ConfigMap and does not prewarm
+    restarted = reconciler(tmp_path, api, source)
+    record = restarted.tick(now + 60)
+    assert record.plan.pool(POOL).mode is Mode.HANDED_OFF
+    assert record.plan.pool(POOL).target_gpus == 0 and placeholders(api) == []
+
+
+def test_stale_data_holds_existing_prewarm_then_withdraws(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    loop = reconciler(tmp_path, api, source)
+    held = loop.tick(T0).plan.pool(POOL).placeholders
+    assert held >= 1
+    source.fail = "Prometheus http://prom:9090 is unreachable: connection refused"
+    record = loop.tick(T0 + 600)  # 10 min old: stale, within the 15 min hold
+    assert "no fresh data" not in record.errors[POOL] and "unreachable" in record.errors[POOL]
+    assert record.plan.pool(POOL).placeholders == held
+    assert any("stale" in r for r in record.plan.pool(POOL).reasons)
+    assert len(placeholders(api)) == held
+    record = loop.tick(T0 + 1500)  # beyond stale_after + hold
+    assert record.plan.pool(POOL).target_gpus == 0
+    assert placeholders(api) == []
+    assert "forecaster.io/original-disruption" not in (
+        api.objects("nodepools")[0]["metadata"].get("annotations") or {}
+    )
+
+
+def test_dry_run_sends_zero_writes(tmp_path: Path, api: KubeApiDouble, sim: ClusterSim) -> None:
+    before = len(api.writes())
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    record = reconciler(tmp_path, api, source, dry_run=True).tick(T0)
+    assert record.plan.pool(POOL).target_gpus >= 8
+    assert len(api.writes()) == before
+
+
+def test_forecast_only_pools_plan_but_never_write(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    config_changes = {"pools": [{"name": POOL, "forecast_only": True}]}
+    before = len(api.writes())
+    record = reconciler(tmp_path, api, source, **config_changes).tick(T0)
+    assert (
+        record.plan.pool(POOL).mode is Mode.FORECAST_ONLY
+        and record.plan.pool(POOL).target_gpus >= 8
+    )
+    writes = api.writes()[before:]
+    assert [
+        w.path for w in writes if "configmaps" not in w.path and "priorityclasses" not in w.path
+    ] == []
+
+
+def test_tampered_artifact_falls_back_to_the_baseline(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    store = ArtifactStore(tmp_path / "models")
+    series, _ = source.fetch(POOL, start=0, end=T0, step_seconds=60)
+    model = build("quantreg-raw", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95)).fit(
+        series
+    )
+    version = store.publish(
+        pool=POOL, model_name="quantreg-raw", model=model, metadata={}, created="20260101T000000Z"
+    )
+    path = tmp_path / "models" / POOL / f"{version}.json"
+    path.write_text(path.read_text().replace('"quantreg-raw"', '"quantreg-evil"', 1))
+    with caplog.at_level(logging.ERROR):
+        record = reconciler(tmp_path, api, source).tick(T0)
+    view = record.pools[POOL]
+    assert (view.model, view.model_version) == ("persistence", "fallback")
+    assert any("hash mismatch" in m and "persistence baseline" in m for m in caplog.messages)
+    assert record.plan.pool(POOL).target_gpus >= 8
