@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
+from forecaster.actuators import guardrails
 from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.capacitybuffers import CapacityBuffers
+from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.observer import observe
@@ -246,3 +248,23 @@ def build_actuator(settings: Settings, kube: Kube) -> Actuator:
 def connect(settings: Settings, *, host: str | None = None) -> Kube:
     """A Kube client: ``host`` (tests), in-cluster config, else kubeconfig."""
     return Kube(api_client(host=host), dry_run=settings.dry_run)
+
+
+def run_guardrails(settings: Settings, kube: Kube) -> list[Guardrail]:
+    """Start-up checks, each logged as a warning; returned for the status endpoint."""
+    findings = guardrails.check(
+        kube,
+        [
+            PoolCheck(
+                pool=p.name,
+                allow_unlimited=p.allow_unlimited_nodepool,
+                horizon_seconds=settings.horizon_for(p),
+                image_pull_seconds=p.lead_time.image_pull_seconds,
+            )
+            for p in settings.pools
+        ],
+    )
+    for finding in findings:
+        where = f" ({finding.pool})" if finding.pool else ""
+        log.warning("guardrail %s%s: %s", finding.code, where, finding.message)
+    return findings

@@ -206,3 +206,12 @@ def test_tampered_artifact_falls_back_to_the_baseline(
     assert (view.model, view.model_version) == ("persistence", "fallback")
     assert any("hash mismatch" in m and "persistence baseline" in m for m in caplog.messages)
     assert record.plan.pool(POOL).target_gpus >= 8
+
+
+def test_guardrails_are_logged_at_start_up(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        findings = app.run_guardrails(settings(tmp_path), client(api))
+    assert [f.code for f in findings] == ["unprotected-gpu-workloads"]
+    assert any("guardrail unprotected-gpu-workloads (gpu-a)" in m for m in caplog.messages)

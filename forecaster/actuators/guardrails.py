@@ -1,0 +1,148 @@
+"""Start-up checks from hard-won experience, reported as warnings (log + status), never fatal.
+
+* ``cluster-autoscaler``: a Cluster Autoscaler running beside Karpenter - both react to the same
+  pending pods (placeholders included) and launch duplicate nodes.
+* ``nodepool-missing`` / ``nodepool-unlimited``: a configured NodePool that does not exist, or has
+  no ``nvidia.com/gpu`` limit (runaway cost) - the planner refuses to prewarm it unless allowed.
+* ``unprotected-gpu-workloads``: consolidation is on for a GPU pool while GPU workloads in it have
+  neither a PodDisruptionBudget nor ``karpenter.sh/do-not-disrupt`` - Karpenter may move a
+  training job to pack nodes tighter.
+* ``lead-time``: the forecast horizon used for a pool is shorter than its image-pull time (the
+  prewarm would arrive after the demand).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from forecaster.actuators import labels as lbl
+from forecaster.actuators.kube import Kube
+from forecaster.actuators.observer import pod_gpus
+
+Obj = dict[str, Any]
+CLUSTER_AUTOSCALER_SELECTORS = (
+    "app=cluster-autoscaler",
+    "app.kubernetes.io/name=cluster-autoscaler",
+)
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+
+
+@dataclass(frozen=True)
+class Guardrail:
+    """One finding: a stable code, the pool it concerns (if any) and what to do."""
+
+    code: str
+    pool: str | None
+    message: str
+
+
+@dataclass(frozen=True)
+class PoolCheck:
+    """What the checks need to know about a configured pool."""
+
+    pool: str
+    allow_unlimited: bool
+    horizon_seconds: int
+    image_pull_seconds: int
+
+
+def check(kube: Kube, pools: Sequence[PoolCheck]) -> list[Guardrail]:
+    """Run every check; see the module docstring."""
+    findings = _cluster_autoscaler(kube)
+    pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
+    pdbs = kube.list_pdbs()
+    for pool in pools:
+        if pool.horizon_seconds < pool.image_pull_seconds:
+            findings.append(
+                Guardrail(
+                    "lead-time",
+                    pool.pool,
+                    f"forecast horizon {pool.horizon_seconds}s is shorter than the image pull"
+                    f" ({pool.image_pull_seconds}s): prewarm would arrive after the demand",
+                )
+            )
+        nodepool = kube.get_nodepool(pool.pool)
+        if nodepool is None:
+            findings.append(
+                Guardrail("nodepool-missing", pool.pool, f"NodePool {pool.pool} does not exist")
+            )
+            continue
+        if lbl.GPU_RESOURCE not in (nodepool["spec"].get("limits") or {}):
+            action = (
+                "acting anyway (allow_unlimited_nodepool)"
+                if pool.allow_unlimited
+                else "will not prewarm it"
+            )
+            findings.append(
+                Guardrail(
+                    "nodepool-unlimited",
+                    pool.pool,
+                    f"NodePool {pool.pool} has no nvidia.com/gpu limit (runaway cost risk):"
+                    f" {action}",
+                )
+            )
+        if nodepool["spec"].get("disruption", {}).get("consolidateAfter") != "Never":
+            nodes = {
+                n["metadata"]["name"]
+                for n in kube.list_nodes(labels=f"{lbl.NODEPOOL_LABEL}={pool.pool}")
+            }
+            exposed = _unprotected_gpu_pods(pods, pdbs, pool.pool, nodes)
+            if exposed:
+                findings.append(
+                    Guardrail(
+                        "unprotected-gpu-workloads",
+                        pool.pool,
+                        f"consolidation is on for {pool.pool} and {len(exposed)} GPU pod(s) have no"
+                        f" PodDisruptionBudget or {DO_NOT_DISRUPT} annotation (e.g. {exposed[0]})",
+                    )
+                )
+    return findings
+
+
+def _cluster_autoscaler(kube: Kube) -> list[Guardrail]:
+    found = []
+    for selector in CLUSTER_AUTOSCALER_SELECTORS:
+        found += [
+            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
+            for p in kube.list_pods(labels=selector)
+        ]
+    if not found:
+        return []
+    return [
+        Guardrail(
+            "cluster-autoscaler",
+            None,
+            f"Cluster Autoscaler is running beside Karpenter ({', '.join(sorted(set(found)))}):"
+            " both scale for the same pending pods and can launch duplicate GPU nodes",
+        )
+    ]
+
+
+def _unprotected_gpu_pods(
+    pods: list[Obj], pdbs: list[Obj], pool: str, nodes: set[str]
+) -> list[str]:
+    exposed = []
+    for pod in pods:
+        meta = pod["metadata"]
+        pod_labels = meta.get("labels") or {}
+        if pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER or pod_gpus(pod) == 0:
+            continue
+        selected = (pod["spec"].get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL) == pool
+        if not selected and pod["spec"].get("nodeName") not in nodes:
+            continue
+        if (meta.get("annotations") or {}).get(DO_NOT_DISRUPT) == "true":
+            continue
+        if any(_selects(pdb, pod) for pdb in pdbs):
+            continue
+        exposed.append(f"{meta['namespace']}/{meta['name']}")
+    return exposed
+
+
+def _selects(pdb: Obj, pod: Obj) -> bool:
+    if pdb["metadata"].get("namespace") != pod["metadata"].get("namespace"):
+        return False
+    wanted = (pdb["spec"].get("selector") or {}).get("matchLabels") or {}
+    have = pod["metadata"].get("labels") or {}
+    return bool(wanted) and all(have.get(k) == v for k, v in wanted.items())
