@@ -179,3 +179,31 @@ def test_bad_config_is_one_line_naming_the_field(
 def test_bundled_config_validates(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "validate-config")
     assert code == 0 and "config OK: 2 pool(s): earth, itp" in out
+
+
+def test_plan_prints_every_number_with_its_reason(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    document = config(tmp_path)
+    document["pools"] = [{"name": "earth", "csv": str(HELIOS), "max_prewarm_gpus": 16}]
+    document["planning"] = {"budgets": {"max_total_prewarm_gpus": 8}}
+    code, out, _ = run(capsys, "plan", "--config", save(tmp_path, document))
+    assert code == 0, out
+    assert "pool earth: predictive, model persistence (fallback)" in out
+    assert re.search(r"forecast from 2020-05-31T15:59Z for \+15m: P50 [\d.]+, P95 [\d.]+ GPUs", out)
+    assert re.search(r"cluster: \d+ GPUs allocatable, 0 launching, \d+ running", out)
+    assert "prewarm target 8 GPUs = 1 placeholder(s) x 8 GPUs (needed 24 before caps)" in out
+    assert re.search(
+        r"- P95 demand [\d.]+ GPUs at lead time \(persistence\) vs \d+ requested now", out
+    )
+    assert "- capped by pool max_prewarm_gpus (16 GPUs): 24 -> 16" in out
+    assert "- capped by total prewarm GPUs (8): 16 -> 8" in out
+    assert "- NodePool: keep warm nodes from consolidation" in out
+    assert re.search(r"budgets: prewarm 8 of 8 GPUs; cost \$32\.00/h", out)
+
+
+def test_plan_with_data_for_one_pool(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "plan", "--data", str(ITP), "--pool", "itp")
+    assert code == 0
+    assert "pool itp:" in out and "pool earth:" not in out
+    assert "plan at 2026-02-26T23:59Z" in out

@@ -1,0 +1,103 @@
+"""The API server double's own semantics, so tests built on it can be trusted.
+
+Cases: label selector forms; field selectors; RFC 7386 merge patch; resourceVersion conflicts;
+AlreadyExists; schema validation refuses a bad NodePool with 422; unknown PriorityClass refused
+at pod admission; injected delays make the client time out (and the actuator's Kube says so).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.errors import ActuationError
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.kubeapi.store import ApiError, matches_fields, matches_labels, merge_patch
+
+LABELS = {"app": "train", "tier": "gpu"}
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("app=train", True),
+        ("app==train", True),
+        ("app!=train", False),
+        ("app=serve", False),
+        ("app in (train,serve)", True),
+        ("app notin (train)", False),
+        ("tier", True),
+        ("!tier", False),
+        ("!missing", True),
+        ("app=train,tier=gpu", True),
+        ("app=train,tier=cpu", False),
+        ("", True),
+    ],
+)
+def test_label_selectors(selector: str, expected: bool) -> None:
+    assert matches_labels(LABELS, selector) is expected
+
+
+def test_field_selectors() -> None:
+    pod = {
+        "metadata": {"name": "p", "namespace": "ml"},
+        "spec": {"nodeName": "n1"},
+        "status": {"phase": "Running"},
+    }
+    assert matches_fields(pod, "status.phase!=Succeeded,status.phase!=Failed")
+    assert not matches_fields(pod, "status.phase=Pending")
+    assert matches_fields(pod, "spec.nodeName=n1,metadata.namespace=ml")
+    with pytest.raises(ApiError, match="field label not supported"):
+        matches_fields(pod, "spec.bogus=1")
+
+
+def test_merge_patch_is_rfc_7386() -> None:
+    target = {"a": {"b": 1, "c": [1, 2]}, "d": 1}
+    assert merge_patch(target, {"a": {"b": None, "c": [3]}, "e": {"f": None}}) == {
+        "a": {"c": [3]},
+        "d": 1,
+        "e": {},
+    }
+    assert target == {"a": {"b": 1, "c": [1, 2]}, "d": 1}
+
+
+def test_conflicts_validation_and_admission() -> None:
+    with KubeApiDouble() as api:
+        sim = ClusterSim(api)
+        pool = sim.add_nodepool("gpu-a", limit_gpus=8)
+        code, body = api.handle(
+            "PATCH",
+            "/apis/karpenter.sh/v1/nodepools/gpu-a",
+            "application/merge-patch+json",
+            {"metadata": {"resourceVersion": "1"}, "spec": {}},
+        )
+        assert (code, body["reason"]) == (409, "Conflict")
+        code, body = api.handle("POST", "/apis/karpenter.sh/v1/nodepools", "application/json", pool)
+        assert (code, body["reason"]) == (409, "AlreadyExists")
+        code, body = api.handle(
+            "PATCH",
+            "/apis/karpenter.sh/v1/nodepools/gpu-a",
+            "application/merge-patch+json",
+            {"spec": {"disruption": {"consolidateAfter": "soon"}}},
+        )
+        assert code == 422 and "consolidateAfter" in body["message"]
+        assert api.invalid and api.invalid[-1][0] == "nodepools"
+        api.invalid.clear()
+        with pytest.raises(ApiError, match="no PriorityClass with name nope"):
+            sim.submit("x", "gpu-a", 1, priority_class="nope")
+
+
+def test_injected_delay_times_the_client_out() -> None:
+    with KubeApiDouble() as api:
+        api.faults.add("GET", r"/nodepools/", status=0, delay_seconds=1.5, times=3)
+        kube = Kube(
+            api_client(host=api.url, timeout_seconds=0.3),
+            dry_run=False,
+            retries=1,
+            backoff_seconds=0.01,
+            request_timeout_seconds=0.3,
+        )
+        with pytest.raises(ActuationError, match="get nodepool gpu-a: API server unreachable"):
+            kube.get_nodepool("gpu-a")
+        assert sum(r.path.endswith("/gpu-a") for r in api.requests) == 2  # first try + one retry
