@@ -111,9 +111,15 @@ def test_vendored_crds_match_the_shared_release() -> None:
     from tests.kubeapi.schemas import CRDS
 
     pinned = {  # SHA-256 from shared/schemas/README.md (Karpenter v1.14.1)
-        "karpenter.sh_nodepools.yaml": "3bb64a20c80776b77aa19a699ebdaf34480a7b2e7ec4ef890b43225b3517f878",
-        "karpenter.k8s.aws_ec2nodeclasses.yaml": "62dec59f01c0972d4503ca3ed25f243ba9c2f561be0d964ce7a14c8df406132f",
-        "autoscaling.x-k8s.io_capacitybuffers.yaml": "66fd5680b902b38fb9657ad2b432196a06c42b37d078e53be2e39909200a6342",
+        "karpenter.sh_nodepools.yaml": (
+            "3bb64a20c80776b77aa19a699ebdaf34480a7b2e7ec4ef890b43225b3517f878"
+        ),
+        "karpenter.k8s.aws_ec2nodeclasses.yaml": (
+            "62dec59f01c0972d4503ca3ed25f243ba9c2f561be0d964ce7a14c8df406132f"
+        ),
+        "autoscaling.x-k8s.io_capacitybuffers.yaml": (
+            "66fd5680b902b38fb9657ad2b432196a06c42b37d078e53be2e39909200a6342"
+        ),
     }
     for name, digest in pinned.items():
         assert hashlib.sha256((CRDS / name).read_bytes()).hexdigest() == digest
