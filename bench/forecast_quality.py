@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from forecaster.cli import parse_duration
 from forecaster.core.series import DemandSeries
+from forecaster.durations import parse_duration
 from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.features import levels_at, take
 from forecaster.forecasting.registry import known_names

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import csv
 import logging
-import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 from threadpoolctl import threadpool_limits
 
 from forecaster.core.series import from_epoch_seconds
+from forecaster.durations import parse_duration
 from forecaster.errors import ConfigError, ForecasterError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun
@@ -24,6 +24,7 @@ from forecaster.forecasting.registry import FALLBACK, known_names
 from forecaster.forecasting.selection import select
 from forecaster.service import app
 from forecaster.service.clock import SystemClock
+from forecaster.service.replay_cli import add_replay_arguments, replay_command
 from forecaster.service.report import (
     backtest_header,
     plan_report,
@@ -38,17 +39,7 @@ from forecaster.sources.files import DEFAULT_VALUE_COLUMN, CsvSource
 
 DEFAULT_CONFIG = Path("config/forecaster.yaml")
 _BUNDLED_CONFIG = Path(__file__).resolve().parent.parent / "config" / "forecaster.yaml"
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
-_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 DAY = 86400
-
-
-def parse_duration(text: str) -> int:
-    """'15m' -> 900, '1h' -> 3600, '2d' -> 172800, '90' or '90s' -> 90."""
-    match = _DURATION.match(text.strip())
-    if not match:
-        raise argparse.ArgumentTypeError(f"bad duration {text!r} (use e.g. 90s, 15m, 1h, 7d)")
-    return int(float(match.group(1)) * _UNIT_SECONDS[match.group(2)])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
     _config_arg(plan)
     plan.add_argument("--data", type=Path, help="CSV history to plan from (instead of the source)")
     plan.add_argument("--pool", help="pool the --data file belongs to (default: the first pool)")
+
+    rp = sub.add_parser("replay", help="what-if of reactive vs predictive prewarming on a trace")
+    add_replay_arguments(rp)
 
     validate = sub.add_parser("validate-config", help="check a config file and exit")
     _config_arg(validate)
@@ -130,8 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
-    if args.command == "backtest":
-        return _backtest(args)
+    without_config = {"backtest": _backtest, "replay": replay_command}
+    if args.command in without_config:
+        return without_config[args.command](args)
     settings = _settings(args.config)
     if args.command == "validate-config":
         print(

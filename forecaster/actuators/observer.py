@@ -2,7 +2,8 @@
 
 A pod belongs to a pool when it runs on one of the pool's nodes, or - still pending - selects
 the pool with ``nodeSelector karpenter.sh/nodepool``. Our placeholders (by label) are counted
-apart from real demand. The NodePool's GPU limit comes from ``spec.limits["nvidia.com/gpu"]``.
+apart from real demand. Free GPUs on Ready nodes that run real pods are reported as stranded
+(a whole-node job cannot use them). The NodePool's GPU limit comes from its ``spec.limits``.
 """
 
 from __future__ import annotations
@@ -71,18 +72,31 @@ def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnap
                 node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0)
             )
         running = pending = placeholders = 0
+        used_on: dict[str, int] = {}
+        busy: set[str] = set()
         for pod in pods:
             node_name = pod["spec"].get("nodeName")
             selected = (pod["spec"].get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL)
             if (node_pool.get(node_name) if node_name else selected) != pool:
                 continue
             gpus = pod_gpus(pod)
+            if node_name:
+                used_on[node_name] = used_on.get(node_name, 0) + gpus
             if _is_placeholder(pod):
                 placeholders += gpus
             elif node_name:
                 running += gpus
+                busy.add(node_name)
             else:
                 pending += gpus
+        stranded = 0
+        for node in own:
+            name = node["metadata"]["name"]
+            if name in busy and _ready(node):
+                allocatable = gpu_quantity(
+                    node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0)
+                )
+                stranded += max(0, allocatable - used_on.get(name, 0))
         nodepool = kube.get_nodepool(pool)
         limit = None
         if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
@@ -96,5 +110,6 @@ def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnap
             pending_gpus=pending,
             placeholder_gpus=placeholders,
             nodepool_limit_gpus=limit,
+            stranded_gpus=stranded,
         )
     return snapshots

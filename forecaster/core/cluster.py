@@ -26,6 +26,8 @@ class PoolSnapshot:
     """GPUs requested by our placeholders (running or pending)."""
     nodepool_limit_gpus: int | None
     """The NodePool's ``spec.limits["nvidia.com/gpu"]``; None when it has none."""
+    stranded_gpus: int = 0
+    """Free GPUs on nodes that already run pods: a job needing a whole node cannot use them."""
 
     @property
     def real_demand_gpus(self) -> int:
@@ -34,8 +36,12 @@ class PoolSnapshot:
 
     @property
     def spare_gpus(self) -> int:
-        """Capacity up or coming that neither real pods nor placeholders hold."""
-        held = self.real_demand_gpus + self.placeholder_gpus
+        """Capacity up or coming that no pod holds and that is not stranded on busy nodes.
+
+        Stranded GPUs are not counted: GPU jobs often need a whole node, and free GPUs scattered
+        over busy nodes cannot host them, so counting them would under-prewarm.
+        """
+        held = self.real_demand_gpus + self.placeholder_gpus + self.stranded_gpus
         return max(0, self.allocatable_gpus + self.launching_gpus - held)
 
 

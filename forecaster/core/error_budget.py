@@ -26,6 +26,9 @@ from typing import Any
 
 from forecaster.core.planner import Mode
 
+BUCKET_SECONDS = 300
+"""Evaluations and waste are tallied per 5 minutes: fine enough for 1 h / 6 h / 24 h windows."""
+
 
 @dataclass(frozen=True)
 class SloPolicy:
@@ -89,9 +92,9 @@ class ErrorBudgetState:
     since: int = 0
     reason: str = "started in predictive mode"
     points: tuple[tuple[int, int, int], ...] = ()
-    """(minute, evaluated, exceeded), oldest first."""
+    """(bucket start, evaluated, exceeded) per 5 minutes, oldest first."""
     waste: tuple[tuple[int, float], ...] = ()
-    """(minute, wasted GPU-hours), oldest first."""
+    """(bucket start, wasted GPU-hours) per 5 minutes, oldest first."""
     calm_since: int | None = None
     transitions: tuple[Transition, ...] = field(default=())
 
@@ -242,12 +245,12 @@ def _recorded(
 ) -> ErrorBudgetState:
     points = {m: (n, b) for m, n, b in state.points}
     for ev in evaluations:
-        minute = ev.target_time - ev.target_time % 60
+        minute = ev.target_time - ev.target_time % BUCKET_SECONDS
         n, bad = points.get(minute, (0, 0))
         points[minute] = (n + 1, bad + int(ev.exceeded))
     waste = dict(state.waste)
     if wasted_gpu_hours > 0:
-        minute = now - now % 60
+        minute = now - now % BUCKET_SECONDS
         waste[minute] = waste.get(minute, 0.0) + wasted_gpu_hours
     horizon = now - max(policy.window_seconds, 86400)
     return replace(

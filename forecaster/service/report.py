@@ -7,18 +7,11 @@ from collections.abc import Sequence
 
 from forecaster.core.policy import Budgets
 from forecaster.core.series import from_epoch_seconds
+from forecaster.durations import format_duration
 from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.selection import Selection
 from forecaster.service.loop import TickRecord
 from forecaster.service.training import PoolTraining
-
-
-def duration(seconds: float) -> str:
-    """900 -> '15m', 86400 -> '1d', 90 -> '90s'."""
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size and seconds % size == 0:
-            return f"{int(seconds // size)}{unit}"
-    return f"{seconds:g}s"
 
 
 def score_table(
@@ -44,11 +37,12 @@ def score_table(
 
 def backtest_header(name: str, spec: BacktestSpec) -> str:
     """What was backtested, in one line."""
+    every, test = format_duration(spec.origin_every_seconds), format_duration(spec.test_seconds)
     return (
-        f"{name}: horizon {duration(spec.horizon_seconds)}, origins every"
-        f" {duration(spec.origin_every_seconds)} over the last {duration(spec.test_seconds)},"
-        f" trailing {duration(spec.train_seconds)} training window refitted every"
-        f" {duration(spec.refit_every_seconds)}"
+        f"{name}: horizon {format_duration(spec.horizon_seconds)}, origins every"
+        f" {every} over the last {test},"
+        f" trailing {format_duration(spec.train_seconds)} training window refitted every"
+        f" {format_duration(spec.refit_every_seconds)}"
     )
 
 
@@ -91,7 +85,7 @@ def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budget
         model = f"{view.model} ({view.model_version})" if view.model else "none"
         lines.append(f"pool {pool_plan.pool}: {pool_plan.mode.value}, model {model}")
         if view.demand is not None:
-            ahead = duration(horizons[pool_plan.pool])
+            ahead = format_duration(horizons[pool_plan.pool])
             lines.append(
                 f"  forecast from {_iso(view.demand.data_end)} for +{ahead}:"
                 f" P50 {view.demand.p50_gpus:.1f}, P95 {view.demand.p95_gpus:.1f} GPUs"

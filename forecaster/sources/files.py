@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from forecaster.core.jobs import JobTrace
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
 from forecaster.errors import SourceError
@@ -137,3 +138,44 @@ class CsvSource:
             name=pool,
             outage_min_seconds=self._outage_min_seconds,
         )
+
+
+JOB_COLUMNS = ("submission_time", "duration", "num_gpu")
+
+
+def read_job_trace(path: Path, *, epoch: int) -> JobTrace:
+    """Jobs ``job_id,submission_time,duration,num_gpu`` (seconds since ``epoch``), sorted.
+
+    Malformed rows fail with a ``SourceError`` naming the line.
+    """
+    try:
+        handle = path.open(newline="", encoding="utf-8")
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot open: {exc.strerror or exc}") from exc
+    with handle:
+        reader = csv.reader(handle)
+        header = [c.strip() for c in next(reader, [])]
+        missing = [c for c in JOB_COLUMNS if c not in header]
+        if missing:
+            raise SourceError(f"{path}:1: job trace header lacks {missing}, found {header}")
+        index = [header.index(c) for c in JOB_COLUMNS]
+        rows: list[tuple[float, float, int]] = []
+        for row in reader:
+            if not row:
+                continue
+            where = f"{path}:{reader.line_num}"
+            try:
+                submit, duration, gpus = (row[i].strip() for i in index)
+                item = (float(submit), float(duration), int(gpus))
+            except (ValueError, IndexError):
+                raise SourceError(f"{where}: bad job row {row!r}") from None
+            if item[1] < 0 or item[2] <= 0:
+                raise SourceError(f"{where}: duration must be >= 0 and num_gpu > 0")
+            rows.append(item)
+    if not rows:
+        raise SourceError(f"{path}: no jobs")
+    rows.sort()
+    table = np.array(rows, dtype=np.float64)
+    return JobTrace(
+        submit=table[:, 0] + epoch, duration=table[:, 1], gpus=table[:, 2].astype(np.int64)
+    )

@@ -1,0 +1,67 @@
+"""A job trace: what the cluster twin replays (submission time, duration, GPUs per job)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+
+@dataclass(frozen=True, eq=False)
+class JobTrace:
+    """Jobs sorted by submission; times are epoch seconds, durations seconds."""
+
+    submit: npt.NDArray[np.float64]
+    duration: npt.NDArray[np.float64]
+    gpus: npt.NDArray[np.int64]
+
+    def __post_init__(self) -> None:
+        if not (self.submit.shape == self.duration.shape == self.gpus.shape):
+            raise ValueError("job arrays must have the same length")
+        if self.submit.size and np.any(np.diff(self.submit) < 0):
+            raise ValueError("jobs must be sorted by submission time")
+
+    def __len__(self) -> int:
+        return int(self.submit.size)
+
+    def demand(self, *, start: int, end: int, step_seconds: int = 60) -> npt.NDArray[np.float64]:
+        """GPUs requested at each grid point if every job started on submission."""
+        grid = np.arange(start, end, step_seconds, dtype=np.float64)
+        delta = np.zeros(grid.size + 1)
+        first = np.searchsorted(grid, self.submit, side="left")
+        last = np.searchsorted(grid, self.submit + self.duration, side="left")
+        np.add.at(delta, first, self.gpus)
+        np.add.at(delta, last, -self.gpus)
+        return np.cumsum(delta)[:-1]
+
+
+def jobs_from_series(start: int, step_seconds: int, values: npt.NDArray[np.float64]) -> JobTrace:
+    """Turn a per-step demand series into 1-GPU pods: each rise starts pods, each fall ends
+    the oldest running ones (FIFO). Gaps (NaN) hold the last level."""
+    level = 0
+    running: list[float] = []
+    submit: list[float] = []
+    ended: dict[int, float] = {}
+    for i, value in enumerate(values):
+        if not np.isfinite(value):
+            continue
+        t = float(start + i * step_seconds)
+        target = round(value)
+        while level < target:
+            running.append(t)
+            submit.append(t)
+            level += 1
+        first = len(submit) - len(running)
+        while level > target:
+            running.pop(0)
+            ended[first] = t
+            first += 1
+            level -= 1
+    end = float(start + len(values) * step_seconds)
+    duration = [ended.get(i, end) - s for i, s in enumerate(submit)]
+    return JobTrace(
+        submit=np.asarray(submit, dtype=np.float64),
+        duration=np.asarray(duration, dtype=np.float64),
+        gpus=np.ones(len(submit), dtype=np.int64),
+    )

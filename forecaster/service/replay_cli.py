@@ -1,0 +1,237 @@
+"""``forecaster replay``: run the policies on a trace, print the table, write JSON and HTML."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from tqdm import tqdm
+
+from forecaster.core.error_budget import SloPolicy
+from forecaster.core.jobs import JobTrace, jobs_from_series
+from forecaster.core.policy import Budgets
+from forecaster.durations import parse_duration
+from forecaster.errors import ConfigError
+from forecaster.forecasting.registry import known_names
+from forecaster.service.replay import POLICIES, ReplayResult, ReplaySetup, make_policy, replay
+from forecaster.simulation.report import ReportRun, render
+from forecaster.simulation.twin import TwinConfig
+from forecaster.sources.files import CsvSource, read_job_trace
+
+DAY = 86400
+KEYS = (
+    "p50_wait_s",
+    "p95_wait_s",
+    "p99_wait_s",
+    "mean_wait_s",
+    "share_waiting_over_5min",
+    "gpu_hours",
+    "idle_gpu_hours",
+    "prewarm_gpu_hours_used",
+    "prewarm_gpu_hours_expired",
+    "cost",
+    "cost_spot",
+    "cap_breaches",
+    "handoffs",
+)
+
+
+def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``replay`` subcommand's options."""
+    parser.add_argument(
+        "--jobs", type=Path, help="job trace: job_id,submission_time,duration,num_gpu"
+    )
+    parser.add_argument("--series", type=Path, help="or a per-minute demand CSV (1-GPU pods)")
+    parser.add_argument(
+        "--policy", default=",".join(POLICIES), help="comma-separated; static:K too"
+    )
+    parser.add_argument("--sweep", default="", help="static headrooms to sweep, e.g. 0,16,32,64,96")
+    parser.add_argument(
+        "--static-gpus", type=int, default=64, help="K of the plain 'static' policy"
+    )
+    parser.add_argument("--report", type=Path, help="write the HTML report here")
+    parser.add_argument("--json", type=Path, help="write the figures per policy as JSON here")
+    parser.add_argument("--epoch", default="2026-01-08T00:00:00Z", help="trace second 0 (jobs)")
+    parser.add_argument("--start-day", type=float, default=0.0)
+    parser.add_argument("--warmup-days", type=float, default=10.0, help="excluded from metrics")
+    parser.add_argument("--end-day", type=float, default=50.0)
+    parser.add_argument("--gpus-per-node", type=int, default=8)
+    parser.add_argument("--provision", type=parse_duration, default=60)
+    parser.add_argument("--image-pull", type=parse_duration, default=300)
+    parser.add_argument("--consolidate-after", type=parse_duration, default=300)
+    parser.add_argument(
+        "--max-prewarm-gpus", type=int, default=1024, help="planner cap (and breach line)"
+    )
+    parser.add_argument("--model", default="quantreg-raw", help="predictive policy's model")
+    parser.add_argument("--no-warm-image", action="store_true", help="placeholders run pause only")
+    parser.add_argument("--price", type=float, default=4.10, help="on-demand $ per GPU-hour")
+    parser.add_argument("--spot-price", type=float, default=1.60, help="spot $ per GPU-hour")
+
+
+def load_trace(args: argparse.Namespace) -> tuple[JobTrace, int]:
+    """The jobs to replay and the trace's time zero (epoch seconds)."""
+    if args.jobs is not None:
+        try:
+            epoch = int(datetime.fromisoformat(args.epoch).timestamp())
+        except ValueError:
+            raise ConfigError(f"--epoch: bad ISO 8601 time {args.epoch!r}") from None
+        return read_job_trace(args.jobs, epoch=epoch), epoch
+    if args.series is not None:
+        series, _ = CsvSource({"series": args.series}).fetch_all("series", step_seconds=60)
+        return jobs_from_series(series.start, series.step_seconds, series.values), series.start
+    raise ConfigError("give --jobs FILE or --series FILE")
+
+
+def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
+    """Twin, window and caps from the command line."""
+    if args.model not in known_names():
+        raise ConfigError(f"--model: unknown {args.model!r}; known: {known_names()}")
+    if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
+        raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
+    cap = args.max_prewarm_gpus
+    twin = TwinConfig(
+        gpus_per_node=args.gpus_per_node,
+        provision_seconds=args.provision,
+        image_pull_seconds=args.image_pull,
+        consolidate_after_seconds=args.consolidate_after,
+        warm_image=not args.no_warm_image,
+        max_prewarm_gpus=cap,
+    )
+    budgets = Budgets(
+        max_total_prewarm_gpus=cap,
+        max_prewarm_gpu_hours_per_day=cap * 24.0,
+        max_cost_per_hour=cap * args.price,
+        commitment_seconds=3600,
+    )
+    return ReplaySetup(
+        twin=twin,
+        start=int(epoch + args.start_day * DAY),
+        warmup_end=int(epoch + (args.start_day + args.warmup_days) * DAY),
+        end=int(epoch + args.end_day * DAY),
+        budgets=budgets,
+        max_prewarm_gpus=cap,
+        price_on_demand=args.price,
+        price_spot=args.spot_price,
+        model=args.model,
+        slo=SloPolicy(),
+    )
+
+
+def run_all(
+    names: list[str], jobs: JobTrace, setup: ReplaySetup, *, static_gpus: int
+) -> list[ReplayResult]:
+    """Each policy in turn, with a progress bar over simulated days."""
+    results = []
+    total_days = (setup.end - setup.start) / DAY
+    for name in names:
+        policy = make_policy(name, setup, jobs, static_gpus=static_gpus)
+        with tqdm(
+            total=round(total_days, 1),
+            desc=f"{policy.name:>12}",
+            unit="day",
+            file=sys.stderr,
+            bar_format="{desc} {bar} {n:.0f}/{total:.0f} simulated days [{elapsed}]",
+        ) as bar:
+
+            def progress(now: float) -> None:
+                day = int((now - setup.start) // DAY)
+                if day > bar.n:
+                    bar.update(day - bar.n)
+
+            results.append(replay(jobs, policy, setup, progress))
+    return results
+
+
+def table(results: list[ReplayResult]) -> list[str]:
+    """The end-of-run table."""
+    lines = [
+        f"{'policy':>12} {'P50 s':>7} {'P95 s':>7} {'P99 s':>7} {'mean s':>7} {'>5min':>7}"
+        f" {'GPU-h':>9} {'idle GPU-h':>10} {'prewarm used':>12} {'unused':>8} {'cost $':>9}"
+        f" {'breaches':>8} {'handoffs':>8}"
+    ]
+    for r in results:
+        m = r.metrics
+        lines.append(
+            f"{r.policy:>12} {m.p50_wait_s:>7.0f} {m.p95_wait_s:>7.0f} {m.p99_wait_s:>7.0f}"
+            f" {m.mean_wait_s:>7.1f} {m.share_waiting_over_5min:>7.1%} {m.gpu_hours:>9,.0f}"
+            f" {m.idle_gpu_hours:>10,.0f} {m.prewarm_gpu_hours_used:>12,.0f}"
+            f" {m.prewarm_gpu_hours_expired:>8,.0f} {m.cost:>9,.0f} {m.cap_breaches:>8}"
+            f" {m.handoffs:>8}"
+        )
+    return lines
+
+
+def against_sweep(results: list[ReplayResult], sweep: list[ReplayResult]) -> list[str]:
+    """Where each policy sits against the static curve at equal GPU-hours."""
+    if len(sweep) < 2:
+        return []
+    points = sorted((r.metrics.gpu_hours, r.metrics.p95_wait_s) for r in sweep)
+    xs = [p[0] for p in points]
+    lines = []
+    for r in results:
+        x = r.metrics.gpu_hours
+        if not xs[0] <= x <= xs[-1]:
+            lines.append(f"{r.policy}: {x:,.0f} GPU-hours is outside the swept static range")
+            continue
+        i = max(k for k in range(len(xs)) if xs[k] <= x)
+        j = min(i + 1, len(xs) - 1)
+        share = 0.0 if xs[j] == xs[i] else (x - xs[i]) / (xs[j] - xs[i])
+        static_p95 = points[i][1] + share * (points[j][1] - points[i][1])
+        lines.append(
+            f"{r.policy}: P95 {r.metrics.p95_wait_s:.0f} s vs static {static_p95:.0f} s"
+            f" at equal GPU-hours ({x:,.0f})"
+        )
+    return lines
+
+
+def replay_command(args: argparse.Namespace) -> int:
+    """The ``replay`` subcommand."""
+    jobs, epoch = load_trace(args)
+    setup = setup_from(args, epoch)
+    names = [n.strip() for n in args.policy.split(",") if n.strip()]
+    sweep_names = [f"static:{int(k)}" for k in args.sweep.split(",") if k.strip()]
+    results = run_all(names, jobs, setup, static_gpus=args.static_gpus)
+    sweep = run_all(sweep_names, jobs, setup, static_gpus=args.static_gpus) if sweep_names else []
+    for line in table(results + sweep):
+        print(line)
+    oracle = next((r for r in results if r.policy == "oracle"), None)
+    for r in results:
+        if oracle is not None and r is not oracle and oracle.metrics.gpu_hours:
+            ratio = r.metrics.gpu_hours / oracle.metrics.gpu_hours
+            print(f"{r.policy}: GPU-hours {ratio:.3f} x oracle")
+    for line in against_sweep([r for r in results if not r.policy.startswith("static")], sweep):
+        print(line)
+    if args.json:
+        document = {
+            r.policy: {k: getattr(r.metrics, k) for k in KEYS} | {"jobs": r.metrics.jobs}
+            for r in results + sweep
+        }
+        args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
+        print(f"wrote {args.json}")
+    if args.report:
+        runs = [ReportRun(r.policy, r.metrics, r.record) for r in results]
+        sweep_runs = [ReportRun(r.policy, r.metrics, r.record) for r in sweep]
+        notes = [
+            f"trace: {args.jobs or args.series}; {len(jobs)} jobs; metrics over days"
+            f" {args.start_day + args.warmup_days:g}-{args.end_day:g} (warm-up excluded)",
+            f"nodes of {setup.twin.gpus_per_node} GPUs;"
+            f" provisioning {setup.twin.provision_seconds:g} s;"
+            f" image pull {setup.twin.image_pull_seconds:g} s; empty nodes removed after"
+            f" {setup.twin.consolidate_after_seconds:g} s; warm image {setup.twin.warm_image}",
+            f"predictive: {setup.model}, retrained weekly on past demand only; caps"
+            f" {setup.max_prewarm_gpus} prewarm GPUs",
+        ]
+        args.report.write_text(
+            render(
+                runs,
+                sweep_runs,
+                title="forecaster replay",
+                window=(setup.warmup_end, setup.end),
+                notes=notes,
+            )
+        )
+        print(f"wrote {args.report}")
+    return 0

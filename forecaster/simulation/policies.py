@@ -1,0 +1,143 @@
+"""Replay policies that need no forecasting model: reactive, static, schedule and oracle.
+
+(The predictive policy uses the real forecaster and lives in ``service/replay.py``, the layer
+that may import both the models and the twin.) Policies that plan use ``PlannedPrewarm``: the
+same pure planner and caps as the daemon, with its rolling-day spend ledger.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from forecaster.core.budget import SpendLedger, record_spend, spent_last_day
+from forecaster.core.cluster import DemandForecast, PoolSnapshot
+from forecaster.core.planner import Mode, Plan, PoolInput, plan
+from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.simulation.twin import Decision, TwinView
+
+WEEK = 7 * 86400
+
+
+class Reactive:
+    """Karpenter alone: never prewarm."""
+
+    name = "reactive"
+
+    def decide(self, view: TwinView) -> Decision:
+        """Always zero."""
+        return Decision(0)
+
+
+@dataclass
+class Static:
+    """A constant headroom of placeholders (the overprovisioner charts)."""
+
+    headroom_gpus: int
+    name: str = "static"
+
+    def decide(self, view: TwinView) -> Decision:
+        """Always ``headroom_gpus``."""
+        return Decision(self.headroom_gpus)
+
+
+@dataclass
+class PlannedPrewarm:
+    """The daemon's planner and budgets, with spend tracked across ticks."""
+
+    policy: PoolPolicy
+    budgets: Budgets
+    ledger: SpendLedger = field(default_factory=SpendLedger)
+    last: int | None = None
+    plans: int = 0
+
+    def decide(
+        self, snapshot: PoolSnapshot, forecast: DemandForecast | None, *, mode: Mode, now: int
+    ) -> tuple[Decision, Plan]:
+        """Plan one tick; spend since the last tick is charged to the ledger first."""
+        if self.last is not None:
+            self.ledger = record_spend(
+                self.ledger, gpus=snapshot.placeholder_gpus, since=self.last, now=now
+            )
+        self.last = now
+        decision = plan(
+            [PoolInput(self.policy, snapshot, forecast, mode)],
+            budgets=self.budgets,
+            spent_gpu_hours_last_day=spent_last_day(self.ledger, now=now),
+            now=now,
+        )
+        self.plans += 1
+        pool_plan = decision.pools[0]
+        return Decision(pool_plan.target_gpus, pool_plan.protect_nodepool), decision
+
+
+@dataclass
+class Oracle:
+    """Knows true demand: prewarms the peak of the next lead time (the zero-wait lower bound)."""
+
+    planner: PlannedPrewarm
+    lead_seconds: int
+    demand_start: int
+    demand: np.ndarray
+    """True per-minute demand (every job started on submission), including the future."""
+    name: str = "oracle"
+
+    def decide(self, view: TwinView) -> Decision:
+        """P50 = P95 = the true maximum demand over [now, now + lead]."""
+        now = int(view.now)
+        first = max(0, (now - self.demand_start) // 60)
+        last = min(self.demand.size, first + self.lead_seconds // 60 + 1)
+        peak = float(self.demand[first:last].max()) if last > first else 0.0
+        forecast = DemandForecast(
+            self.planner.policy.pool, peak, peak, data_end=now, model="oracle"
+        )
+        decision, _ = self.planner.decide(view.snapshot(), forecast, mode=Mode.PREDICTIVE, now=now)
+        return decision
+
+
+@dataclass
+class Schedule:
+    """Headroom by hour of week learned from past demand (what people build with KEDA cron).
+
+    Every week it relearns, from the demand observed so far only, the 95th percentile of how far
+    demand rose within one lead time, per hour of the week (per hour of the day until a week of
+    history exists), and keeps that much headroom, rounded up to whole nodes.
+    """
+
+    lead_seconds: int
+    gpus_per_node: int
+    quantile: float = 0.95
+    name: str = "schedule"
+    relearn_every_seconds: int = WEEK
+    _next: float = -math.inf
+    _table: dict[int, float] = field(default_factory=dict)
+    _by_week: bool = False
+
+    def decide(self, view: TwinView) -> Decision:
+        """The learned headroom of the current hour."""
+        if view.now >= self._next:
+            self._learn(view)
+            self._next = view.now + self.relearn_every_seconds
+        hour = self._bucket(int(view.now))
+        headroom = self._table.get(hour, 0.0)
+        return Decision(math.ceil(headroom / self.gpus_per_node) * self.gpus_per_node)
+
+    def _bucket(self, t: int) -> int:
+        return (t // 3600) % (168 if self._by_week else 24)
+
+    def _learn(self, view: TwinView) -> None:
+        start, demand = view.demand_history(since=view.now - 4 * WEEK)
+        steps = self.lead_seconds // 60
+        if demand.size <= steps + 60:
+            return
+        windows = np.lib.stride_tricks.sliding_window_view(demand, steps + 1)
+        rise = windows.max(axis=1) - demand[: windows.shape[0]]
+        times = start + 60 * np.arange(rise.size)
+        self._by_week = demand.size >= WEEK // 60
+        table: dict[int, float] = {}
+        keys = (times // 3600) % (168 if self._by_week else 24)
+        for key in np.unique(keys):
+            table[int(key)] = float(np.quantile(rise[keys == key], self.quantile))
+        self._table = table

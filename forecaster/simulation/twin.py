@@ -1,0 +1,492 @@
+"""Discrete-event twin of one GPU NodePool: jobs, nodes, placeholders, reactive Karpenter.
+
+* Jobs arrive from a trace. A job that fits a node (<= GPUs per node) is bin-packed (best fit)
+  onto a Ready node's free GPUs; a larger job needs whole nodes and starts only when all of them
+  are free at once (gang admission, as Volcano/Kueue do). Pending jobs are retried whenever
+  capacity frees up (any pending job that fits may start: no head-of-line blocking).
+* A job that does not fit may preempt placeholders (each holds a whole node); it starts after
+  ``preempt_grace_seconds``.
+* Reactive Karpenter: pods pending for ``batch_seconds`` make it launch nodes for what launching
+  nodes will not hold; a node is Ready after ``provision_seconds``. The workload image takes
+  ``image_pull_seconds`` to pull on a node the first time - except on a node whose placeholder
+  already pulled it (``warm_image``).
+* Empty nodes are removed after ``consolidate_after_seconds``, unless the policy protects the
+  NodePool (our disruption budget ``nodes: "0"`` for Empty blocks it, as in the actuator).
+* The policy is asked every ``tick_seconds`` for a placeholder target and whether to protect.
+
+Everything is recorded for metrics: per-job waits, node lifetimes, placeholder lifetimes and how
+they ended (preempted = used prewarm; removed or expired = unused), per-minute demand/capacity.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import numpy as np
+
+from forecaster.core.cluster import PoolSnapshot
+from forecaster.core.jobs import JobTrace
+
+ARRIVE, FINISH, READY, TICK, PROVISION = range(5)
+
+
+@dataclass(frozen=True)
+class TwinConfig:
+    """The modelled NodePool and Karpenter timings."""
+
+    pool: str = "gpu"
+    gpus_per_node: int = 8
+    provision_seconds: float = 60.0
+    image_pull_seconds: float = 300.0
+    batch_seconds: float = 10.0
+    consolidate_after_seconds: float = 300.0
+    preempt_grace_seconds: float = 5.0
+    warm_image: bool = True
+    tick_seconds: float = 60.0
+    placeholder_ttl_seconds: float = 3600.0
+    nodepool_limit_gpus: int | None = None
+    max_prewarm_gpus: int | None = None
+    """Cap on placeholder GPUs; a tick above it (or above the NodePool limit) is a breach."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a policy wants now."""
+
+    placeholder_gpus: int
+    protect: bool = False
+
+
+class TwinView(Protocol):
+    """What policies may look at: the past and the present, never the future."""
+
+    now: float
+
+    def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
+        """(start, per-minute GPUs requested) observed from ``since`` up to the last minute."""
+        ...
+
+    def snapshot(self) -> PoolSnapshot:
+        """The pool as the observer would see it now."""
+        ...
+
+    def wasted_gpu_hours(self, *, since: float) -> float:
+        """GPU-hours of placeholders that ended unused (not preempted) after ``since``."""
+        ...
+
+
+class Policy(Protocol):
+    """A prewarm policy under replay."""
+
+    name: str
+
+    def decide(self, view: TwinView) -> Decision:
+        """Placeholder GPUs wanted now (and NodePool protection)."""
+        ...
+
+
+@dataclass
+class _Node:
+    id: int
+    launched: float
+    ready_at: float
+    free: int
+    pulled_at: float = math.inf
+    placeholder: int | None = None
+    jobs: set[int] = field(default_factory=set)
+    empty_since: float | None = None
+    removed: float | None = None
+
+
+@dataclass
+class _Placeholder:
+    id: int
+    created: float
+    node: int | None = None
+    ended: float | None = None
+    preempted: bool = False
+
+
+@dataclass
+class TwinRecord:
+    """Everything metrics need, as arrays and lists."""
+
+    job_submit: np.ndarray
+    job_start: np.ndarray
+    job_gpus: np.ndarray
+    job_duration: np.ndarray
+    nodes: list[tuple[float, float, int]]
+    """(launched, removed or end, GPUs) per node."""
+    placeholders: list[tuple[float, float, int, bool]]
+    """(created, ended, GPUs, preempted) per placeholder."""
+    minute_start: int
+    demand: np.ndarray
+    capacity: np.ndarray
+    prewarm: np.ndarray
+    waiting: np.ndarray
+    breaches: int
+    end: float
+
+
+class Twin:
+    """One replay run; ``run()`` returns a ``TwinRecord``."""
+
+    def __init__(
+        self,
+        jobs: JobTrace,
+        policy: Policy,
+        config: TwinConfig,
+        *,
+        start: float,
+        end: float,
+        progress: Callable[[float], None] | None = None,
+    ) -> None:
+        self.jobs = jobs
+        self.policy = policy
+        self.cfg = config
+        self.start = start
+        self.end = end
+        self.now = start
+        self.progress = progress
+        self._events: list[tuple[float, int, int, int]] = []
+        self._seq = 0
+        self.nodes: dict[int, _Node] = {}
+        self.live: dict[int, _Node] = {}  # nodes not removed yet
+        self.placeholders: dict[int, _Placeholder] = {}
+        self.pending: list[int] = []  # real jobs, FIFO
+        self.pending_placeholders: list[int] = []
+        self.job_start = np.full(len(jobs), np.nan)
+        self.job_nodes: dict[int, list[int]] = {}
+        self.requested = 0
+        self.protect = False
+        self.breaches = 0
+        minutes = int((end - start) // 60) + 1
+        self._minute_start = int(start - start % 60)
+        self._demand = np.zeros(minutes)
+        self._capacity = np.zeros(minutes)
+        self._prewarm = np.zeros(minutes)
+        self._waiting = np.zeros(minutes)
+        self._next_id = 0
+        self._provision_queued = False
+
+    # ---- TwinView ---------------------------------------------------------------------------
+    def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
+        """Per-minute requested GPUs observed so far (the current minute is not complete)."""
+        last = int((self.now - self._minute_start) // 60)
+        first = max(0, int((since - self._minute_start) // 60))
+        return self._minute_start + 60 * first, self._demand[first:last].copy()
+
+    def snapshot(self) -> PoolSnapshot:
+        """What the observer would report now."""
+        ready = launching = 0
+        for node in self.live.values():
+            if node.ready_at <= self.now:
+                ready += self.cfg.gpus_per_node
+            else:
+                launching += self.cfg.gpus_per_node
+        running = sum(int(self.jobs.gpus[j]) for j in self.job_nodes)
+        pending = sum(int(self.jobs.gpus[j]) for j in self.pending)
+        held = sum(self.cfg.gpus_per_node for p in self.placeholders.values() if p.ended is None)
+        stranded = sum(n.free for n in self.live.values() if n.jobs and n.ready_at <= self.now)
+        return PoolSnapshot(
+            pool=self.cfg.pool,
+            observed_at=int(self.now),
+            allocatable_gpus=ready,
+            launching_gpus=launching,
+            running_gpus=running,
+            pending_gpus=pending,
+            placeholder_gpus=held,
+            nodepool_limit_gpus=self.cfg.nodepool_limit_gpus,
+            stranded_gpus=stranded,
+        )
+
+    def wasted_gpu_hours(self, *, since: float) -> float:
+        """GPU-hours of placeholders that ended unused (not preempted) after ``since``."""
+        return sum(
+            (p.ended - p.created) * self.cfg.gpus_per_node / 3600
+            for p in self.placeholders.values()
+            if p.ended is not None and p.ended > since and not p.preempted
+        )
+
+    # ---- the event loop ------------------------------------------------------------------------
+    def run(self) -> TwinRecord:
+        """Simulate from ``start`` to ``end``."""
+        for j in range(len(self.jobs)):
+            if self.start <= self.jobs.submit[j] < self.end:
+                self._push(float(self.jobs.submit[j]), ARRIVE, j)
+        self._push(self.start, TICK, 0)
+        while self._events:
+            t, _, kind, ref = heapq.heappop(self._events)
+            if t >= self.end:
+                break
+            self.now = t
+            if kind == ARRIVE:
+                self.requested += int(self.jobs.gpus[ref])
+                self.pending.append(ref)
+                self._schedule()
+                self._queue_provision()
+            elif kind == FINISH:
+                self._finish(ref)
+                self._schedule()
+            elif kind == READY:
+                self._schedule()
+            elif kind == PROVISION:
+                self._provision_queued = False
+                self._provision()
+            else:
+                self._tick()
+        self.now = self.end
+        return self._record()
+
+    def _push(self, t: float, kind: int, ref: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._events, (t, self._seq, kind, ref))
+
+    def _tick(self) -> None:
+        minute = int((self.now - self._minute_start) // 60)
+        decision = self.policy.decide(self)
+        self._set_placeholders(decision.placeholder_gpus // self.cfg.gpus_per_node)
+        self.protect = decision.protect
+        self._expire_placeholders()
+        self._consolidate()
+        self._schedule()
+        self._provision()
+        if 0 <= minute < self._demand.size:
+            self._demand[minute] = self.requested
+            self._capacity[minute] = len(self.live) * self.cfg.gpus_per_node
+            self._prewarm[minute] = (
+                sum(1 for p in self.placeholders.values() if p.ended is None)
+                * self.cfg.gpus_per_node
+            )
+            self._waiting[minute] = len(self.pending)
+            limit = self.cfg.nodepool_limit_gpus
+            cap = self.cfg.max_prewarm_gpus
+            if (limit is not None and self._capacity[minute] > limit) or (
+                cap is not None and self._prewarm[minute] > cap
+            ):
+                self.breaches += 1
+        if self.progress is not None:
+            self.progress(self.now)
+        self._push(self.now + self.cfg.tick_seconds, TICK, 0)
+
+    # ---- placeholders ----------------------------------------------------------------------------
+    def _set_placeholders(self, target: int) -> None:
+        live = [p for p in self.placeholders.values() if p.ended is None]
+        while len(live) < target:
+            self._next_id += 1
+            placeholder = _Placeholder(self._next_id, self.now)
+            self.placeholders[placeholder.id] = placeholder
+            self.pending_placeholders.append(placeholder.id)
+            live.append(placeholder)
+        if len(live) > target:
+            # pending ones first, then the youngest
+            live.sort(key=lambda p: (p.node is not None, -p.created))
+            for placeholder in live[: len(live) - target]:
+                self._end_placeholder(placeholder, preempted=False)
+
+    def _expire_placeholders(self) -> None:
+        for placeholder in list(self.placeholders.values()):
+            if (
+                placeholder.ended is None
+                and self.now - placeholder.created >= self.cfg.placeholder_ttl_seconds
+            ):
+                # the daemon renews by replacing: the old one ends unused, a new one takes its node
+                node = placeholder.node
+                self._end_placeholder(placeholder, preempted=False)
+                self._next_id += 1
+                fresh = _Placeholder(self._next_id, self.now, node=node)
+                self.placeholders[fresh.id] = fresh
+                if node is not None:
+                    self.nodes[node].placeholder = fresh.id
+                    self.nodes[node].free = 0
+                    self.nodes[node].empty_since = None
+                else:
+                    self.pending_placeholders.append(fresh.id)
+
+    def _end_placeholder(self, placeholder: _Placeholder, *, preempted: bool) -> None:
+        placeholder.ended = self.now
+        placeholder.preempted = preempted
+        if placeholder.node is None:
+            self.pending_placeholders.remove(placeholder.id)
+            return
+        node = self.nodes[placeholder.node]
+        node.placeholder = None
+        node.free = self.cfg.gpus_per_node  # a placeholder holds a whole node on its own
+        node.empty_since = self.now
+
+    # ---- scheduling ------------------------------------------------------------------------------
+    def _ready_nodes(self) -> list[_Node]:
+        return [n for n in self.live.values() if n.ready_at <= self.now]
+
+    def _schedule(self) -> None:
+        ready = self._ready_nodes()
+        still: list[int] = []
+        for j in self.pending:
+            if not self._place(j, ready):
+                still.append(j)
+        self.pending = still
+        remaining: list[int] = []
+        for pid in self.pending_placeholders:
+            node = next(
+                (
+                    n
+                    for n in ready
+                    if n.free == self.cfg.gpus_per_node and n.placeholder is None and not n.jobs
+                ),
+                None,
+            )
+            if node is None:
+                remaining.append(pid)
+                continue
+            node.placeholder = pid
+            node.free = 0
+            node.empty_since = None
+            if self.cfg.warm_image and node.pulled_at == math.inf:
+                node.pulled_at = self.now + self.cfg.image_pull_seconds
+            self.placeholders[pid].node = node.id
+        self.pending_placeholders = remaining
+
+    def _place(self, j: int, ready: list[_Node]) -> bool:
+        gpus = int(self.jobs.gpus[j])
+        per_node = self.cfg.gpus_per_node
+        if gpus <= per_node:
+            fits = [n for n in ready if n.placeholder is None and n.free >= gpus]
+            if fits:
+                node = min(fits, key=lambda n: (n.free, n.id))
+                return self._start(j, [node], preempted=False)
+            holders = [n for n in ready if n.placeholder is not None]
+            if holders:
+                node = min(holders, key=lambda n: n.id)
+                self._end_placeholder(self.placeholders[node.placeholder], preempted=True)  # type: ignore[index]
+                return self._start(j, [node], preempted=True)
+            return False
+        count = -(-gpus // per_node)
+        empty = [n for n in ready if n.placeholder is None and not n.jobs]
+        holders = [n for n in ready if n.placeholder is not None]
+        if len(empty) + len(holders) < count:
+            return False
+        chosen = empty[:count]
+        preempt = holders[: count - len(chosen)]
+        for node in preempt:
+            self._end_placeholder(self.placeholders[node.placeholder], preempted=True)  # type: ignore[index]
+        return self._start(j, chosen + preempt, preempted=bool(preempt))
+
+    def _start(self, j: int, nodes: list[_Node], *, preempted: bool) -> bool:
+        gpus = int(self.jobs.gpus[j])
+        start = self.now + (self.cfg.preempt_grace_seconds if preempted else 0.0)
+        for node in nodes:
+            if node.pulled_at == math.inf:
+                node.pulled_at = max(self.now, node.ready_at) + self.cfg.image_pull_seconds
+            start = max(start, node.pulled_at)
+            node.free -= min(gpus, self.cfg.gpus_per_node)
+            node.jobs.add(j)
+            node.empty_since = None
+        self.job_start[j] = start
+        self.job_nodes[j] = [n.id for n in nodes]
+        self._push(start + float(self.jobs.duration[j]), FINISH, j)
+        return True
+
+    def _finish(self, j: int) -> None:
+        self.requested -= int(self.jobs.gpus[j])
+        for nid in self.job_nodes.pop(j):
+            node = self.nodes[nid]
+            node.jobs.discard(j)
+            node.free += min(int(self.jobs.gpus[j]), self.cfg.gpus_per_node)
+            if not node.jobs and node.placeholder is None:
+                node.empty_since = self.now
+
+    # ---- Karpenter -------------------------------------------------------------------------------
+    def _queue_provision(self) -> None:
+        if not self._provision_queued:
+            self._provision_queued = True
+            self._push(self.now + self.cfg.batch_seconds, PROVISION, 0)
+
+    def _provision(self) -> None:
+        per_node = self.cfg.gpus_per_node
+        launching = [n for n in self.live.values() if n.ready_at > self.now]
+        bins = [n.free for n in launching if n.placeholder is None]
+        needed_nodes = 0
+        ripe = self.now - self.cfg.batch_seconds + 1e-9  # Karpenter batches new pending pods
+        items = sorted(
+            (int(self.jobs.gpus[j]) for j in self.pending if self.jobs.submit[j] <= ripe),
+            reverse=True,
+        )
+        items += [per_node] * sum(
+            1 for p in self.pending_placeholders if self.placeholders[p].created <= ripe
+        )
+        for gpus in items:
+            if gpus > per_node:
+                whole = -(-gpus // per_node)
+                free_whole = [i for i, b in enumerate(bins) if b == per_node][:whole]
+                for i in free_whole:
+                    bins[i] = 0
+                needed_nodes += whole - len(free_whole)
+                continue
+            slot = next((i for i, b in enumerate(bins) if b >= gpus), None)
+            if slot is None:
+                bins.append(per_node)
+                needed_nodes += 1
+                slot = len(bins) - 1
+            bins[slot] -= gpus
+        limit = self.cfg.nodepool_limit_gpus
+        live = len(self.live)
+        for _ in range(needed_nodes):
+            if limit is not None and (live + 1) * per_node > limit:
+                break
+            self._next_id += 1
+            node = _Node(self._next_id, self.now, self.now + self.cfg.provision_seconds, per_node)
+            self.nodes[node.id] = node
+            self.live[node.id] = node
+            live += 1
+            self._push(node.ready_at, READY, node.id)
+
+    def _consolidate(self) -> None:
+        for node in self.live.values():
+            idle = not node.jobs and node.placeholder is None
+            if idle and node.empty_since is None and node.ready_at <= self.now:
+                node.empty_since = self.now  # came up but nothing landed on it
+        if self.protect:
+            return
+        for node in list(self.live.values()):
+            if (
+                node.empty_since is not None
+                and not node.jobs
+                and node.placeholder is None
+                and self.now - node.empty_since >= self.cfg.consolidate_after_seconds
+            ):
+                node.removed = self.now
+                del self.live[node.id]
+
+    def _record(self) -> TwinRecord:
+        nodes = [
+            (n.launched, n.removed if n.removed is not None else self.end, self.cfg.gpus_per_node)
+            for n in self.nodes.values()
+        ]
+        placeholders = [
+            (
+                p.created,
+                p.ended if p.ended is not None else self.end,
+                self.cfg.gpus_per_node,
+                p.preempted,
+            )
+            for p in self.placeholders.values()
+        ]
+        return TwinRecord(
+            job_submit=self.jobs.submit,
+            job_start=self.job_start,
+            job_gpus=self.jobs.gpus,
+            job_duration=self.jobs.duration,
+            nodes=nodes,
+            placeholders=placeholders,
+            minute_start=self._minute_start,
+            demand=self._demand,
+            capacity=self._capacity,
+            prewarm=self._prewarm,
+            waiting=self._waiting,
+            breaches=self.breaches,
+            end=self.end,
+        )

@@ -1,0 +1,197 @@
+"""Replay policies end to end on small synthetic traces, and the ``replay`` command.
+
+Cases: the predictive policy never sees future data (changing the trace after day 4 changes
+none of its decisions before day 4; every retrain's data ends before the retrain); planner-driven
+policies never breach their caps (tight caps, many jobs); a demand series becomes 1-GPU pods
+that reproduce it; bad job files name the line; ``forecaster replay`` writes the JSON keys
+scripts rely on and an HTML report with its charts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forecaster.cli import main
+from forecaster.core.error_budget import SloPolicy
+from forecaster.core.jobs import JobTrace, jobs_from_series
+from forecaster.core.policy import Budgets
+from forecaster.errors import SourceError
+from forecaster.service.replay import Predictive, ReplaySetup, make_policy, replay
+from forecaster.simulation.twin import Decision, TwinConfig, TwinView
+from forecaster.sources.files import read_job_trace
+
+T0 = 1_800_000_000 - 1_800_000_000 % 86400
+DAY = 86400
+
+
+def synthetic(days: float, *, seed: int, start: float = 0.0) -> JobTrace:
+    rng = np.random.default_rng(seed)
+    count = int(days * 600)
+    submit = np.sort(rng.uniform(start, start + days * DAY, count))
+    duration = rng.uniform(1800, 6 * 3600, count)
+    gpus = rng.choice([1, 1, 1, 2, 8], count)
+    return JobTrace(submit=T0 + submit, duration=duration, gpus=gpus.astype(np.int64))
+
+
+def setup(days: float, cap: int = 512) -> ReplaySetup:
+    return ReplaySetup(
+        twin=TwinConfig(max_prewarm_gpus=cap),
+        start=T0,
+        warmup_end=T0 + DAY,
+        end=int(T0 + days * DAY),
+        budgets=Budgets(
+            max_total_prewarm_gpus=cap,
+            max_prewarm_gpu_hours_per_day=cap * 24.0,
+            max_cost_per_hour=cap * 4.1,
+            commitment_seconds=3600,
+        ),
+        max_prewarm_gpus=cap,
+    )
+
+
+class Recording:
+    """Wraps a policy and records every decision with its time."""
+
+    def __init__(self, inner: Predictive) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.decisions: list[tuple[float, Decision]] = []
+
+    def decide(self, view: TwinView) -> Decision:
+        decision = self.inner.decide(view)
+        self.decisions.append((view.now, decision))
+        return decision
+
+
+def predictive(s: ReplaySetup) -> Predictive:
+    policy = make_policy(
+        "predictive", s, JobTrace(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
+    )
+    assert isinstance(policy, Predictive)
+    return dataclasses.replace(policy, min_train_seconds=DAY, retrain_every_seconds=DAY)
+
+
+def test_predictive_never_sees_future_data() -> None:
+    base = synthetic(5, seed=1)
+    cut = T0 + 4 * DAY
+    other = synthetic(5, seed=2)
+    keep, new = base.submit < cut, other.submit >= cut
+    changed = JobTrace(
+        submit=np.concatenate((base.submit[keep], other.submit[new])),
+        duration=np.concatenate((base.duration[keep], other.duration[new] * 3)),
+        gpus=np.concatenate((base.gpus[keep], other.gpus[new])),
+    )
+    s = setup(5)
+    a, b = Recording(predictive(s)), Recording(predictive(s))
+    replay(base, a, s)
+    replay(changed, b, s)
+    before = [(t, d) for t, d in a.decisions if t < cut]
+    assert before == [(t, d) for t, d in b.decisions if t < cut]
+    assert any(d.placeholder_gpus > 0 for _, d in before)
+    assert [(t, d) for t, d in a.decisions if t >= cut] != [
+        (t, d) for t, d in b.decisions if t >= cut
+    ]
+    assert a.inner.fits and all(end < fitted for fitted, end in a.inner.fits)
+
+
+@pytest.mark.parametrize("name", ["predictive", "oracle"])
+def test_planned_policies_never_breach_their_caps(name: str) -> None:
+    jobs = synthetic(3, seed=3)
+    s = setup(3, cap=16)
+    policy = make_policy(name, s, jobs)
+    if isinstance(policy, Predictive):
+        policy = dataclasses.replace(
+            policy,
+            min_train_seconds=DAY,
+            retrain_every_seconds=DAY,
+            slo=SloPolicy(fast_burn=1e9, slow_burn=1e9),
+        )
+    result = replay(jobs, policy, s)
+    assert result.metrics.cap_breaches == 0
+    assert result.record.prewarm.max() <= 16
+    assert result.record.prewarm.max() > 0
+
+
+def test_series_become_pods_that_reproduce_it() -> None:
+    values = np.array([3.0, 5, 5, np.nan, 2, 0, 4])
+    jobs = jobs_from_series(T0, 60, values)
+    rebuilt = jobs.demand(start=T0, end=T0 + 60 * values.size)
+    expected = np.array([3.0, 5, 5, 5, 2, 0, 4])
+    np.testing.assert_array_equal(rebuilt, expected)
+    assert set(jobs.gpus.tolist()) == {1}
+
+
+def test_bad_job_files_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submission_time,duration,num_gpu\na,10,100,8\nb,20,-5,8\n")
+    with pytest.raises(SourceError, match=r"jobs.csv:3: duration must be >= 0"):
+        read_job_trace(path, epoch=0)
+    path.write_text("job_id,when,duration,num_gpu\n")
+    with pytest.raises(
+        SourceError, match=r"jobs.csv:1: job trace header lacks \['submission_time'\]"
+    ):
+        read_job_trace(path, epoch=0)
+
+
+def test_replay_command_writes_json_and_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobs = synthetic(3, seed=4)
+    path = tmp_path / "jobs.csv"
+    rows = [
+        f"j{i},{s - T0:.0f},{d:.0f},{g}"
+        for i, (s, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
+    ]
+    path.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
+    epoch = np.datetime64(T0, "s").astype(str) + "Z"
+    code = main(
+        [
+            "replay",
+            "--jobs",
+            str(path),
+            "--epoch",
+            epoch,
+            "--policy",
+            "reactive,static,oracle",
+            "--sweep",
+            "0,16",
+            "--warmup-days",
+            "1",
+            "--end-day",
+            "3",
+            "--json",
+            str(tmp_path / "r.json"),
+            "--report",
+            str(tmp_path / "r.html"),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    document = json.loads((tmp_path / "r.json").read_text())
+    assert set(document) == {"reactive", "static:64", "oracle", "static:0", "static:16"}
+    for figures in document.values():
+        assert {
+            "p50_wait_s",
+            "p95_wait_s",
+            "p99_wait_s",
+            "mean_wait_s",
+            "gpu_hours",
+            "idle_gpu_hours",
+            "prewarm_gpu_hours_used",
+            "prewarm_gpu_hours_expired",
+            "cost",
+            "cap_breaches",
+            "handoffs",
+        } <= set(figures)
+        assert figures["cap_breaches"] == 0
+    assert document["reactive"]["p95_wait_s"] > document["oracle"]["p95_wait_s"]
+    assert re.search(r"reactive: GPU-hours [\d.]+ x oracle", out)
+    assert "at equal GPU-hours" in out
+    html = (tmp_path / "r.html").read_text()
+    assert html.count("data:image/png;base64,") == 3 and "<table>" in html

@@ -1,0 +1,115 @@
+"""The cluster twin's mechanics on hand-made traces (times in seconds from T0).
+
+Cases: reactive wait = batch + provisioning + image pull; a job fitting free GPUs starts at
+once; a gang job waits for all its nodes; a warm placeholder is preempted after the grace
+period (a cold one still costs the image pull); empty nodes are consolidated unless protected;
+placeholders are renewed at their TTL (counted unused) and preempted ones count as used; GPU-hour
+metrics on a tiny case; the node-pool limit is never exceeded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from forecaster.core.jobs import JobTrace
+from forecaster.simulation.metrics import measure
+from forecaster.simulation.policies import Reactive, Static
+from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView
+
+T0 = 1_800_000_000
+CFG = TwinConfig()
+
+
+def trace(*jobs: tuple[float, float, int]) -> JobTrace:
+    rows = sorted(jobs)
+    return JobTrace(
+        submit=np.array([T0 + s for s, _, _ in rows], dtype=np.float64),
+        duration=np.array([d for _, d, _ in rows], dtype=np.float64),
+        gpus=np.array([g for _, _, g in rows], dtype=np.int64),
+    )
+
+
+def run(jobs: JobTrace, policy: object = None, *, end: float = 7200, **config: object):  # type: ignore[no-untyped-def]
+    cfg = TwinConfig(**config) if config else CFG  # type: ignore[arg-type]
+    return Twin(jobs, policy or Reactive(), cfg, start=T0, end=T0 + end).run()  # type: ignore[arg-type]
+
+
+def waits(record) -> list[float]:  # type: ignore[no-untyped-def]
+    return list(np.round(record.job_start - record.job_submit, 3))
+
+
+def test_reactive_wait_is_batch_plus_provisioning_plus_pull() -> None:
+    record = run(trace((100, 600, 8)))
+    assert waits(record) == [CFG.batch_seconds + CFG.provision_seconds + CFG.image_pull_seconds]
+
+
+def test_a_job_that_fits_free_gpus_starts_at_once() -> None:
+    record = run(trace((0, 3000, 4), (1000, 600, 4)))
+    assert waits(record) == [370.0, 0.0]
+
+
+def test_gang_job_waits_for_all_its_nodes() -> None:
+    record = run(trace((0, 600, 16)))
+    assert waits(record) == [370.0]
+    assert len(record.nodes) == 2
+
+
+def test_warm_placeholder_is_preempted_after_the_grace_period() -> None:
+    record = run(trace((1200, 600, 8)), Static(8))
+    assert waits(record) == [CFG.preempt_grace_seconds]
+    assert [p[3] for p in record.placeholders if p[0] < T0 + 1200] == [True]
+
+
+def test_cold_placeholder_still_costs_the_image_pull() -> None:
+    record = run(trace((1200, 600, 8)), Static(8), warm_image=False)
+    assert waits(record) == [CFG.image_pull_seconds]
+
+
+class Toggle:
+    """Protects the NodePool from ``protect_from`` on."""
+
+    name = "toggle"
+
+    def __init__(self, protect_from: float) -> None:
+        self.protect_from = protect_from
+
+    def decide(self, view: TwinView) -> Decision:
+        return Decision(0, protect=view.now >= T0 + self.protect_from)
+
+
+def test_empty_nodes_are_consolidated_unless_protected() -> None:
+    free = run(trace((0, 600, 8)), end=3600)
+    ((launched, removed, _),) = free.nodes
+    # ready at 70 s, job ends at 970 s, removed after consolidate_after (checked every tick)
+    assert T0 + 970 + 300 <= removed <= T0 + 970 + 300 + 60
+    kept = run(trace((0, 600, 8)), Toggle(0), end=3600)
+    assert kept.nodes[0][1] == T0 + 3600
+
+
+def test_placeholders_are_renewed_at_their_ttl_and_counted_unused() -> None:
+    record = run(trace(), Static(8), end=3 * 3600)
+    ended_unused = [p for p in record.placeholders if p[1] < T0 + 3 * 3600 and not p[3]]
+    assert len(ended_unused) == 2  # renewed at 1 h and 2 h
+    metrics = measure(record, window=(T0, T0 + 3 * 3600), price_on_demand=4.0, price_spot=1.0)
+    assert metrics.prewarm_gpu_hours_expired == pytest.approx(24.0, abs=0.2)
+    assert metrics.prewarm_gpu_hours_used == 0
+    assert metrics.gpu_hours == pytest.approx(8 * 3, abs=0.2)  # one node all along
+
+
+def test_metrics_of_a_tiny_run() -> None:
+    record = run(trace((0, 3600, 8)), end=2 * 3600)
+    metrics = measure(record, window=(T0, T0 + 2 * 3600), price_on_demand=4.0, price_spot=1.5)
+    # node launched at 10 s, job 380 s -> 3980 s, node removed ~300 s after
+    assert metrics.jobs == 1 and metrics.p95_wait_s == pytest.approx(370)
+    assert metrics.gpu_hours == pytest.approx(8 * (4280 - 10) / 3600, abs=8 * 60 / 3600)
+    assert metrics.idle_gpu_hours == pytest.approx(metrics.gpu_hours - 8.0, abs=1e-6)
+    assert metrics.cost == pytest.approx(metrics.gpu_hours * 4.0)
+
+
+def test_nodepool_limit_is_never_exceeded() -> None:
+    jobs = trace(*[(i * 10.0, 1800, 8) for i in range(10)])
+    record = run(jobs, Static(32), nodepool_limit_gpus=48)
+    assert record.capacity.max() <= 48 and record.breaches == 0
+    # 6 nodes at most: jobs beyond them queue until the first ones finish
+    assert (record.job_start - record.job_submit).max() > 1800
