@@ -58,20 +58,23 @@ def main() -> None:
         sweep += run_all([f"static:{k}"], jobs, setup, static_gpus=args.static_gpus)
         timings.append((sweep[-1].policy, time.perf_counter() - began))
     print(
-        f"ITP jobs trace: {len(jobs)} jobs, days 0-50, metrics days 10-50; predictive model {setup.model}"
+        f"ITP jobs trace: {len(jobs)} jobs, days 0-50, metrics days 10-50;"
+        f" predictive model {setup.model}"
     )
     for line in table(results + sweep):
         print(line)
     oracle = next(r for r in results if r.policy == "oracle")
     for r in results:
         print(
-            f"{r.policy:>12}: GPU-hours {r.metrics.gpu_hours / oracle.metrics.gpu_hours:.3f} x oracle"
+            f"{r.policy:>12}: GPU-hours"
+            f" {r.metrics.gpu_hours / oracle.metrics.gpu_hours:.3f} x oracle"
         )
     for line in against_sweep([r for r in results if not r.policy.startswith("static")], sweep):
         print(line)
     print("run time per policy (s): " + ", ".join(f"{p} {t:.1f}" for p, t in timings))
     print(
-        f"peak RSS of the process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
+        "peak RSS of the process:"
+        f" {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB"
     )
 
 

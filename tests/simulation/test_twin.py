@@ -80,7 +80,7 @@ class Toggle:
 
 def test_empty_nodes_are_consolidated_unless_protected() -> None:
     free = run(trace((0, 600, 8)), end=3600)
-    ((launched, removed, _),) = free.nodes
+    ((_, removed, _),) = free.nodes
     # ready at 70 s, job ends at 970 s, removed after consolidate_after (checked every tick)
     assert T0 + 970 + 300 <= removed <= T0 + 970 + 300 + 60
     kept = run(trace((0, 600, 8)), Toggle(0), end=3600)
