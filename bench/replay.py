@@ -28,6 +28,9 @@ def main() -> None:
     own = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     own.add_argument("--sweep", default="0,16,32,48,64,96,128")
     own.add_argument("--model", default="quantreg-raw")
+    own.add_argument(
+        "--quantile", default="0.95", help="forecast quantile the predictive plans for"
+    )
     own.add_argument("--policies", default="reactive,static,schedule,predictive,oracle")
     mine = own.parse_args()
     out = ROOT / "out"
@@ -39,6 +42,8 @@ def main() -> None:
             str(ROOT / "data/samples/msr-itp-cluster04-jobs.csv"),
             "--model",
             mine.model,
+            "--quantile",
+            mine.quantile,
             "--json",
             str(out / "replay.json"),
             "--report",
@@ -53,7 +58,7 @@ def main() -> None:
         results += run_all([name], jobs, setup, static_gpus=args.static_gpus)
         timings.append((results[-1].policy, time.perf_counter() - began))
     sweep = []
-    for k in mine.sweep.split(","):
+    for k in filter(None, mine.sweep.split(",")):
         began = time.perf_counter()
         sweep += run_all([f"static:{k}"], jobs, setup, static_gpus=args.static_gpus)
         timings.append((sweep[-1].policy, time.perf_counter() - began))
@@ -63,8 +68,8 @@ def main() -> None:
     )
     for line in table(results + sweep):
         print(line)
-    oracle = next(r for r in results if r.policy == "oracle")
-    for r in results:
+    oracle = next((r for r in results if r.policy == "oracle"), None)
+    for r in results if oracle else []:
         print(
             f"{r.policy:>12}: GPU-hours"
             f" {r.metrics.gpu_hours / oracle.metrics.gpu_hours:.3f} x oracle"

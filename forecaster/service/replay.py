@@ -42,6 +42,8 @@ class Predictive:
     horizons_seconds: tuple[int, ...]
     horizon_seconds: int
     slo: SloPolicy
+    plan_quantile: float = 0.95
+    """The forecast quantile the planner prewarms for (the daemon's target_quantile)."""
     train_seconds: int = 28 * DAY
     min_train_seconds: int = 7 * DAY
     retrain_every_seconds: int = 7 * DAY
@@ -97,7 +99,9 @@ class Predictive:
         if history.usable_seconds < self.min_train_seconds:
             return
         model = build(
-            self.model_name, horizons_seconds=self.horizons_seconds, quantiles=(0.5, 0.95)
+            self.model_name,
+            horizons_seconds=self.horizons_seconds,
+            quantiles=(0.5, self.plan_quantile),
         )
         try:
             self.model = model.fit(history)
@@ -113,7 +117,8 @@ class Predictive:
             return
         origin = history.end
         forecast = self.model.predict(history, at=np.array([origin], dtype=np.int64))
-        p95 = float(forecast.values_at(quantile=0.95, horizon_seconds=self.horizon_seconds)[0])
+        at = self.horizon_seconds
+        p95 = float(forecast.values_at(quantile=self.plan_quantile, horizon_seconds=at)[0])
         p50 = float(forecast.values_at(quantile=0.5, horizon_seconds=self.horizon_seconds)[0])
         if math.isfinite(p95) and math.isfinite(p50):
             self.forecast = DemandForecast(
@@ -146,6 +151,7 @@ class ReplaySetup:
     model: str = "quantreg-raw"
     horizons_seconds: tuple[int, ...] = (300, 600, 900)
     slo: SloPolicy = field(default_factory=SloPolicy)
+    plan_quantile: float = 0.95
 
     @property
     def lead_seconds(self) -> int:
@@ -187,7 +193,12 @@ def make_policy(name: str, setup: ReplaySetup, jobs: JobTrace, *, static_gpus: i
         return Oracle(setup.planner(), setup.lead_seconds, start, demand)
     if name == "predictive":
         return Predictive(
-            setup.planner(), setup.model, setup.horizons_seconds, setup.horizon_seconds, setup.slo
+            setup.planner(),
+            setup.model,
+            setup.horizons_seconds,
+            setup.horizon_seconds,
+            setup.slo,
+            plan_quantile=setup.plan_quantile,
         )
     raise ForecasterError(f"unknown policy {name!r}; known: {', '.join(POLICIES)} (static:K)")
 

@@ -66,6 +66,9 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-prewarm-gpus", type=int, default=1024, help="planner cap (and breach line)"
     )
     parser.add_argument("--model", default="quantreg-raw", help="predictive policy's model")
+    parser.add_argument(
+        "--quantile", type=float, default=0.95, help="forecast quantile the predictive plans for"
+    )
     parser.add_argument("--no-warm-image", action="store_true", help="placeholders run pause only")
     parser.add_argument("--price", type=float, default=4.10, help="on-demand $ per GPU-hour")
     parser.add_argument("--spot-price", type=float, default=1.60, help="spot $ per GPU-hour")
@@ -89,6 +92,8 @@ def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
     """Twin, window and caps from the command line."""
     if args.model not in known_names():
         raise ConfigError(f"--model: unknown {args.model!r}; known: {known_names()}")
+    if not 0.5 < args.quantile < 1:
+        raise ConfigError("--quantile must be between 0.5 and 1")
     if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
         raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
     cap = args.max_prewarm_gpus
@@ -116,6 +121,7 @@ def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
         price_on_demand=args.price,
         price_spot=args.spot_price,
         model=args.model,
+        plan_quantile=args.quantile,
         slo=SloPolicy(),
     )
 

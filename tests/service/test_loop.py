@@ -112,7 +112,8 @@ def test_misses_hand_off_withdraw_and_survive_a_restart(
 ) -> None:
     original = copy.deepcopy(api.objects("nodepools")[0])
     source = LiveSource(T0 - 2 * 86400, calm_history())
-    loop = reconciler(tmp_path, api, source)
+    # one forecast is scored per 5-minute tick here: judge the 1 h window on 6 of them
+    loop = reconciler(tmp_path, api, source, slo={"min_points": 6})
     loop.tick(T0)
     assert placeholders(api)
     now = T0
@@ -134,7 +135,7 @@ def test_misses_hand_off_withdraw_and_survive_a_restart(
     assert restored["spec"] == original["spec"]
     assert restored["metadata"].get("annotations") == original["metadata"].get("annotations")
     # a new process reads the hand-off back from the ConfigMap and does not prewarm
-    restarted = reconciler(tmp_path, api, source)
+    restarted = reconciler(tmp_path, api, source, slo={"min_points": 6})
     record = restarted.tick(now + 60)
     assert record.plan.pool(POOL).mode is Mode.HANDED_OFF
     assert record.plan.pool(POOL).target_gpus == 0 and placeholders(api) == []
