@@ -24,6 +24,7 @@ from forecaster.forecasting.registry import FALLBACK, known_names
 from forecaster.forecasting.selection import select
 from forecaster.service import app
 from forecaster.service.clock import SystemClock
+from forecaster.service.embedded import serve_embedded
 from forecaster.service.replay_cli import add_replay_arguments, replay_command
 from forecaster.service.report import (
     backtest_header,
@@ -50,8 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    run = sub.add_parser("run", help="run the main job on a config (default: the embedded one)")
+    run = sub.add_parser(
+        "run", help="run the daemon: on the cluster twin by default (the embedded demo)"
+    )
     _config_arg(run)
+    run.add_argument("--port", type=int, default=8080, help="inspection endpoint port (8080)")
+    run.add_argument("--speed", type=float, help="twin: simulated seconds per real second")
+    run.add_argument("--duration", type=parse_duration, help="stop after this much real time")
 
     train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
     _config_arg(train)
@@ -138,9 +144,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "plan":
         return _plan(settings, data=args.data, pool=args.pool)
     if args.command == "run":
-        where = args.config or "the embedded config"
-        print(f"forecaster run: training and backtesting every pool of {where}")
-        return _train(settings, pools=None)
+        if args.speed is not None:
+            twin = settings.twin.model_copy(update={"speed": args.speed})
+            settings = settings.model_copy(update={"twin": twin})
+        return serve_embedded(settings, port=args.port, duration_seconds=args.duration)
     return _train(settings, pools=args.pool)
 
 

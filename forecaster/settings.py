@@ -215,6 +215,27 @@ class ForecastSettings(_Strict):
         return self
 
 
+class TwinSettings(_Strict):
+    """The embedded default: the daemon runs against the cluster twin replaying a job trace."""
+
+    jobs: Path = Path("../data/samples/msr-itp-cluster04-jobs.csv")
+    epoch: str = Field("2026-01-08T00:00:00Z", description="trace second 0 (ISO 8601)")
+    pool: NodePoolName = "itp"
+    start_day: float = Field(0, ge=0)
+    warmup_days: float = Field(14, ge=1, description="simulated at full speed, then trained on")
+    end_day: float = Field(50, gt=0)
+    speed: float = Field(600, gt=0, le=100_000, description="simulated seconds per real second")
+    models: tuple[str, ...] = ("persistence", "quantreg-raw", "quantreg")
+    retrain_every_days: float = Field(7, gt=0)
+    nodepool_limit_gpus: int = Field(4096, gt=0, description="the twin NodePool's GPU limit")
+
+    @model_validator(mode="after")
+    def _window(self) -> TwinSettings:
+        if self.start_day + self.warmup_days >= self.end_day:
+            raise ValueError("twin: start_day + warmup_days must be before end_day")
+        return self
+
+
 class Settings(_Strict):
     """The whole configuration file."""
 
@@ -226,6 +247,7 @@ class Settings(_Strict):
     dry_run: bool = Field(False, description="plan and report; send no write to the cluster")
     reconcile_every_seconds: int = Field(30, ge=5)
     state_config_map: str = "forecaster-state"
+    twin: TwinSettings = TwinSettings()
     pools: tuple[PoolSettings, ...] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -327,4 +349,7 @@ def _resolved(settings: Settings, *, base: Path) -> Settings:
         pool.model_copy(update={"csv": absolute(pool.csv)}) if pool.csv else pool
         for pool in settings.pools
     )
-    return settings.model_copy(update={"pools": pools, "models_dir": absolute(settings.models_dir)})
+    twin = settings.twin.model_copy(update={"jobs": absolute(settings.twin.jobs)})
+    return settings.model_copy(
+        update={"pools": pools, "models_dir": absolute(settings.models_dir), "twin": twin}
+    )

@@ -14,12 +14,13 @@ placeholders are labelled and expire by themselves, so the next tick always conv
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal
 
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.core.actions import ActuationReport
 from forecaster.core.planner import Mode, Plan, PoolPlan
 from forecaster.errors import ActuationError
 
@@ -34,17 +35,6 @@ class PoolActuation:
     spec: PlaceholderSpec
     backend: Backend = "placeholders"
     protect_consolidate_after: str = "30m"
-
-
-@dataclass
-class ActuationReport:
-    """What a tick changed, per pool, and what failed."""
-
-    created: dict[str, list[str]] = field(default_factory=dict)
-    deleted: dict[str, list[str]] = field(default_factory=dict)
-    wasted_gpu_hours: dict[str, float] = field(default_factory=dict)
-    nodepool: dict[str, str] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
 
 
 class Actuator:

@@ -122,6 +122,10 @@ class Forecast:
         """Forecast of one quantile at one horizon, for every origin."""
         return self.values[:, self._horizon_index(horizon_seconds), self._quantile_index(quantile)]
 
+    def values_at_origin(self, index: int, *, quantile: float) -> FloatArray:
+        """One origin's forecast of ``quantile`` at every horizon."""
+        return self.values[index, :, self._quantile_index(quantile)]
+
     def _quantile_index(self, quantile: float) -> int:
         for k, q in enumerate(self.quantiles):
             if abs(q - quantile) < 1e-9:

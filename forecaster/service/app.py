@@ -22,7 +22,7 @@ from forecaster.core.series import DemandSeries, to_epoch_seconds
 from forecaster.errors import ConfigError, ForecasterError, SourceError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.service.clock import Clock
-from forecaster.service.loop import Observer, PoolRuntime, Reconciler
+from forecaster.service.loop import Observer, PoolRuntime, PrewarmActuator, Reconciler
 from forecaster.service.models import ModelProvider
 from forecaster.service.state import MemoryStateStore, StateStore
 from forecaster.service.training import PoolTraining, TrainingPlan, train_pool
@@ -164,6 +164,8 @@ def build_reconciler(
     source: DemandSource | None = None,
     kube: Kube | None = None,
     what_if: bool = False,
+    observer: Observer | None = None,
+    actuator: PrewarmActuator | None = None,
 ) -> Reconciler:
     """The loop, wired: with ``kube`` it observes and acts, without it it only plans.
 
@@ -184,8 +186,6 @@ def build_reconciler(
         quantiles=settings.forecast.quantiles,
     )
     state_store: StateStore = MemoryStateStore()
-    actuator = None
-    observer: Observer | None = None
     if kube is not None:
         live = kube
         actuator = build_actuator(settings, kube)

@@ -15,10 +15,11 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 
-from forecaster.actuators.actuator import ActuationReport, Actuator
+from forecaster.core.actions import ActuationReport
 from forecaster.core.budget import record_spend, spent_last_day
 from forecaster.core.cluster import DemandForecast, PoolSnapshot, assumed_snapshot
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
@@ -33,6 +34,16 @@ from forecaster.sources.base import DemandSource
 
 log = logging.getLogger(__name__)
 Observer = Callable[[Sequence[str], int], Mapping[str, PoolSnapshot]]
+
+
+class PrewarmActuator(Protocol):
+    """Applies a plan: the Kubernetes actuator, or the cluster twin."""
+
+    def apply(self, plan: Plan, *, now: int) -> ActuationReport:
+        """Act on every acting pool of ``plan``."""
+        ...
+
+
 DAY = 86400
 
 
@@ -88,7 +99,7 @@ class Reconciler:
         step_seconds: int = 60,
         lookback_seconds: int = 2 * DAY + 3600,
         observe: Observer | None = None,
-        actuator: Actuator | None = None,
+        actuator: PrewarmActuator | None = None,
     ) -> None:
         self.pools = list(pools)
         self.source = source
@@ -106,8 +117,12 @@ class Reconciler:
         self._last_waste: dict[str, float] = {}
         self.last: TickRecord | None = None
 
-    def tick(self, now: int) -> TickRecord:
-        """One reconcile pass at ``now`` (epoch seconds)."""
+    def tick(self, now: int, *, act: bool = True) -> TickRecord:
+        """One reconcile pass at ``now`` (epoch seconds).
+
+        ``act=False`` (a replica that is not the leader): forecast and plan, write nothing -
+        neither to the cluster nor to the persisted state.
+        """
         errors: dict[str, str] = {}
         self._load_state(errors)
         snapshots = self._observe(now, errors)
@@ -138,8 +153,9 @@ class Reconciler:
             inputs.append(PoolInput(runtime.policy, snapshot, view.demand, pool_state.budget.mode))
         spent = spent_last_day(self.state.ledger, now=now)
         decision = plan(inputs, budgets=self.budgets, spent_gpu_hours_last_day=spent, now=now)
-        report = self._act(decision, snapshots, now, errors)
-        self._record(snapshots, now, errors)
+        report = self._act(decision, snapshots, now, errors) if act else None
+        if act:
+            self._record(snapshots, now, errors)
         for pool_plan in decision.pools:
             log.info(
                 "pool %s: %s, prewarm %d GPUs (%d placeholders): %s",

@@ -214,16 +214,26 @@ class Twin:
 
     # ---- the event loop ------------------------------------------------------------------------
     def run(self) -> TwinRecord:
-        """Simulate from ``start`` to ``end``."""
+        """Simulate from ``start`` to ``end`` in one go."""
+        self.begin()
+        self.advance_to(self.end)
+        return self.record()
+
+    def begin(self) -> None:
+        """Queue the trace's arrivals and the first tick (once)."""
+        if self._events:
+            return
         for j in range(len(self.jobs)):
             if self.start <= self.jobs.submit[j] < self.end:
                 self._push(float(self.jobs.submit[j]), ARRIVE, j)
         self._push(self.start, TICK, 0)
-        while self._events:
-            t, _, kind, ref = heapq.heappop(self._events)
-            if t >= self.end:
-                break
-            self.now = t
+
+    def advance_to(self, t: float) -> None:
+        """Process every event before ``t`` (capped at ``end``); the clock then reads ``t``."""
+        t = min(t, self.end)
+        while self._events and self._events[0][0] < t:
+            event_time, _, kind, ref = heapq.heappop(self._events)
+            self.now = event_time
             if kind == ARRIVE:
                 self.requested += int(self.jobs.gpus[ref])
                 self.pending.append(ref)
@@ -239,8 +249,7 @@ class Twin:
                 self._provision()
             else:
                 self._tick()
-        self.now = self.end
-        return self._record()
+        self.now = max(self.now, t)
 
     def _push(self, t: float, kind: int, ref: int) -> None:
         self._seq += 1
@@ -461,7 +470,8 @@ class Twin:
                 node.removed = self.now
                 del self.live[node.id]
 
-    def _record(self) -> TwinRecord:
+    def record(self) -> TwinRecord:
+        """Everything metrics need, up to the current time."""
         nodes = [
             (n.launched, n.removed if n.removed is not None else self.end, self.cfg.gpus_per_node)
             for n in self.nodes.values()

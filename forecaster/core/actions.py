@@ -1,0 +1,17 @@
+"""What acting on a plan did, as plain data (shared by the Kubernetes actuator and the twin)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ActuationReport:
+    """What a tick changed, per pool, and what failed."""
+
+    created: dict[str, list[str]] = field(default_factory=dict)
+    deleted: dict[str, list[str]] = field(default_factory=dict)
+    wasted_gpu_hours: dict[str, float] = field(default_factory=dict)
+    """GPU-hours of prewarm that ended without being used by a real pod."""
+    nodepool: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,189 @@
+"""Read-only inspection API and page (FastAPI; served by uvicorn).
+
+``GET /api/v1/forecast?pool=`` actual history, P50/P95 over the horizons, prewarm trail, model;
+``/api/v1/plan`` the last plan with the reason for every number; ``/api/v1/status`` mode and
+budgets per pool; ``/metrics``; ``/healthz``; ``/readyz`` (503 until the first tick); ``/``
+a page charting actual demand against the forecast and the prewarm (no CDN: the drawing code is
+inline). The OpenAPI document is at ``/openapi.json``. Nothing here writes anything.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import numpy as np
+from fastapi import FastAPI, HTTPException, Query
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from forecaster import __version__
+from forecaster.core.error_budget import budget_remaining, waste_last_day
+from forecaster.core.series import from_epoch_seconds
+from forecaster.service.daemon import Daemon
+from forecaster.service.page import PAGE
+
+PoolQuery = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+        description="NodePool name",
+    ),
+]
+HISTORY_SECONDS = 86400
+
+
+def _iso(seconds: int) -> str:
+    return from_epoch_seconds(seconds).isoformat().replace("+00:00", "Z")
+
+
+def create_app(daemon: Daemon) -> FastAPI:
+    """The inspection app over one daemon."""
+    app = FastAPI(
+        title="forecaster",
+        version=__version__,
+        description="Read-only view of GPU demand forecasts, prewarm plans and budgets.",
+    )
+
+    def record_or_503() -> Any:
+        if daemon.last is None:
+            raise HTTPException(status_code=503, detail="no reconcile tick has completed yet")
+        return daemon.last
+
+    def known(pool: str) -> None:
+        if pool not in daemon.pools:
+            raise HTTPException(
+                status_code=404, detail=f"unknown pool {pool!r}; known: {list(daemon.pools)}"
+            )
+
+    @app.get("/healthz", summary="the process is alive")
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", summary="a reconcile tick has completed")
+    def readyz() -> JSONResponse:
+        if not daemon.ready:
+            return JSONResponse({"status": "starting"}, status_code=503)
+        return JSONResponse({"status": "ready"})
+
+    @app.get("/metrics", summary="Prometheus metrics", response_class=Response)
+    def metrics() -> Response:
+        return Response(generate_latest(daemon.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/api/v1/forecast", summary="actual demand, P50/P95 forecast and prewarm of one pool")
+    def forecast(pool: PoolQuery) -> dict[str, Any]:
+        known(pool)
+        record = record_or_503()
+        view = record.pools[pool]
+        history: dict[str, list[Any]] = {"timestamps": [], "gpus": []}
+        if view.history is not None:
+            part = view.history.window(record.at - HISTORY_SECONDS, record.at + 1)
+            step = max(1, 300 // part.step_seconds)
+            ts, values = part.timestamps[::step], part.values[::step]
+            history = {
+                "timestamps": [_iso(int(t)) for t in ts],
+                "gpus": [None if not np.isfinite(v) else float(v) for v in values],
+            }
+        predicted: dict[str, Any] | None = None
+        if view.forecast is not None:
+            f = view.forecast
+            origin = int(f.origins[0])
+            predicted = {
+                "origin": _iso(origin),
+                "horizons_seconds": list(f.horizons_seconds),
+                "target_times": [_iso(origin + h) for h in f.horizons_seconds],
+                "p50": [float(v) for v in f.values_at_origin(0, quantile=0.5)],
+                "p95": [float(v) for v in f.values_at_origin(0, quantile=0.95)],
+            }
+        trail = [p for p in daemon.trail if pool in p.prewarm_gpus]
+        return {
+            "pool": pool,
+            "generated_at": _iso(record.at),
+            "model": view.model,
+            "model_version": view.model_version,
+            "history": history,
+            "forecast": predicted,
+            "prewarm": {
+                "timestamps": [_iso(p.at) for p in trail],
+                "gpus": [p.prewarm_gpus[pool] for p in trail],
+            },
+            "data_quality": list(view.quality),
+        }
+
+    @app.get("/api/v1/plan", summary="the last plan, with the reason for every number")
+    def plan() -> dict[str, Any]:
+        record = record_or_503()
+        decision = record.plan
+        return {
+            "at": _iso(decision.at),
+            "cost_per_hour": decision.cost_per_hour,
+            "gpu_hours_spent_last_day": decision.gpu_hours_spent_last_day,
+            "total_target_gpus": decision.total_target_gpus,
+            "reasons": list(decision.reasons),
+            "pools": [
+                {
+                    "pool": p.pool,
+                    "mode": p.mode.value,
+                    "acts": p.acts,
+                    "demand_p95_gpus": None
+                    if not np.isfinite(p.demand_p95_gpus)
+                    else p.demand_p95_gpus,
+                    "real_demand_gpus": p.real_demand_gpus,
+                    "spare_gpus": p.spare_gpus,
+                    "needed_gpus": p.needed_gpus,
+                    "target_gpus": p.target_gpus,
+                    "placeholders": p.placeholders,
+                    "placeholder_gpus": p.placeholder_gpus,
+                    "protect_nodepool": p.protect_nodepool,
+                    "reasons": list(p.reasons),
+                }
+                for p in decision.pools
+            ],
+        }
+
+    @app.get("/api/v1/status", summary="mode, budgets and warnings per pool")
+    def status() -> dict[str, Any]:
+        record = daemon.last
+        state = daemon.reconciler.state
+        pools = {}
+        for name in daemon.pools:
+            pool_state = state.pool(name)
+            view = record.pools.get(name) if record else None
+            plan_mode = (
+                next((p.mode.value for p in record.plan.pools if p.pool == name), None)
+                if record
+                else None
+            )
+            now = record.at if record else pool_state.budget.since
+            pools[name] = {
+                "mode": plan_mode or pool_state.budget.mode.value,
+                "since": _iso(pool_state.budget.since) if pool_state.budget.since else None,
+                "reason": pool_state.budget.reason,
+                "error_budget_remaining": budget_remaining(pool_state.budget, daemon.slo, now=now),
+                "waste_gpu_hours_24h": waste_last_day(pool_state.budget, now=now),
+                "model": view.model if view else None,
+                "model_version": view.model_version if view else None,
+                "errors": [v for k, v in (record.errors.items() if record else []) if name in k],
+            }
+        return {
+            "version": __version__,
+            "leader": daemon.is_leader(),
+            "ready": daemon.ready,
+            "ticks": daemon.ticks,
+            "last_tick": _iso(record.at) if record else None,
+            "pools": pools,
+            "budgets": {
+                "prewarm_gpus": record.plan.total_target_gpus if record else 0,
+                "cost_per_hour": record.plan.cost_per_hour if record else 0.0,
+                "gpu_hours_spent_last_day": record.plan.gpu_hours_spent_last_day if record else 0.0,
+            },
+            "guardrails": list(daemon.guardrails),
+            "errors": dict(record.errors) if record else {},
+        }
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> HTMLResponse:
+        return HTMLResponse(PAGE.replace("__POOLS__", ",".join(daemon.pools)))
+
+    return app

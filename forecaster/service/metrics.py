@@ -1,0 +1,109 @@
+"""Prometheus metrics of the daemon (prometheus-client, Prometheus naming conventions).
+
+All series live in one ``CollectorRegistry`` per daemon (no global state), exported at
+``/metrics``. Gauges are set from each tick's record; counters only grow.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from forecaster.core.error_budget import SloPolicy, budget_remaining, waste_last_day
+from forecaster.core.planner import Mode
+from forecaster.service.loop import TickRecord
+from forecaster.service.state import ServiceState
+
+
+class Metrics:
+    """The daemon's metric families."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.forecast = Gauge(
+            "forecaster_forecast_gpus",
+            "Forecast GPUs requested at a horizon",
+            ["pool", "quantile", "horizon_seconds"],
+            registry=r,
+        )
+        self.prewarm = Gauge(
+            "forecaster_prewarm_target_gpus", "Prewarm GPUs planned", ["pool"], registry=r
+        )
+        self.needed = Gauge(
+            "forecaster_prewarm_needed_gpus",
+            "Prewarm GPUs needed before caps",
+            ["pool"],
+            registry=r,
+        )
+        self.handoff = Gauge(
+            "forecaster_handoff_active",
+            "1 while the pool is handed off to reactive scaling",
+            ["pool"],
+            registry=r,
+        )
+        self.budget = Gauge(
+            "forecaster_error_budget_remaining_ratio",
+            "Share of the forecast SLO error budget left (1 untouched, <= 0 spent)",
+            ["pool"],
+            registry=r,
+        )
+        self.waste = Gauge(
+            "forecaster_waste_gpu_hours",
+            "Prewarmed GPU-hours that expired unused in 24 h",
+            ["pool"],
+            registry=r,
+        )
+        self.cost = Gauge(
+            "forecaster_prewarm_cost_per_hour", "Cost per hour of the planned prewarm", registry=r
+        )
+        self.spent = Gauge(
+            "forecaster_prewarm_gpu_hours_last_day", "Prewarm GPU-hours spent in 24 h", registry=r
+        )
+        self.leader = Gauge("forecaster_leader", "1 when this replica is the leader", registry=r)
+        self.duration = Histogram(
+            "forecaster_reconcile_duration_seconds",
+            "Reconcile tick duration",
+            registry=r,
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+        )
+        self.ticks = Counter("forecaster_reconcile_total", "Reconcile ticks run", registry=r)
+        self.errors = Counter(
+            "forecaster_reconcile_errors_total",
+            "Errors met in reconcile ticks",
+            ["kind"],
+            registry=r,
+        )
+        self.last_tick = Gauge(
+            "forecaster_last_reconcile_timestamp_seconds", "Time of the last tick", registry=r
+        )
+
+    def observe_tick(
+        self, record: TickRecord, *, state: ServiceState, slo: SloPolicy, seconds: float
+    ) -> None:
+        """Set every gauge from one tick."""
+        self.ticks.inc()
+        self.duration.observe(seconds)
+        self.last_tick.set(record.at)
+        for kind in record.errors:
+            self.errors.labels(kind=kind.split(" ")[0]).inc()
+        self.cost.set(record.plan.cost_per_hour)
+        self.spent.set(record.plan.gpu_hours_spent_last_day)
+        for pool_plan in record.plan.pools:
+            name = pool_plan.pool
+            self.prewarm.labels(pool=name).set(pool_plan.target_gpus)
+            self.needed.labels(pool=name).set(pool_plan.needed_gpus)
+            self.handoff.labels(pool=name).set(
+                1 if pool_plan.mode in (Mode.HANDED_OFF, Mode.RECOVERING) else 0
+            )
+            pool_state = state.pool(name)
+            self.budget.labels(pool=name).set(
+                budget_remaining(pool_state.budget, slo, now=record.at)
+            )
+            self.waste.labels(pool=name).set(waste_last_day(pool_state.budget, now=record.at))
+            forecast = record.pools[name].forecast
+            if forecast is not None:
+                for j, horizon in enumerate(forecast.horizons_seconds):
+                    for k, q in enumerate(forecast.quantiles):
+                        self.forecast.labels(
+                            pool=name, quantile=f"{q:g}", horizon_seconds=str(horizon)
+                        ).set(float(forecast.values[0, j, k]))

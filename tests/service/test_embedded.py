@@ -1,0 +1,54 @@
+"""The embedded default: the daemon on the cluster twin, stepped in simulated time.
+
+Cases: after the warm-up a model is trained on the twin's own demand and published; ticks
+forecast, plan and prewarm in the twin (placeholders appear there); a scheduled retrain
+publishes a new version that the next tick hot-reloads; the endpoint serves it all.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from forecaster.service.embedded import build_embedded, summary
+from forecaster.service.http import create_app
+from forecaster.settings import load_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_daemon_on_the_twin(tmp_path: Path) -> None:
+    settings = load_settings(ROOT / "config" / "forecaster.yaml", env={})
+    twin = settings.twin.model_copy(
+        update={
+            "warmup_days": 8,
+            "models": ("persistence", "quantreg-raw"),
+            "retrain_every_days": 0.25,
+        }
+    )
+    settings = settings.model_copy(
+        update={
+            "twin": twin,
+            "forecast": settings.forecast.model_copy(update={"min_history_days": 7}),
+            "planning": settings.planning.model_copy(update={"stale_after_seconds": 600}),
+        }
+    )
+    run = build_embedded(settings, models_dir=tmp_path)
+    first = run.store.current_version("itp")
+    assert first is not None
+    run.step(run.twin.now + 3 * 3600)
+    record = run.daemon.last
+    assert record is not None and run.daemon.ticks == 3 * 3600 // settings.reconcile_every_seconds
+    view = record.pools["itp"]
+    assert view.model_version == first and view.demand is not None
+    assert max(p.prewarm_gpus["itp"] for p in run.daemon.trail) > 0
+    assert run.twin.twin.snapshot().placeholder_gpus > 0
+    assert "itp: predictive" in summary(run)
+    run.step(run.twin.now + 4 * 3600)  # past the 6 h retrain: a new version, hot-reloaded
+    assert run.store.current_version("itp") != first
+    assert run.daemon.last is not None and run.daemon.last.pools[
+        "itp"
+    ].model_version == run.store.current_version("itp")
+    client = TestClient(create_app(run.daemon))
+    assert client.get("/api/v1/forecast", params={"pool": "itp"}).json()["forecast"]["p95"]

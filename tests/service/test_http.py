@@ -1,0 +1,107 @@
+"""The inspection endpoint over a daemon that has ticked (FastAPI TestClient, in-process).
+
+Cases: healthz; readyz 503 before the first tick and 200 after; forecast JSON (history,
+P50/P95 per horizon, prewarm trail, model); plan JSON with reasons; status JSON with mode and
+budgets; /metrics in Prometheus text with our families; OpenAPI lists every path; the page is
+self-contained (no external scripts); bad and unknown pools get 4xx with a message.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from forecaster.service import app
+from forecaster.service.daemon import Daemon
+from forecaster.service.http import create_app
+from forecaster.settings import Settings
+from tests.service.fakes import LiveSource
+from tests.service.test_loop import T0, calm_history
+
+POOL = "gpu-a"
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Daemon:
+    settings = Settings.model_validate(
+        {
+            "source": {"kind": "prometheus"},
+            "models_dir": str(tmp_path / "models"),
+            "pools": [{"name": POOL, "max_prewarm_gpus": 32}],
+        }
+    )
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    reconciler = app.build_reconciler(settings, source=source, what_if=True)
+    return Daemon(reconciler=reconciler, slo=app.slo_policy(settings), pools=(POOL,))
+
+
+def test_probes(daemon: Daemon) -> None:
+    client = TestClient(create_app(daemon))
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").status_code == 503
+    assert client.get("/api/v1/plan").status_code == 503
+    daemon.reconcile(T0)
+    assert client.get("/readyz").status_code == 200
+
+
+def test_forecast_plan_status_and_metrics(daemon: Daemon) -> None:
+    daemon.reconcile(T0 - 60)
+    daemon.reconcile(T0)
+    client = TestClient(create_app(daemon))
+    forecast = client.get("/api/v1/forecast", params={"pool": POOL}).json()
+    assert forecast["model"] == "persistence" and forecast["model_version"] == "fallback"
+    assert len(forecast["history"]["timestamps"]) == len(forecast["history"]["gpus"]) > 200
+    assert forecast["forecast"]["horizons_seconds"] == [300, 900, 1800]
+    assert all(
+        p95 >= p50
+        for p50, p95 in zip(forecast["forecast"]["p50"], forecast["forecast"]["p95"], strict=True)
+    )
+    assert len(forecast["prewarm"]["gpus"]) == 2
+    plan = client.get("/api/v1/plan").json()
+    (pool,) = plan["pools"]
+    assert pool["pool"] == POOL and pool["target_gpus"] >= 8 and pool["reasons"]
+    status = client.get("/api/v1/status").json()
+    assert status["pools"][POOL]["mode"] == "predictive" and status["ready"] and status["leader"]
+    metrics = client.get("/metrics")
+    assert metrics.headers["content-type"].startswith("text/plain")
+    text = metrics.text
+    assert f'forecaster_prewarm_target_gpus{{pool="{POOL}"}} {float(pool["target_gpus"])}' in text
+    assert 'forecaster_forecast_gpus{horizon_seconds="900",pool="gpu-a",quantile="0.95"}' in text
+    assert "forecaster_reconcile_total 2.0" in text
+    assert "forecaster_reconcile_duration_seconds_count 2.0" in text
+
+
+def test_openapi_and_page(daemon: Daemon) -> None:
+    client = TestClient(create_app(daemon))
+    paths = set(client.get("/openapi.json").json()["paths"])
+    assert {
+        "/api/v1/forecast",
+        "/api/v1/plan",
+        "/api/v1/status",
+        "/metrics",
+        "/healthz",
+        "/readyz",
+    } <= paths
+    page = client.get("/").text
+    assert "<canvas" in page and "gpu-a" in page
+    assert "<script src" not in page and "https://" not in page
+
+
+@pytest.mark.parametrize(
+    ("params", "status", "message"),
+    [
+        ({"pool": "nope"}, 404, "unknown pool 'nope'"),
+        ({"pool": "../../etc"}, 422, "String should match pattern"),
+        ({"pool": "x" * 300}, 422, "at most 63 characters"),
+        ({}, 422, "Field required"),
+    ],
+)
+def test_bad_requests_get_4xx_with_a_message(
+    daemon: Daemon, params: dict[str, str], status: int, message: str
+) -> None:
+    daemon.reconcile(T0)
+    response = TestClient(create_app(daemon)).get("/api/v1/forecast", params=params)
+    assert response.status_code == status
+    assert message in response.text
