@@ -1,0 +1,95 @@
+"""The inspection page in a real headless Chromium: it renders, and its chart has data.
+
+Starts the endpoint with uvicorn on a free loopback port over a daemon that has ticked, lets
+Chromium load the page (no network beyond loopback), checks the DOM reports drawn points and
+that the screenshot holds the chart's colours (actual demand, P95 forecast, prewarm).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+from PIL import Image
+
+from forecaster.service.daemon import Daemon
+from forecaster.service.http import create_app
+from tests.service.test_http import daemon  # noqa: F401  (fixture)
+from tests.service.test_loop import T0
+from tests.support.prometheus_server import free_port
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--hide-scrollbars",
+    "--window-size=1280,900",
+    "--virtual-time-budget=8000",
+]
+
+
+@pytest.fixture
+def served(daemon: Daemon) -> Iterator[str]:  # noqa: F811
+    for minute in range(30, -1, -1):
+        daemon.reconcile(T0 - 60 * minute)
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(daemon), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/"
+    server.should_exit = True
+    thread.join(timeout=5)
+
+
+def chromium() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if path is None:
+        raise RuntimeError("chromium not found: run scripts/setup (installs Debian's 'chromium')")
+    return path
+
+
+def test_page_renders_a_chart_with_data(served: str, tmp_path: Path) -> None:
+    profile = tmp_path / "profile"
+    dom = subprocess.run(
+        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", served],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    match = re.search(r'data-points="(\d+)"', dom)
+    assert match is not None and int(match.group(1)) > 50, dom[:500]
+    assert "predictive" in dom and "prewarm target" in dom
+    shot = tmp_path / "page.png"
+    subprocess.run(
+        [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--screenshot={shot}", served],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    image = Image.open(shot).convert("RGB")
+    colours = {c for _, c in image.getcolors(maxcolors=1 << 20) or []}
+
+    def near(target: tuple[int, int, int]) -> bool:
+        return any(sum(abs(a - b) for a, b in zip(c, target, strict=True)) < 40 for c in colours)
+
+    assert near((0x22, 0x22, 0x22))  # actual demand line
+    assert near((0xEE, 0x77, 0x33))  # P95 forecast
+    assert near((0xF6, 0xC6, 0xCC)) or near((0xEE, 0x66, 0x77))  # prewarm area (translucent)
