@@ -10,7 +10,7 @@ import argparse
 import csv
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from threadpoolctl import threadpool_limits
@@ -80,6 +80,12 @@ def build_parser() -> argparse.ArgumentParser:
     models_sub = models.add_subparsers(dest="models_command", required=True)
     listing = models_sub.add_parser("list", help="versions per pool, * marks the current one")
     _config_arg(listing)
+    rollback = models_sub.add_parser(
+        "rollback", help="make the previous (or a given) version current"
+    )
+    _config_arg(rollback)
+    rollback.add_argument("--pool", required=True)
+    rollback.add_argument("--to", help="version to make current (default: the one before)")
 
     bt = sub.add_parser("backtest", help="rolling-origin backtest of models on a CSV series")
     bt.add_argument("--data", type=Path, required=True, help="CSV with timestamp,<value column>")
@@ -133,22 +139,33 @@ def _dispatch(args: argparse.Namespace) -> int:
     without_config = {"backtest": _backtest, "replay": replay_command}
     if args.command in without_config:
         return without_config[args.command](args)
-    settings = _settings(args.config)
-    if args.command == "validate-config":
-        print(
-            f"config OK: {len(settings.pools)} pool(s): {', '.join(p.name for p in settings.pools)}"
-        )
-        return 0
-    if args.command == "models":
-        return _models_list(settings)
-    if args.command == "plan":
-        return _plan(settings, data=args.data, pool=args.pool)
-    if args.command == "run":
-        if args.speed is not None:
-            twin = settings.twin.model_copy(update={"speed": args.speed})
-            settings = settings.model_copy(update={"twin": twin})
-        return serve_embedded(settings, port=args.port, duration_seconds=args.duration)
-    return _train(settings, pools=args.pool)
+    handlers: dict[str, Callable[[Settings, argparse.Namespace], int]] = {
+        "validate-config": _validate,
+        "models": _models,
+        "plan": lambda s, a: _plan(s, data=a.data, pool=a.pool),
+        "run": _run,
+        "train": lambda s, a: _train(s, pools=a.pool),
+    }
+    return handlers[args.command](_settings(args.config), args)
+
+
+def _validate(settings: Settings, args: argparse.Namespace) -> int:
+    names = ", ".join(p.name for p in settings.pools)
+    print(f"config OK: {len(settings.pools)} pool(s): {names}")
+    return 0
+
+
+def _models(settings: Settings, args: argparse.Namespace) -> int:
+    if args.models_command == "rollback":
+        return _models_rollback(settings, pool=args.pool, to=args.to)
+    return _models_list(settings)
+
+
+def _run(settings: Settings, args: argparse.Namespace) -> int:
+    if args.speed is not None:
+        twin = settings.twin.model_copy(update={"speed": args.speed})
+        settings = settings.model_copy(update={"twin": twin})
+    return serve_embedded(settings, port=args.port, duration_seconds=args.duration)
 
 
 def _settings(path: Path | None) -> Settings:
@@ -205,6 +222,21 @@ def _print_plan(settings: Settings, source: DemandSource, now: int) -> None:
     horizons = {p.name: settings.horizon_for(p) for p in settings.pools}
     for line in plan_report(record, horizons=horizons, budgets=app.budgets(settings)):
         print(line)
+
+
+def _models_rollback(settings: Settings, *, pool: str, to: str | None) -> int:
+    settings.pool(pool)
+    store = ArtifactStore(settings.models_dir)
+    versions = store.versions(pool)
+    current = store.current_version(pool)
+    if to is None:
+        older = [v for v in versions if current is None or v < current]
+        if not older:
+            raise ConfigError(f"pool {pool}: no version older than {current} to roll back to")
+        to = older[-1]
+    store.set_current(pool, to)
+    print(f"{pool}: current model is now {to} (was {current})")
+    return 0
 
 
 def _models_list(settings: Settings) -> int:

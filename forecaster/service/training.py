@@ -140,6 +140,7 @@ def train_pool(
         model = build(FALLBACK, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
         model.fit(series)
     fit_seconds = time.perf_counter() - fit_began
+    promote, why = champion_or_challenger(store, pool, model_name, scores)
     version = store.publish(
         pool=pool,
         model_name=model_name,
@@ -148,11 +149,13 @@ def train_pool(
             series, quality=quality, scores=scores, selection=selection, spec=spec, plan=plan
         ),
         created=created,
+        make_current=promote,
     )
+    verb = "published" if promote else "published challenger"
     return PoolTraining(
         pool=pool,
         status="trained",
-        message=f"published {model_name} as version {version}",
+        message=f"{verb} {model_name} as version {version}: {why}",
         quality=quality,
         scores=tuple(scores),
         runs=tuple(runs),
@@ -161,6 +164,39 @@ def train_pool(
         fit_seconds=fit_seconds,
         total_seconds=time.perf_counter() - began,
         spec=spec,
+    )
+
+
+def champion_or_challenger(
+    store: ArtifactStore, pool: str, challenger: str, scores: list[ModelScore]
+) -> tuple[bool, str]:
+    """Should the newly trained model become current? (champion/challenger on this backtest)
+
+    Both are scored in the same backtest on the same fresh data: the champion's model family
+    was among the candidates. The challenger is promoted if it is the same family (a fresher
+    fit), if there is no usable champion, or if its pinball loss is lower; otherwise it is kept
+    for inspection and rollback while the champion stays current.
+    """
+    try:
+        champion = store.load_current(pool)
+    except ModelError as exc:
+        return True, f"promoted: the current model is unusable ({exc})"
+    if champion is None:
+        return True, "promoted: first model of the pool"
+    if champion.model_name == challenger:
+        return True, f"promoted: a fresher fit of the champion's family {challenger}"
+    by_name = {s.model: s for s in scores}
+    old, new = by_name.get(champion.model_name), by_name.get(challenger)
+    if old is None or new is None or not np.isfinite(old.pinball):
+        return True, f"promoted: champion {champion.model_name} was not scored in this backtest"
+    if new.pinball < old.pinball:
+        return True, (
+            f"promoted over champion {champion.model_name}"
+            f" (pinball {new.pinball:.3f} < {old.pinball:.3f})"
+        )
+    return False, (
+        f"champion {champion.model_name} ({champion.version}) stays current"
+        f" (pinball {old.pinball:.3f} <= challenger {new.pinball:.3f})"
     )
 
 

@@ -1,0 +1,91 @@
+"""Champion/challenger promotion and rollback of published models.
+
+Cases: the first model is promoted; a fresher fit of the same family is promoted; a challenger
+of another family is promoted only if its pinball loss in the same backtest is lower, else the
+champion stays current (the challenger is still stored); an unusable champion is replaced;
+``forecaster models rollback`` goes back one version, or to a named one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from forecaster.cli import main
+from forecaster.core.series import DemandSeries
+from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.backtest import ModelScore
+from forecaster.forecasting.registry import build
+from forecaster.service.training import champion_or_challenger
+
+DAY = 86400
+
+
+def score(model: str, pinball: float) -> ModelScore:
+    return ModelScore(model, 0.95, pinball, 10.0, 0.1, 100, 0)
+
+
+@pytest.fixture
+def store(tmp_path: Path, helios: DemandSeries) -> ArtifactStore:
+    return ArtifactStore(tmp_path / "models")
+
+
+def publish(store: ArtifactStore, helios: DemandSeries, name: str, created: str) -> str:
+    start = helios.start + 12 * DAY
+    model = build(name, horizons_seconds=(900,), quantiles=(0.5, 0.95)).fit(
+        helios.window(start, start + 3 * DAY)
+    )
+    return store.publish(pool="earth", model_name=name, model=model, metadata={}, created=created)
+
+
+def test_promotion_rules(store: ArtifactStore, helios: DemandSeries) -> None:
+    assert champion_or_challenger(store, "earth", "gbm", []) == (
+        True,
+        "promoted: first model of the pool",
+    )
+    publish(store, helios, "persistence", "20260101T000000Z")
+    promote, why = champion_or_challenger(store, "earth", "persistence", [])
+    assert promote and "fresher fit" in why
+    promote, why = champion_or_challenger(
+        store, "earth", "quantreg", [score("persistence", 2.0), score("quantreg", 1.9)]
+    )
+    assert promote and "pinball 1.900 < 2.000" in why
+    promote, why = champion_or_challenger(
+        store, "earth", "quantreg", [score("persistence", 2.0), score("quantreg", 2.1)]
+    )
+    assert not promote and "champion persistence" in why and "stays current" in why
+    (store.root / "earth" / (store.current_version("earth") + ".json")).write_text("{")  # type: ignore[operator]
+    promote, why = champion_or_challenger(store, "earth", "quantreg", [])
+    assert promote and "unusable" in why
+
+
+def test_rollback_command(
+    store: ArtifactStore, helios: DemandSeries, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = publish(store, helios, "persistence", "20260101T000000Z")
+    second = publish(store, helios, "quantreg-raw", "20260108T000000Z")
+    assert store.current_version("earth") == second
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "source": {"kind": "prometheus"},
+                "models_dir": str(store.root),
+                "pools": [{"name": "earth"}],
+            }
+        )
+    )
+    assert main(["models", "rollback", "--config", str(config), "--pool", "earth"]) == 0
+    assert store.current_version("earth") == first
+    assert f"current model is now {first} (was {second})" in capsys.readouterr().out
+    assert (
+        main(["models", "rollback", "--config", str(config), "--pool", "earth", "--to", second])
+        == 0
+    )
+    assert store.current_version("earth") == second
+    assert (
+        main(["models", "rollback", "--config", str(config), "--pool", "earth", "--to", "bogus"])
+        == 1
+    )
