@@ -33,6 +33,7 @@ from forecaster.service.report import (
     selection_line,
     training_report,
 )
+from forecaster.service.scheduler import serve_cluster
 from forecaster.service.training import TrainingPlan, backtest_models
 from forecaster.settings import Settings, load_settings
 from forecaster.sources.base import DemandSource
@@ -58,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--port", type=int, default=8080, help="inspection endpoint port (8080)")
     run.add_argument("--speed", type=float, help="twin: simulated seconds per real second")
     run.add_argument("--duration", type=parse_duration, help="stop after this much real time")
+    run.add_argument(
+        "--cluster", action="store_true", help="run against a real cluster (in-cluster/kubeconfig)"
+    )
+    run.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
 
     train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
     _config_arg(train)
@@ -162,6 +167,8 @@ def _models(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _run(settings: Settings, args: argparse.Namespace) -> int:
+    if args.cluster or args.kube_host:
+        return serve_cluster(settings, port=args.port, host=args.kube_host)
     if args.speed is not None:
         twin = settings.twin.model_copy(update={"speed": args.speed})
         settings = settings.model_copy(update={"twin": twin})

@@ -66,6 +66,7 @@ class Kube:
         self._custom: Any = client.CustomObjectsApi(api)
         self._scheduling: Any = client.SchedulingV1Api(api)
         self._policy: Any = client.PolicyV1Api(api)
+        self._coordination: Any = client.CoordinationV1Api(api)
         self._retries = retries
         self._backoff = backoff_seconds
         self._timeout = request_timeout_seconds
@@ -239,6 +240,33 @@ class Kube:
             lambda: self._core.replace_namespaced_config_map(
                 body["metadata"]["name"], namespace, body, **self._opts()
             ),
+        )
+
+    def get_lease(self, namespace: str, name: str) -> Obj | None:
+        """The Lease, or None."""
+        return self._get(
+            lambda: self._coordination.read_namespaced_lease(name, namespace, **self._opts()),
+            f"get lease {namespace}/{name}",
+        )
+
+    def create_lease(self, namespace: str, body: Obj) -> None:
+        """Create a Lease (409 ConflictError if another replica was faster).
+
+        Leader election writes even in dry-run: it decides who may *act*, and a dry-run
+        replica acts on nothing anyway.
+        """
+        self._retrying(
+            lambda: self._coordination.create_namespaced_lease(namespace, body, **self._opts()),
+            f"create lease {namespace}/{body['metadata']['name']}",
+        )
+
+    def replace_lease(self, namespace: str, body: Obj) -> None:
+        """Replace a Lease; its resourceVersion makes a concurrent change a 409."""
+        self._retrying(
+            lambda: self._coordination.replace_namespaced_lease(
+                body["metadata"]["name"], namespace, body, **self._opts()
+            ),
+            f"replace lease {namespace}/{body['metadata']['name']}",
         )
 
     # ---- plumbing ------------------------------------------------------------------------

@@ -8,6 +8,16 @@ from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
 from forecaster.errors import SourceError
 
+POOL = "gpu-a"
+T0 = 1_800_000_000 - 1_800_000_000 % 3600
+
+
+def calm_history(days: float = 2.0, level: float = 16.0, seed: int = 0) -> list[float]:
+    """Mostly flat demand with small jobs coming and going (a persistence P95 of a few GPUs)."""
+    rng = np.random.default_rng(seed)
+    values = level + np.cumsum(rng.choice([-1, 0, 0, 0, 1], size=int(days * 1440)))
+    return list(np.clip(values - values[-1] + level, 0, None))
+
 
 class LiveSource:
     """Serves ``values`` on a 60 s grid from ``start``; ``fail`` makes the next fetches fail."""

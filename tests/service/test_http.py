@@ -8,33 +8,14 @@ self-contained (no external scripts); bad and unknown pools get 4xx with a messa
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from fastapi.testclient import TestClient
 
-from forecaster.service import app
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from forecaster.settings import Settings
-from tests.service.fakes import LiveSource
-from tests.service.test_loop import T0, calm_history
+from tests.service.fakes import T0
 
 POOL = "gpu-a"
-
-
-@pytest.fixture
-def daemon(tmp_path: Path) -> Daemon:
-    settings = Settings.model_validate(
-        {
-            "source": {"kind": "prometheus"},
-            "models_dir": str(tmp_path / "models"),
-            "pools": [{"name": POOL, "max_prewarm_gpus": 32}],
-        }
-    )
-    source = LiveSource(T0 - 2 * 86400, calm_history())
-    reconciler = app.build_reconciler(settings, source=source, what_if=True)
-    return Daemon(reconciler=reconciler, slo=app.slo_policy(settings), pools=(POOL,))
 
 
 def test_probes(daemon: Daemon) -> None:

@@ -12,10 +12,8 @@ from __future__ import annotations
 import copy
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
@@ -27,10 +25,8 @@ from forecaster.service.loop import Reconciler
 from forecaster.settings import Settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import LiveSource
+from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
-POOL = "gpu-a"
-T0 = 1_800_000_000 - 1_800_000_000 % 3600
 NS = "forecaster"
 
 
@@ -47,33 +43,6 @@ def settings(tmp_path: Path, **changes: object) -> Settings:
     }
     document.update(changes)
     return Settings.model_validate(document)
-
-
-def calm_history(days: float = 2.0, level: float = 16.0, seed: int = 0) -> list[float]:
-    """Mostly flat demand with small jobs coming and going (a persistence P95 of a few GPUs)."""
-    rng = np.random.default_rng(seed)
-    values = level + np.cumsum(rng.choice([-1, 0, 0, 0, 1], size=int(days * 1440)))
-    return list(np.clip(values - values[-1] + level, 0, None))
-
-
-@pytest.fixture
-def api() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble() as server:
-        server.clock = float(T0)
-        yield server
-    assert server.invalid == []
-
-
-@pytest.fixture
-def sim(api: KubeApiDouble) -> ClusterSim:
-    sim = ClusterSim(api)
-    sim.add_nodepool(POOL, limit_gpus=200)
-    for _ in range(2):
-        sim.add_node(POOL)
-    for i in range(2):
-        sim.submit(f"job-{i}", POOL, 8)
-    sim.step()
-    return sim
 
 
 def client(api: KubeApiDouble, *, dry_run: bool = False) -> Kube:

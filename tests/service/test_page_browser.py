@@ -21,8 +21,7 @@ from PIL import Image
 
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from tests.service.test_http import daemon  # noqa: F401  (fixture)
-from tests.service.test_loop import T0
+from tests.service.fakes import T0
 from tests.support.prometheus_server import free_port
 
 CHROMIUM_FLAGS = [
@@ -41,7 +40,7 @@ CHROMIUM_FLAGS = [
 
 
 @pytest.fixture
-def served(daemon: Daemon) -> Iterator[str]:  # noqa: F811
+def served(daemon: Daemon) -> Iterator[str]:
     for minute in range(30, -1, -1):
         daemon.reconcile(T0 - 60 * minute)
     port = free_port()

@@ -1,0 +1,121 @@
+"""The daemon against a real cluster: APScheduler jobs, leader election, endpoint, shutdown.
+
+Jobs (``BackgroundScheduler``, ``coalesce``, ``max_instances=1``, misfire grace of one period):
+
+* ``lease`` every third of the Lease duration: acquire or renew leadership;
+* ``reconcile`` every ``reconcile_every_seconds``: one tick; only the leader acts, every replica
+  forecasts and serves the endpoint.
+
+Weekly retraining runs as the CronJob (``forecaster train``) and publishes artifacts; each tick
+checks the ``CURRENT`` pointer, so new models are hot-reloaded without a restart. On SIGTERM the
+endpoint stops, the scheduler waits for a running tick to finish and the Lease is released: the
+cluster is left as the last completed tick made it (placeholders keep their TTL, NodePool
+patches carry their originals).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass
+
+import uvicorn
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from forecaster.actuators.kube import Kube
+from forecaster.actuators.leases import LeaderElector
+from forecaster.service import app
+from forecaster.service.clock import Clock, SystemClock
+from forecaster.service.daemon import Daemon
+from forecaster.service.http import create_app
+from forecaster.settings import Settings
+
+log = logging.getLogger(__name__)
+LEASE_NAME = "forecaster-leader"
+LEASE_SECONDS = 15
+
+
+@dataclass
+class ClusterService:
+    """The wired daemon for one replica."""
+
+    settings: Settings
+    daemon: Daemon
+    elector: LeaderElector
+    clock: Clock
+    scheduler: BackgroundScheduler | None = None
+
+    def now(self) -> float:
+        """Wall-clock seconds."""
+        return self.clock.now().timestamp()
+
+    def renew(self) -> None:
+        """The ``lease`` job."""
+        self.elector.try_acquire_or_renew(self.now())
+
+    def reconcile(self) -> None:
+        """The ``reconcile`` job."""
+        self.daemon.reconcile(int(self.now()))
+
+    def start(self) -> BackgroundScheduler:
+        """Start both jobs (the first election round runs at once)."""
+        self.renew()
+        every = self.settings.reconcile_every_seconds
+        scheduler = BackgroundScheduler(
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": every}
+        )
+        scheduler.add_job(self.renew, IntervalTrigger(seconds=LEASE_SECONDS / 3), id="lease")
+        scheduler.add_job(self.reconcile, IntervalTrigger(seconds=every), id="reconcile")
+        scheduler.start()
+        self.scheduler = scheduler
+        return scheduler
+
+    def stop(self) -> None:
+        """Wait for a running tick, stop the jobs, give the Lease up."""
+        if self.scheduler is not None:
+            self.scheduler.shutdown(wait=True)
+        self.elector.release(self.now())
+
+
+def build_cluster_service(
+    settings: Settings, kube: Kube, *, identity: str | None = None, clock: Clock | None = None
+) -> ClusterService:
+    """Guardrails, reconciler, elector and daemon for one replica."""
+    clock = clock or SystemClock()
+    identity = identity or os.environ.get("POD_NAME") or socket.gethostname()
+    findings = app.run_guardrails(settings, kube)
+    elector = LeaderElector(
+        kube,
+        namespace=settings.planning.placeholders.namespace,
+        name=LEASE_NAME,
+        identity=identity,
+        lease_seconds=LEASE_SECONDS,
+    )
+    reconciler = app.build_reconciler(settings, kube=kube)
+    daemon = Daemon(
+        reconciler=reconciler,
+        slo=app.slo_policy(settings),
+        is_leader=lambda: elector.is_leader(clock.now().timestamp()),
+        guardrails=[f"{g.code}{f' ({g.pool})' if g.pool else ''}: {g.message}" for g in findings],
+        pools=tuple(p.name for p in settings.pools),
+    )
+    return ClusterService(settings, daemon, elector, clock)
+
+
+def serve_cluster(settings: Settings, *, port: int, host: str | None = None) -> int:
+    """Run one replica until SIGTERM/Ctrl-C (uvicorn handles the signals)."""
+    service = build_cluster_service(settings, app.connect(settings, host=host))
+    service.start()
+    log.info(
+        "forecaster daemon: %d pool(s), endpoint on port %d, dry_run=%s",
+        len(settings.pools),
+        port,
+        settings.dry_run,
+    )
+    try:
+        uvicorn.run(create_app(service.daemon), host="0.0.0.0", port=port, log_level="warning")
+    finally:
+        service.stop()
+    return 0

@@ -1,0 +1,65 @@
+"""Two replicas of the daemon on the API double: one leads and writes, the other only serves.
+
+Cases: the jobs are configured as documented (coalescing, one instance, lease every 5 s); the
+leader's tick creates placeholders while the follower's tick writes nothing to the cluster
+but still forecasts and plans; stopping the leader releases its Lease and the follower takes
+over on its next round; guardrail findings reach the daemon's status.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.service.clock import FakeClock
+from forecaster.service.scheduler import build_cluster_service
+from forecaster.settings import Settings
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from tests.service.test_loop import settings
+
+
+def replica(tmp_path: Path, api: KubeApiDouble, identity: str, clock: FakeClock):  # type: ignore[no-untyped-def]
+    config: Settings = settings(tmp_path)
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    service = build_cluster_service(config, kube, identity=identity, clock=clock)
+    service.daemon.reconciler.source = LiveSource(T0 - 2 * 86400, calm_history())
+    return service
+
+
+def test_only_the_leader_writes(tmp_path: Path, api: KubeApiDouble, sim: ClusterSim) -> None:
+    clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
+    a = replica(tmp_path, api, "replica-a", clock)
+    b = replica(tmp_path, api, "replica-b", clock)
+    assert a.daemon.guardrails == [
+        f"unprotected-gpu-workloads ({POOL}): " + a.daemon.guardrails[0].split(": ", 1)[1]
+    ]
+    a.renew()
+    b.renew()
+    before = len(api.writes())
+    b.reconcile()
+    follower_writes = [w for w in api.writes()[before:] if "/leases/" not in w.path]
+    assert follower_writes == []
+    assert b.daemon.last is not None and b.daemon.last.plan.pool(POOL).target_gpus >= 8
+    a.reconcile()
+    assert api.objects("pods", "forecaster")  # the leader prewarmed
+    a.stop()
+    b.renew()
+    assert b.daemon.is_leader()
+
+
+def test_scheduler_jobs(tmp_path: Path, api: KubeApiDouble, sim: ClusterSim) -> None:
+    clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
+    service = replica(tmp_path, api, "replica-a", clock)
+    scheduler = service.start()
+    try:
+        jobs = {job.id: job for job in scheduler.get_jobs()}
+        assert set(jobs) == {"lease", "reconcile"}
+        assert jobs["reconcile"].trigger.interval.total_seconds() == 30
+        assert jobs["lease"].trigger.interval.total_seconds() == 5
+        assert jobs["reconcile"].max_instances == 1 and jobs["reconcile"].coalesce
+    finally:
+        service.stop()
+    assert not service.elector.is_leader(clock.now().timestamp())
