@@ -1,0 +1,123 @@
+"""RBAC is exactly what the code uses: run the daemon's whole repertoire against the API double,
+turn every request into (apiGroup, resource, verb, scope) and compare with the live overlay.
+
+The scenario covers start-up (guardrails, PriorityClass, Lease), ticks that prewarm (pods,
+NodePool protection, state ConfigMap), a hand-off (deletes, restore) and the CapacityBuffer
+backend (buffer and PodTemplate). Nothing used may be missing from the manifests and nothing
+granted may go unused; NodePool access stays within the configured names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime
+from pathlib import Path
+
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.core.planner import Mode
+from forecaster.service.clock import FakeClock
+from forecaster.service.scheduler import build_cluster_service
+from forecaster.settings import Settings, load_settings
+from tests.deploy.test_manifests import ROOT, grants, render
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import _PATH, RESOURCES, KubeApiDouble, Request
+from tests.service.fakes import T0, LiveSource, calm_history
+
+POOL = "gpu-a100"
+VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def used(requests: list[Request]) -> set[tuple[str, str, str, str]]:
+    out = set()
+    for request in requests:
+        match = _PATH.match(request.path)
+        if match is None:
+            continue
+        resource = match.group("resource")
+        group = RESOURCES[resource].group_version.rpartition("/")[0]
+        verb = VERBS.get(request.method) or ("get" if match.group("name") else "list")
+        out.add((group, resource, verb, match.group("ns") or "cluster"))
+    return out
+
+
+def deploy_settings(tmp_path: Path, **changes: object) -> Settings:
+    path = tmp_path / "forecaster.yaml"
+    path.write_text((ROOT / "deploy" / "base" / "forecaster.yaml").read_text())
+    settings = load_settings(path, env={})
+    pool = settings.pools[0].model_copy(update=changes)
+    return settings.model_copy(update={"pools": (pool,), "models_dir": tmp_path / "models"})
+
+
+def scenario(api: KubeApiDouble, settings: Settings) -> None:
+    sim = ClusterSim(api)
+    if api.store.objects.get(("nodepools", "", POOL)) is None:
+        sim.add_nodepool(POOL, limit_gpus=200)
+        sim.add_node(POOL)
+        sim.submit("job", POOL, 8)
+        sim.step()
+    clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
+    kube = Kube(api_client(host=api.url), dry_run=settings.dry_run, backoff_seconds=0.01)
+    service = build_cluster_service(settings, kube, identity="replica-a", clock=clock)
+    service.daemon.reconciler.source = LiveSource(T0 - 2 * 86400, calm_history())
+    service.renew()
+    service.reconcile()
+    clock.set(datetime.fromtimestamp(T0 + 30, tz=UTC))
+    service.renew()
+    service.reconcile()  # second tick: the state ConfigMap is updated
+    state = service.daemon.reconciler.state.pool(POOL)
+    state.budget = dataclasses.replace(state.budget, mode=Mode.HANDED_OFF)
+    clock.set(datetime.fromtimestamp(T0 + 60, tz=UTC))
+    service.renew()
+    service.reconcile()  # hand-off: placeholders deleted, NodePool restored
+    service.stop()
+
+
+def test_live_rbac_is_exactly_what_the_code_uses(tmp_path: Path) -> None:
+    with KubeApiDouble(capacity_buffers=True) as api:
+        scenario(api, deploy_settings(tmp_path))
+        buffers = deploy_settings(tmp_path, backend="capacitybuffer")
+        scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
+        setup_writes = {
+            ("karpenter.sh", "nodepools", "create", "cluster"),
+            ("", "nodes", "create", "cluster"),
+            ("", "pods", "create", "ml"),
+            ("", "pods", "update", "ml"),
+            ("", "nodes", "update", "cluster"),
+        }
+        need = used(api.requests) - setup_writes
+        nodepool_names = {r.path.rsplit("/", 1)[1] for r in api.requests if "/nodepools/" in r.path}
+    objects = render("live")
+    granted = grants(objects)
+    missing = {u for u in need if u not in granted and (u[0], u[1], u[2], "cluster") not in granted}
+    assert missing == set(), f"the code uses permissions the manifests do not grant: {missing}"
+    unused = {
+        g
+        for g in granted
+        if not any(u[:3] == g[:3] and (g[3] == "cluster" or u[3] == g[3]) for u in need)
+    }
+    assert unused == set(), f"the manifests grant permissions the code never uses: {unused}"
+    (nodepools,) = [
+        r
+        for o in objects
+        if o["kind"] == "ClusterRole"
+        for r in o["rules"]
+        if "nodepools" in r["resources"]
+    ]
+    assert nodepool_names <= set(nodepools["resourceNames"]) == {POOL}
+
+
+def test_forecast_only_rbac_covers_a_dry_run_replica(tmp_path: Path) -> None:
+    with KubeApiDouble() as api:
+        settings = deploy_settings(tmp_path).model_copy(update={"dry_run": True})
+        scenario(api, settings)
+        setup_writes = {
+            ("karpenter.sh", "nodepools", "create", "cluster"),
+            ("", "nodes", "create", "cluster"),
+            ("", "pods", "create", "ml"),
+            ("", "pods", "update", "ml"),
+            ("", "nodes", "update", "cluster"),
+        }
+        need = used(api.requests) - setup_writes
+    granted = grants(render("forecast-only"))
+    missing = {u for u in need if u not in granted and (u[0], u[1], u[2], "cluster") not in granted}
+    assert missing == set()
