@@ -78,6 +78,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="what-if of reactive vs predictive prewarming on a trace")
     add_replay_arguments(rp)
 
+    doctor = sub.add_parser("doctor", help="run the start-up guardrail checks against a cluster")
+    _config_arg(doctor)
+    doctor.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+
     validate = sub.add_parser("validate-config", help="check a config file and exit")
     _config_arg(validate)
 
@@ -150,8 +154,20 @@ def _dispatch(args: argparse.Namespace) -> int:
         "plan": lambda s, a: _plan(s, data=a.data, pool=a.pool),
         "run": _run,
         "train": lambda s, a: _train(s, pools=a.pool),
+        "doctor": _doctor,
     }
     return handlers[args.command](_settings(args.config), args)
+
+
+def _doctor(settings: Settings, args: argparse.Namespace) -> int:
+    """Guardrail findings, one per line; exit 1 when there are any."""
+    findings = app.run_guardrails(settings, app.connect(settings, host=args.kube_host))
+    for finding in findings:
+        where = f" [{finding.pool}]" if finding.pool else ""
+        print(f"WARN {finding.code}{where}: {finding.message}")
+    if not findings:
+        print(f"OK: no guardrail findings for {len(settings.pools)} pool(s)")
+    return 1 if findings else 0
 
 
 def _validate(settings: Settings, args: argparse.Namespace) -> int:
