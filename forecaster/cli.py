@@ -67,6 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
     _config_arg(train)
     train.add_argument("--pool", action="append", help="only this pool (repeatable)")
+    train.add_argument(
+        "--pool-index",
+        type=int,
+        help="only the pool at this position in the config (an Indexed Job passes"
+        " $JOB_COMPLETION_INDEX: one pool per index)",
+    )
 
     plan = sub.add_parser(
         "plan", help="print the prewarm plan now, with the reason for every number"
@@ -153,7 +159,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "models": _models,
         "plan": lambda s, a: _plan(s, data=a.data, pool=a.pool),
         "run": _run,
-        "train": lambda s, a: _train(s, pools=a.pool),
+        "train": _train_command,
         "doctor": _doctor,
     }
     return handlers[args.command](_settings(args.config), args)
@@ -168,6 +174,17 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     if not findings:
         print(f"OK: no guardrail findings for {len(settings.pools)} pool(s)")
     return 1 if findings else 0
+
+
+def _train_command(settings: Settings, args: argparse.Namespace) -> int:
+    pools = list(args.pool or [])
+    if args.pool_index is not None:
+        if not 0 <= args.pool_index < len(settings.pools):
+            raise ConfigError(
+                f"--pool-index {args.pool_index}: the config has {len(settings.pools)} pool(s)"
+            )
+        pools.append(settings.pools[args.pool_index].name)
+    return _train(settings, pools=pools or None)
 
 
 def _validate(settings: Settings, args: argparse.Namespace) -> int:

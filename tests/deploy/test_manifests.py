@@ -144,3 +144,23 @@ def grants(objects: list[dict[str, Any]]) -> set[tuple[str, str, str, str]]:
                     for verb in rule["verbs"]:
                         out.add((group, resource, verb, scope))
     return out
+
+
+def test_retraining_fans_out_one_pool_per_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (cronjob,) = by_kind(render("live"), "CronJob")
+    job = cronjob["spec"]["jobTemplate"]["spec"]
+    assert job["completionMode"] == "Indexed"
+    config = yaml.safe_load((ROOT / "deploy" / "base" / "forecaster.yaml").read_text())
+    assert job["completions"] == len(config["pools"])
+    assert (
+        "--pool-index $JOB_COMPLETION_INDEX" in job["template"]["spec"]["containers"][0]["args"][0]
+    )
+
+    from forecaster.cli import main
+
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump({"source": {"kind": "prometheus"}, "pools": [{"name": "a"}]}))
+    assert main(["train", "--config", str(path), "--pool-index", "3"]) == 1
+    assert "--pool-index 3: the config has 1 pool(s)" in capsys.readouterr().err

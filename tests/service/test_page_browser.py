@@ -20,9 +20,13 @@ import uvicorn
 from PIL import Image
 
 from forecaster.service.daemon import Daemon
+from forecaster.service.embedded import build_embedded
 from forecaster.service.http import create_app
+from forecaster.settings import load_settings
 from tests.service.fakes import T0
 from tests.support.prometheus_server import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -43,6 +47,25 @@ CHROMIUM_FLAGS = [
 def served(daemon: Daemon) -> Iterator[str]:
     for minute in range(30, -1, -1):
         daemon.reconcile(T0 - 60 * minute)
+    yield from serve(daemon)
+
+
+@pytest.fixture
+def served_twin(tmp_path: Path) -> Iterator[str]:
+    """The README's main command path: the daemon on the cluster twin."""
+    settings = load_settings(ROOT / "config" / "forecaster.yaml", env={})
+    twin = settings.twin.model_copy(
+        update={"warmup_days": 8, "models": ("persistence", "quantreg-raw")}
+    )
+    forecast = settings.forecast.model_copy(update={"min_history_days": 7})
+    run = build_embedded(
+        settings.model_copy(update={"twin": twin, "forecast": forecast}), models_dir=tmp_path / "m"
+    )
+    run.step(run.twin.now + 6 * 3600)
+    yield from serve(run.daemon)
+
+
+def serve(daemon: Daemon) -> Iterator[str]:
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(create_app(daemon), host="127.0.0.1", port=port, log_level="warning")
@@ -64,7 +87,11 @@ def chromium() -> str:
     return path
 
 
-def test_page_renders_a_chart_with_data(served: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("fixture", ["served", "served_twin"])
+def test_page_renders_a_chart_with_data(
+    fixture: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    served = request.getfixturevalue(fixture)
     profile = tmp_path / "profile"
     dom = subprocess.run(
         [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", served],
