@@ -62,18 +62,8 @@ def rss_mib() -> float:
     return float("nan")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pools", type=int, default=10)
-    parser.add_argument("--days", type=float, default=7)
-    parser.add_argument("--every", type=int, default=900)
-    args = parser.parse_args()
-    names = [f"gpu-{i}" for i in range(args.pools)]
-    path = ROOT / "data/samples/msr-itp-cluster04.csv"
-    samples = {"msr-itp-cluster04": CsvSource({"s": path}).fetch_all("s", step_seconds=60)[0]}
-    itp = samples["msr-itp-cluster04"]
-    now = 1_800_000_000 - 1_800_000_000 % 3600
-    series = {name: (itp, now - (itp.start + (15 + i) * DAY)) for i, name in enumerate(names)}
+def publish_models(series: dict[str, tuple[DemandSeries, int]], *, now: int) -> Path:
+    """One quantreg model per pool, trained on the 14 days before ``now``, in a scratch store."""
     models = Path(tempfile.mkdtemp())
     store = ArtifactStore(models)
     for name, (base, shift) in series.items():
@@ -88,6 +78,22 @@ def main() -> None:
             metadata={},
             created="20260101T000000Z",
         )
+    return models
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pools", type=int, default=10)
+    parser.add_argument("--days", type=float, default=7)
+    parser.add_argument("--every", type=int, default=900)
+    args = parser.parse_args()
+    names = [f"gpu-{i}" for i in range(args.pools)]
+    path = ROOT / "data/samples/msr-itp-cluster04.csv"
+    samples = {"msr-itp-cluster04": CsvSource({"s": path}).fetch_all("s", step_seconds=60)[0]}
+    itp = samples["msr-itp-cluster04"]
+    now = 1_800_000_000 - 1_800_000_000 % 3600
+    series = {name: (itp, now - (itp.start + (15 + i) * DAY)) for i, name in enumerate(names)}
+    models = publish_models(series, now=now)
     settings = Settings.model_validate(
         {
             "source": {"kind": "prometheus"},
@@ -118,7 +124,7 @@ def main() -> None:
         service.renew()
         service.reconcile()
         start_rss, start_threads = rss_mib(), threading.active_count()
-        durations = []
+        durations, writes = [], []
         ticks = int(args.days * DAY / args.every)
         for k in range(1, ticks + 1):
             t = now + k * args.every
@@ -128,6 +134,7 @@ def main() -> None:
             began = time.perf_counter()
             service.reconcile()
             durations.append(time.perf_counter() - began)
+            writes.append(len(api.writes()))
             sim.step()
             api.requests.clear()  # the double's request log is test tooling, not the daemon
         service.stop()
@@ -142,6 +149,11 @@ def main() -> None:
     print(
         f"RSS MiB: after first tick {start_rss:.0f}, after the week {rss_mib():.0f};"
         f" peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}"
+    )
+    slowest = int(np.argmax(d))
+    print(
+        f"slowest tick: {d[slowest]:.3f} s with {writes[slowest]} API writes"
+        f" (median tick: {int(np.median(writes))} writes)"
     )
     print(f"threads: {start_threads} -> {threading.active_count()}")
     errors = service.daemon.last.errors if service.daemon.last else {}
