@@ -84,9 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("replay", help="what-if of reactive vs predictive prewarming on a trace")
     add_replay_arguments(rp)
 
-    doctor = sub.add_parser("doctor", help="run the start-up guardrail checks against a cluster")
-    _config_arg(doctor)
-    doctor.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+    _add_cluster_commands(sub)
 
     validate = sub.add_parser("validate-config", help="check a config file and exit")
     _config_arg(validate)
@@ -125,6 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``cleanup`` and ``doctor``: commands that talk to a cluster."""
+    cleanup = sub.add_parser(
+        "cleanup", help="uninstall: remove our placeholders and buffers, restore NodePools"
+    )
+    _config_arg(cleanup)
+    cleanup.add_argument(
+        "--kube-host", help="API server URL (default: in-cluster, else kubeconfig)"
+    )
+
+    doctor = sub.add_parser("doctor", help="run the start-up guardrail checks against a cluster")
+    _config_arg(doctor)
+    doctor.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+
+
 def _config_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
@@ -161,8 +174,19 @@ def _dispatch(args: argparse.Namespace) -> int:
         "run": _run,
         "train": _train_command,
         "doctor": _doctor,
+        "cleanup": _cleanup,
     }
     return handlers[args.command](_settings(args.config), args)
+
+
+def _cleanup(settings: Settings, args: argparse.Namespace) -> int:
+    """Withdraw everything forecaster changed in the cluster; idempotent."""
+    kube = app.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
+    changed = app.cleanup(settings, kube)
+    for line in changed:
+        print(line)
+    print(f"cleanup: {len(changed)} change(s) undone" if changed else "cleanup: nothing to undo")
+    return 0
 
 
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:

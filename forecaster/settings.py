@@ -296,7 +296,8 @@ def load_settings(path: Path, *, env: Mapping[str, str] | None = None) -> Settin
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from exc
+        problem = _printable(str(getattr(exc, "problem", exc)))
+        raise ConfigError(f"{path}{where}: not valid YAML: {problem}") from exc
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
@@ -317,9 +318,14 @@ def describe_errors(exc: ValidationError) -> str:
     """Pydantic errors as ``field.path: message`` joined with '; '."""
     parts = []
     for error in exc.errors():
-        where = ".".join(str(p) for p in error["loc"]) or "(top level)"
-        parts.append(f"{where}: {error['msg'].removeprefix('Value error, ')}")
+        where = ".".join(_printable(str(p)) for p in error["loc"]) or "(top level)"
+        parts.append(f"{where}: {_printable(error['msg'].removeprefix('Value error, '))}")
     return "; ".join(parts)
+
+
+def _printable(text: str) -> str:
+    """Field names come from the user's file: show control characters escaped, on one line."""
+    return text if text.isprintable() else repr(text)
 
 
 def _override(node: Any, path: list[str], value: str, *, key: str) -> None:

@@ -66,13 +66,19 @@ class Actuator:
                 report.errors[pool_plan.pool] = str(exc)
         return report
 
-    def withdraw(self, pool: str) -> None:
-        """Remove all prewarm of ``pool`` and restore its NodePool (hand-off, cleanup)."""
+    def withdraw(self, pool: str) -> list[str]:
+        """Remove all prewarm of ``pool`` and restore its NodePool (uninstall); idempotent.
+
+        Returns what was changed, for the operator.
+        """
+        changed = []
         config = self.pools[pool]
-        if config.backend == "capacitybuffer" and self.buffers is not None:
-            self.buffers.apply(config.spec, replicas=0)
-        self.placeholders.remove_all(pool)
-        self.nodepools.restore(pool)
+        if self.buffers is not None and self.buffers.apply(config.spec, replicas=0):
+            changed.append(f"CapacityBuffer of {pool} set to 0 replicas")
+        changed += [f"deleted placeholder {name}" for name in self.placeholders.remove_all(pool)]
+        if self.nodepools.restore(pool):
+            changed.append(f"NodePool {pool} restored to its recorded original")
+        return changed
 
     def _apply_pool(self, pool_plan: PoolPlan, report: ActuationReport, *, now: int) -> None:
         name = pool_plan.pool

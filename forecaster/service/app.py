@@ -268,3 +268,27 @@ def run_guardrails(settings: Settings, kube: Kube) -> list[Guardrail]:
         where = f" ({finding.pool})" if finding.pool else ""
         log.warning("guardrail %s%s: %s", finding.code, where, finding.message)
     return findings
+
+
+def cleanup(settings: Settings, kube: Kube) -> list[str]:
+    """Uninstall: withdraw every placeholder and buffer change, restore every NodePool we touched.
+
+    Idempotent - a second run finds nothing to change. Leaves the PriorityClass and the state
+    ConfigMap to ``kubectl delete -k deploy/...``.
+    """
+    ph = settings.planning.placeholders
+    buffers = (
+        CapacityBuffers(kube, namespace=ph.namespace, priority_class=ph.priority_class)
+        if kube.serves_capacity_buffers(ph.namespace)
+        else None
+    )
+    actuator = Actuator(
+        placeholders=Placeholders(kube, namespace=ph.namespace, priority_class=ph.priority_class),
+        nodepools=NodePools(kube),
+        buffers=buffers,
+        pools={p.name: PoolActuation(placeholder_spec(settings, p)) for p in settings.pools},
+    )
+    changed = []
+    for pool in settings.pools:
+        changed += actuator.withdraw(pool.name)
+    return changed
