@@ -15,6 +15,7 @@ import numpy as np
 from fastapi import FastAPI, HTTPException, Query
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel
 
 from forecaster import __version__
 from forecaster.core.error_budget import budget_remaining, waste_last_day
@@ -32,6 +33,20 @@ PoolQuery = Annotated[
     ),
 ]
 HISTORY_SECONDS = 86400
+
+
+class Problem(BaseModel):
+    """An error: what was wrong with the request, or why there is nothing to show yet."""
+
+    detail: str
+
+
+NOT_READY: dict[int | str, dict[str, Any]] = {
+    503: {"model": Problem, "description": "no reconcile tick has completed yet"}
+}
+UNKNOWN_POOL: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "description": "the pool is not configured"}
+}
 
 
 def _iso(seconds: int) -> str:
@@ -61,7 +76,7 @@ def create_app(daemon: Daemon) -> FastAPI:
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", summary="a reconcile tick has completed")
+    @app.get("/readyz", summary="a reconcile tick has completed", responses=NOT_READY)
     def readyz() -> JSONResponse:
         if not daemon.ready:
             return JSONResponse({"status": "starting"}, status_code=503)
@@ -71,7 +86,11 @@ def create_app(daemon: Daemon) -> FastAPI:
     def metrics() -> Response:
         return Response(generate_latest(daemon.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    @app.get("/api/v1/forecast", summary="actual demand, P50/P95 forecast and prewarm of one pool")
+    @app.get(
+        "/api/v1/forecast",
+        summary="actual demand, P50/P95 forecast and prewarm of one pool",
+        responses={**NOT_READY, **UNKNOWN_POOL},
+    )
     def forecast(pool: PoolQuery) -> dict[str, Any]:
         known(pool)
         record = record_or_503()
@@ -111,7 +130,11 @@ def create_app(daemon: Daemon) -> FastAPI:
             "data_quality": list(view.quality),
         }
 
-    @app.get("/api/v1/plan", summary="the last plan, with the reason for every number")
+    @app.get(
+        "/api/v1/plan",
+        summary="the last plan, with the reason for every number",
+        responses=NOT_READY,
+    )
     def plan() -> dict[str, Any]:
         record = record_or_503()
         decision = record.plan
