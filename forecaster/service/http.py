@@ -187,7 +187,11 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "waste_gpu_hours_24h": waste_last_day(pool_state.budget, now=now),
                 "model": view.model if view else None,
                 "model_version": view.model_version if view else None,
-                "errors": [v for k, v in (record.errors.items() if record else []) if name in k],
+                "errors": [
+                    f"{k.split(' ')[0]}: {v}"
+                    for k, v in (record.errors.items() if record else [])
+                    if k.endswith(f" {name}")
+                ],
             }
         return {
             "version": __version__,

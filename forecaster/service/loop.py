@@ -82,6 +82,8 @@ class TickRecord:
     transitions: tuple[Transition, ...]
     actuation: ActuationReport | None
     errors: dict[str, str] = field(default_factory=dict)
+    """Problems met, keyed ``"<kind> <pool>"`` (data, model, forecast, actuate) or ``cluster`` /
+    ``state``; the kind is the label of ``forecaster_reconcile_errors_total``."""
 
 
 class Reconciler:
@@ -211,7 +213,7 @@ class Reconciler:
                 name, start=now - self.lookback_seconds, end=now, step_seconds=self.step_seconds
             )
         except ForecasterError as exc:
-            errors[name] = f"data: {exc}"
+            errors[f"data {name}"] = str(exc)
             log.error(
                 "pool %s: no fresh data (%s); keeping the last forecast, which goes stale",
                 name,
@@ -222,7 +224,7 @@ class Reconciler:
         usable = np.flatnonzero(series.usable)
         active = self.models.get(name, history=series) if usable.size else None
         if active is None:
-            errors[name] = "no usable history or model"
+            errors[f"model {name}"] = "no usable history or model"
             return PoolView(
                 **{**empty.__dict__, "history": series, "quality": _lines(quality)}
             ), evaluations
@@ -230,7 +232,7 @@ class Reconciler:
         try:
             forecast = active.model.predict(series, at=np.array([origin], dtype=np.int64))
         except (ForecasterError, ValueError) as exc:
-            errors[name] = f"forecast failed: {exc}"
+            errors[f"forecast {name}"] = str(exc)
             return PoolView(**{**empty.__dict__, "history": series}), evaluations
         p95 = float(forecast.values_at(quantile=0.95, horizon_seconds=runtime.horizon_seconds)[0])
         p50 = float(forecast.values_at(quantile=0.5, horizon_seconds=runtime.horizon_seconds)[0])

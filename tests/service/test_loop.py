@@ -119,7 +119,7 @@ def test_stale_data_holds_existing_prewarm_then_withdraws(
     assert held >= 1
     source.fail = "Prometheus http://prom:9090 is unreachable: connection refused"
     record = loop.tick(T0 + 600)  # 10 min old: stale, within the 15 min hold
-    assert "no fresh data" not in record.errors[POOL] and "unreachable" in record.errors[POOL]
+    assert "unreachable" in record.errors[f"data {POOL}"]
     assert record.plan.pool(POOL).placeholders == held
     assert any("stale" in r for r in record.plan.pool(POOL).reasons)
     assert len(placeholders(api)) == held
