@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from bench.measure import rss_mib
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
@@ -52,14 +53,6 @@ class ShiftedSource:
         return regularize(
             part.timestamps + shift, part.values, step_seconds=step_seconds, name=pool
         )
-
-
-def rss_mib() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def publish_models(series: dict[str, tuple[DemandSeries, int]], *, now: int) -> Path:

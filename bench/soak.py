@@ -19,6 +19,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from bench.measure import rss_mib
 from forecaster.service.embedded import build_embedded
 from forecaster.settings import load_settings
 
@@ -33,14 +34,6 @@ class Counter(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         self.count += 1
-
-
-def rss_mib() -> float:
-    with open("/proc/self/status") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def main() -> None:

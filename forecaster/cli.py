@@ -15,7 +15,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from forecaster.core.series import from_epoch_seconds
+from forecaster.core.series import iso_utc
 from forecaster.durations import parse_duration
 from forecaster.errors import ConfigError, ForecasterError
 from forecaster.forecasting.artifacts import ArtifactStore
@@ -375,8 +375,8 @@ def _write_forecasts(path: Path, runs: list[ModelRun], *, horizon: int) -> int:
             ):
                 writer.writerow(
                     [
-                        _iso(int(origin)),
-                        _iso(int(origin) + horizon),
+                        iso_utc(int(origin)),
+                        iso_utc(int(origin) + horizon),
                         horizon,
                         run.model,
                         f"{p50:.3f}",
@@ -386,10 +386,6 @@ def _write_forecasts(path: Path, runs: list[ModelRun], *, horizon: int) -> int:
                 )
                 rows += 1
     return rows
-
-
-def _iso(seconds: int) -> str:
-    return from_epoch_seconds(seconds).isoformat().replace("+00:00", "Z")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from forecaster.core.series import DemandSeries, FloatArray, IntArray, from_epoch_seconds
+from forecaster.core.series import DemandSeries, FloatArray, IntArray, iso_utc
 
 Window = tuple[int, int]
 """A time window ``(start, end)`` in epoch seconds, end exclusive."""
@@ -86,9 +86,9 @@ class QualityReport:
                 f" (longest {_longest(self.gaps) // 60} min)"
             )
         for start, end in self.outages:
+            first, last = iso_utc(start, minutes=True), iso_utc(end, minutes=True)
             lines.append(
-                f"outage-like run of zeros excluded: {_iso(start)} to {_iso(end)}"
-                f" ({(end - start) // 60} min)"
+                f"outage-like run of zeros excluded: {first} to {last} ({(end - start) // 60} min)"
             )
         return lines
 
@@ -170,7 +170,3 @@ def _runs(
 
 def _longest(windows: tuple[Window, ...]) -> int:
     return max(end - start for start, end in windows)
-
-
-def _iso(seconds: int) -> str:
-    return from_epoch_seconds(seconds).strftime("%Y-%m-%dT%H:%MZ")

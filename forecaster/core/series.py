@@ -33,6 +33,14 @@ def from_epoch_seconds(seconds: int) -> datetime:
     return datetime.fromtimestamp(int(seconds), tz=UTC)
 
 
+def iso_utc(seconds: int, *, minutes: bool = False) -> str:
+    """Epoch seconds as ISO 8601 UTC ending in Z, to the second or (``minutes``) the minute."""
+    moment = from_epoch_seconds(seconds)
+    if minutes:
+        return moment.strftime("%Y-%m-%dT%H:%MZ")
+    return moment.isoformat().replace("+00:00", "Z")
+
+
 @dataclass(frozen=True, eq=False)
 class DemandSeries:
     """GPUs requested on a regular time grid; NaN marks a gap or an excluded sample."""

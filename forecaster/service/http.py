@@ -19,7 +19,7 @@ from pydantic import BaseModel
 
 from forecaster import __version__
 from forecaster.core.error_budget import budget_remaining, waste_last_day
-from forecaster.core.series import from_epoch_seconds
+from forecaster.core.series import iso_utc
 from forecaster.service.daemon import Daemon
 from forecaster.service.page import PAGE
 
@@ -47,10 +47,6 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 UNKNOWN_POOL: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "description": "the pool is not configured"}
 }
-
-
-def _iso(seconds: int) -> str:
-    return from_epoch_seconds(seconds).isoformat().replace("+00:00", "Z")
 
 
 def create_app(daemon: Daemon) -> FastAPI:
@@ -101,7 +97,7 @@ def create_app(daemon: Daemon) -> FastAPI:
             step = max(1, 300 // part.step_seconds)
             ts, values = part.timestamps[::step], part.values[::step]
             history = {
-                "timestamps": [_iso(int(t)) for t in ts],
+                "timestamps": [iso_utc(int(t)) for t in ts],
                 "gpus": [None if not np.isfinite(v) else float(v) for v in values],
             }
         predicted: dict[str, Any] | None = None
@@ -109,22 +105,22 @@ def create_app(daemon: Daemon) -> FastAPI:
             f = view.forecast
             origin = int(f.origins[0])
             predicted = {
-                "origin": _iso(origin),
+                "origin": iso_utc(origin),
                 "horizons_seconds": list(f.horizons_seconds),
-                "target_times": [_iso(origin + h) for h in f.horizons_seconds],
+                "target_times": [iso_utc(origin + h) for h in f.horizons_seconds],
                 "p50": [float(v) for v in f.values_at_origin(0, quantile=0.5)],
                 "p95": [float(v) for v in f.values_at_origin(0, quantile=0.95)],
             }
         trail = [p for p in daemon.trail if pool in p.prewarm_gpus]
         return {
             "pool": pool,
-            "generated_at": _iso(record.at),
+            "generated_at": iso_utc(record.at),
             "model": view.model,
             "model_version": view.model_version,
             "history": history,
             "forecast": predicted,
             "prewarm": {
-                "timestamps": [_iso(p.at) for p in trail],
+                "timestamps": [iso_utc(p.at) for p in trail],
                 "gpus": [p.prewarm_gpus[pool] for p in trail],
             },
             "data_quality": list(view.quality),
@@ -139,7 +135,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         record = record_or_503()
         decision = record.plan
         return {
-            "at": _iso(decision.at),
+            "at": iso_utc(decision.at),
             "cost_per_hour": decision.cost_per_hour,
             "gpu_hours_spent_last_day": decision.gpu_hours_spent_last_day,
             "total_target_gpus": decision.total_target_gpus,
@@ -181,7 +177,7 @@ def create_app(daemon: Daemon) -> FastAPI:
             now = record.at if record else pool_state.budget.since
             pools[name] = {
                 "mode": plan_mode or pool_state.budget.mode.value,
-                "since": _iso(pool_state.budget.since) if pool_state.budget.since else None,
+                "since": iso_utc(pool_state.budget.since) if pool_state.budget.since else None,
                 "reason": pool_state.budget.reason,
                 "error_budget_remaining": budget_remaining(pool_state.budget, daemon.slo, now=now),
                 "waste_gpu_hours_24h": waste_last_day(pool_state.budget, now=now),
@@ -198,7 +194,7 @@ def create_app(daemon: Daemon) -> FastAPI:
             "leader": daemon.is_leader(),
             "ready": daemon.ready,
             "ticks": daemon.ticks,
-            "last_tick": _iso(record.at) if record else None,
+            "last_tick": iso_utc(record.at) if record else None,
             "pools": pools,
             "budgets": {
                 "prewarm_gpus": record.plan.total_target_gpus if record else 0,

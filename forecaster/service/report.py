@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 
 from forecaster.core.policy import Budgets
-from forecaster.core.series import from_epoch_seconds
+from forecaster.core.series import iso_utc
 from forecaster.durations import format_duration
 from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.selection import Selection
@@ -79,7 +79,7 @@ def training_report(results: Sequence[PoolTraining], *, baseline: str) -> list[s
 def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budgets) -> list[str]:
     """The plan of one tick, a line for every number and the reasons behind it."""
     decision = record.plan
-    lines = [f"plan at {_iso(decision.at)}"]
+    lines = [f"plan at {iso_utc(decision.at, minutes=True)}"]
     for pool_plan in decision.pools:
         view = record.pools[pool_plan.pool]
         model = f"{view.model} ({view.model_version})" if view.model else "none"
@@ -87,7 +87,7 @@ def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budget
         if view.demand is not None:
             ahead = format_duration(horizons[pool_plan.pool])
             lines.append(
-                f"  forecast from {_iso(view.demand.data_end)} for +{ahead}:"
+                f"  forecast from {iso_utc(view.demand.data_end, minutes=True)} for +{ahead}:"
                 f" P50 {view.demand.p50_gpus:.1f}, P95 {view.demand.p95_gpus:.1f} GPUs"
             )
         if view.snapshot is not None:
@@ -119,7 +119,3 @@ def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budget
     )
     lines.extend(f"  - {reason}" for reason in decision.reasons)
     return lines
-
-
-def _iso(seconds: int) -> str:
-    return from_epoch_seconds(seconds).strftime("%Y-%m-%dT%H:%MZ")

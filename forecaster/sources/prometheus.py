@@ -28,7 +28,7 @@ from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
 from forecaster.core.quality import QualityReport, regularize
-from forecaster.core.series import DemandSeries
+from forecaster.core.series import DemandSeries, iso_utc
 from forecaster.errors import SourceError
 
 MAX_POINTS_PER_SERIES = 11_000
@@ -112,7 +112,7 @@ class PrometheusSource:
         if all_ts.size == 0:
             raise SourceError(
                 f"Prometheus {self.url}: query for pool {pool!r} returned no samples between"
-                f" {_iso(first)} and {_iso(last)}"
+                f" {iso_utc(first)} and {iso_utc(last)}"
             )
         return regularize(
             all_ts,
@@ -196,7 +196,3 @@ def _is_timeout(reason: BaseException) -> bool:
 
 def _first_line(exc: BaseException) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-
-
-def _iso(seconds: int) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).isoformat().replace("+00:00", "Z")
