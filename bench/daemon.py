@@ -6,7 +6,9 @@ trained model per pool published to a scratch store. The daemon ticks every 15 s
 minutes for 7 simulated days; prints tick time percentiles and the RSS and thread count at the
 start and the end (flat means no leak).
 
-Run: ``.venv/bin/python -m bench.daemon [--pools 10] [--days 7] [--every 900]``
+Run: ``.venv/bin/python -m bench.daemon [--pools 10] [--days 7] [--every 900]`` for memory over
+a week; ``--days 0.3 --every 30`` for tick times at the production cadence (30 s ticks, so
+placeholder renewals are spread over the renewal window as in a cluster).
 """
 
 from __future__ import annotations
