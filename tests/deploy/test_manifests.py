@@ -164,3 +164,22 @@ def test_retraining_fans_out_one_pool_per_index(
     path.write_text(yaml.safe_dump({"source": {"kind": "prometheus"}, "pools": [{"name": "a"}]}))
     assert main(["train", "--config", str(path), "--pool-index", "3"]) == 1
     assert "--pool-index 3: the config has 1 pool(s)" in capsys.readouterr().err
+
+
+def test_dockerfile_builds_what_the_manifests_run() -> None:
+    """Static checks (no Docker engine on these machines to build it): pinned install, non-root
+    user matching the manifests' runAsUser, the files it copies exist, the entrypoint is ours."""
+    text = (ROOT / "deploy" / "Dockerfile").read_text()
+    assert "-c requirements.lock" in text
+    assert "USER 10001:10001" in text
+    for line in text.splitlines():
+        if line.startswith("COPY ") and "--from" not in line:
+            for name in line.split()[1:-1]:
+                assert (ROOT / name).exists(), name
+    assert 'ENTRYPOINT ["forecaster"]' in text
+    (deployment,) = by_kind(render("live"), "Deployment")
+    assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 10001
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["args"][:2] == [
+        "run",
+        "--cluster",
+    ]
