@@ -9,6 +9,7 @@ import csv
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
@@ -28,13 +29,17 @@ class CsvSamples:
     values: np.ndarray
 
 
-def read_csv_samples(path: Path, *, value_column: str = DEFAULT_VALUE_COLUMN) -> CsvSamples:
-    """Read raw samples; an empty cell or ``nan`` is a gap (NaN), anything else bad fails."""
+def _open(path: Path) -> TextIO:
+    """Open a CSV file for reading, or fail with a ``SourceError`` naming it."""
     try:
-        handle = path.open(newline="", encoding="utf-8")
+        return path.open(newline="", encoding="utf-8")
     except OSError as exc:
         raise SourceError(f"{path}: cannot open: {exc.strerror or exc}") from exc
-    with handle:
+
+
+def read_csv_samples(path: Path, *, value_column: str = DEFAULT_VALUE_COLUMN) -> CsvSamples:
+    """Read raw samples; an empty cell or ``nan`` is a gap (NaN), anything else bad fails."""
+    with _open(path) as handle:
         reader = csv.reader(handle)
         try:
             header = next(reader)
@@ -148,11 +153,7 @@ def read_job_trace(path: Path, *, epoch: int) -> JobTrace:
 
     Malformed rows fail with a ``SourceError`` naming the line.
     """
-    try:
-        handle = path.open(newline="", encoding="utf-8")
-    except OSError as exc:
-        raise SourceError(f"{path}: cannot open: {exc.strerror or exc}") from exc
-    with handle:
+    with _open(path) as handle:
         reader = csv.reader(handle)
         header = [c.strip() for c in next(reader, [])]
         missing = [c for c in JOB_COLUMNS if c not in header]

@@ -24,6 +24,14 @@ from tests.kubeapi.server import _PATH, RESOURCES, KubeApiDouble, Request
 from tests.service.fakes import T0, LiveSource, calm_history
 
 POOL = "gpu-a100"
+SETUP_WRITES = {
+    # what the test itself (and the double's scheduler/Karpenter) writes, not the daemon
+    ("karpenter.sh", "nodepools", "create", "cluster"),
+    ("", "nodes", "create", "cluster"),
+    ("", "pods", "create", "ml"),
+    ("", "pods", "update", "ml"),
+    ("", "nodes", "update", "cluster"),
+}
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -77,14 +85,7 @@ def test_live_rbac_is_exactly_what_the_code_uses(tmp_path: Path) -> None:
         scenario(api, deploy_settings(tmp_path))
         buffers = deploy_settings(tmp_path, backend="capacitybuffer")
         scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
-        setup_writes = {
-            ("karpenter.sh", "nodepools", "create", "cluster"),
-            ("", "nodes", "create", "cluster"),
-            ("", "pods", "create", "ml"),
-            ("", "pods", "update", "ml"),
-            ("", "nodes", "update", "cluster"),
-        }
-        need = used(api.requests) - setup_writes
+        need = used(api.requests) - SETUP_WRITES
         nodepool_names = {r.path.rsplit("/", 1)[1] for r in api.requests if "/nodepools/" in r.path}
     objects = render("live")
     granted = grants(objects)
@@ -110,14 +111,7 @@ def test_forecast_only_rbac_covers_a_dry_run_replica(tmp_path: Path) -> None:
     with KubeApiDouble() as api:
         settings = deploy_settings(tmp_path).model_copy(update={"dry_run": True})
         scenario(api, settings)
-        setup_writes = {
-            ("karpenter.sh", "nodepools", "create", "cluster"),
-            ("", "nodes", "create", "cluster"),
-            ("", "pods", "create", "ml"),
-            ("", "pods", "update", "ml"),
-            ("", "nodes", "update", "cluster"),
-        }
-        need = used(api.requests) - setup_writes
+        need = used(api.requests) - SETUP_WRITES
     granted = grants(render("forecast-only"))
     missing = {u for u in need if u not in granted and (u[0], u[1], u[2], "cluster") not in granted}
     assert missing == set()
