@@ -224,7 +224,7 @@ class TwinSettings(_Strict):
     start_day: float = Field(0, ge=0)
     warmup_days: float = Field(14, ge=1, description="simulated at full speed, then trained on")
     end_day: float = Field(50, gt=0)
-    speed: float = Field(600, gt=0, le=100_000, description="simulated seconds per real second")
+    speed: float = Field(3600, gt=0, le=100_000, description="simulated seconds per real second")
     models: tuple[str, ...] = ("persistence", "quantreg-raw", "quantreg")
     retrain_every_days: float = Field(7, gt=0)
     nodepool_limit_gpus: int = Field(4096, gt=0, description="the twin NodePool's GPU limit")
