@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from forecaster.actuators import labels as lbl
@@ -54,7 +54,6 @@ class Applied:
     created: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     wasted_gpu_hours: float = 0.0
-    notes: tuple[str, ...] = field(default=())
 
 
 class Placeholders:

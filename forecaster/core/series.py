@@ -11,7 +11,7 @@ keyed by number: ``forecast.values_at(quantile=0.95, horizon_seconds=900)``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
@@ -113,7 +113,6 @@ class Forecast:
     horizons_seconds: tuple[int, ...]
     quantiles: tuple[float, ...]
     values: FloatArray
-    notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         origins = np.asarray(self.origins, dtype=np.int64)

@@ -53,11 +53,6 @@ class Calibrated:
         self.scores_: FloatArray | None = None  # (n_scores, n_horizons, n_quantiles)
         self.fit_end_: int | None = None
 
-    @property
-    def label(self) -> str:
-        """Name shown in reports: the inner model's name (it is the calibrated variant)."""
-        return self.inner.name
-
     def fit(self, series: DemandSeries) -> Self:
         """Fit the inner model on the head, collect out-of-sample scores on the tail."""
         split = series.end + series.step_seconds - self.calibration_seconds
@@ -102,7 +97,7 @@ class Calibrated:
                     pool = pool_all[: base + count][-window:]
                     offsets[i, j, k] = conformal_quantile(pool, q)
         values = np.maximum.accumulate(raw.values + offsets, axis=2)
-        return Forecast(raw.model, at, self.horizons_seconds, self.quantiles, values, raw.notes)
+        return Forecast(raw.model, at, self.horizons_seconds, self.quantiles, values)
 
     def _scores(self, series: DemandSeries, origins: IntArray) -> FloatArray:
         forecast = self.inner.predict(series, at=origins)

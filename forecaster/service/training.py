@@ -12,7 +12,7 @@ import hashlib
 import logging
 import platform
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import metadata as importlib_metadata
 from typing import Any, Literal
 
@@ -62,7 +62,6 @@ class PoolTraining:
     fit_seconds: float = 0.0
     total_seconds: float = 0.0
     spec: BacktestSpec | None = None
-    notes: tuple[str, ...] = field(default=())
 
 
 def backtest_spec(series: DemandSeries, plan: TrainingPlan) -> BacktestSpec:

@@ -51,7 +51,6 @@ class PlannedPrewarm:
     budgets: Budgets
     ledger: SpendLedger = field(default_factory=SpendLedger)
     last: int | None = None
-    plans: int = 0
 
     def decide(
         self, snapshot: PoolSnapshot, forecast: DemandForecast | None, *, mode: Mode, now: int
@@ -68,7 +67,6 @@ class PlannedPrewarm:
             spent_gpu_hours_last_day=spent_last_day(self.ledger, now=now),
             now=now,
         )
-        self.plans += 1
         pool_plan = decision.pools[0]
         return Decision(pool_plan.target_gpus, pool_plan.protect_nodepool), decision
 

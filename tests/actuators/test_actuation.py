@@ -25,6 +25,7 @@ from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
+from tests.core.test_planner import policy as pool_policy
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 
@@ -36,15 +37,7 @@ BUDGETS = Budgets(
     max_cost_per_hour=1000,
     commitment_seconds=3600,
 )
-POLICY = PoolPolicy(
-    pool=POOL,
-    gpus_per_node=8,
-    placeholder_gpus=8,
-    max_prewarm_gpus=64,
-    price_per_gpu_hour=2.0,
-    stale_after_seconds=300,
-    hold_seconds=600,
-)
+POLICY = pool_policy(POOL)
 
 
 def actuator(kube: Kube, *, backend: str = "placeholders") -> Actuator:
@@ -303,7 +296,7 @@ def test_forecast_only_pools_are_never_touched(
     act = actuator(kube)
     writes_setup = len(api.writes())
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    only = PoolPolicy(**{**POLICY.__dict__, "forecast_only": True})
+    only = pool_policy(POOL, forecast_only=True)
     act.apply(make_plan(snap, p95=40, now=now_of(api), policy=only), now=now_of(api))
     assert (
         len(api.writes()) == writes_setup and writes_setup - before <= 1
