@@ -132,6 +132,12 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     cleanup.add_argument(
         "--kube-host", help="API server URL (default: in-cluster, else kubeconfig)"
     )
+    cleanup.add_argument(
+        "--expired",
+        action="store_true",
+        help="only undo what outlived its deadline (NodePool pauses, CapacityBuffers): the"
+        " CronJob that bounds our spend when the daemon is gone",
+    )
 
     doctor = sub.add_parser("doctor", help="run the start-up guardrail checks against a cluster")
     _config_arg(doctor)
@@ -182,7 +188,8 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _cleanup(settings: Settings, args: argparse.Namespace) -> int:
     """Withdraw everything forecaster changed in the cluster; idempotent."""
     kube = app.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
-    changed = app.cleanup(settings, kube)
+    expired_at = int(SystemClock().now().timestamp()) if args.expired else None
+    changed = app.cleanup(settings, kube, expired_at=expired_at)
     for line in changed:
         print(line)
     print(f"cleanup: {len(changed)} change(s) undone" if changed else "cleanup: nothing to undo")

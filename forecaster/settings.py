@@ -102,9 +102,9 @@ class PlaceholderSettings(_Strict):
     """The pods (or CapacityBuffer chunks) that hold prewarmed capacity."""
 
     namespace: str = Field("forecaster", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-    priority_class: str = "forecaster-placeholder"
-    priority: int = Field(
-        -10, lt=0, ge=-1000, description=">= -10 keeps Cluster Autoscaler working"
+    priority_class: str = Field(
+        "forecaster-placeholder",
+        description="shipped in deploy/; must have -10 <= value < 0 and preemptionPolicy Never",
     )
     ttl_seconds: int = Field(3600, ge=300, description="placeholders expire if not renewed")
     renew_before_seconds: int = Field(600, ge=60)
@@ -124,7 +124,14 @@ class PlanningSettings(_Strict):
     placeholders: PlaceholderSettings = PlaceholderSettings()
     stale_after_seconds: int = Field(300, gt=0, description="older data: no new prewarm")
     hold_seconds: int = Field(900, ge=0, description="then existing prewarm is held this long")
+    protect_nodepools: bool = Field(
+        False,
+        description="opt-in: also pause consolidation NodePool-wide while prewarming",
+    )
     protect_consolidate_after: str = Field("30m", pattern=r"^(([0-9]+(s|m|h))+|Never)$")
+    protect_seconds: int = Field(
+        3600, ge=300, description="deadline of a NodePool pause; cleanup --expired restores it"
+    )
 
 
 class SloSettings(_Strict):

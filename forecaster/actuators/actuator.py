@@ -2,8 +2,9 @@
 
 Per acting pool, in an order that never strands capacity or settings:
 
-* predictive with prewarm: protect the NodePool first, then converge placeholders (or the
-  CapacityBuffer) to the target, so the nodes they bring up are not consolidated under them;
+* predictive with prewarm: protect the NodePool first (only pools that opt in; the plan says
+  so), then converge placeholders (or the CapacityBuffer) to the target, so the nodes they bring
+  up are not consolidated under them;
 * no prewarm, handed-off or recovering: remove placeholders first, then restore the NodePool.
 
 Forecast-only pools are never touched. An API error on one pool is recorded and the other pools
@@ -35,6 +36,8 @@ class PoolActuation:
     spec: PlaceholderSpec
     backend: Backend = "placeholders"
     protect_consolidate_after: str = "30m"
+    protect_seconds: int = 3600
+    """Deadline of a NodePool protection; past it ``cleanup --expired`` restores it."""
 
 
 class Actuator:
@@ -73,7 +76,7 @@ class Actuator:
         """
         changed = []
         config = self.pools[pool]
-        if self.buffers is not None and self.buffers.apply(config.spec, replicas=0):
+        if self.buffers is not None and self.buffers.apply(config.spec, replicas=0, now=0):
             changed.append(f"CapacityBuffer of {pool} set to 0 replicas")
         changed += [f"deleted placeholder {name}" for name in self.placeholders.remove_all(pool)]
         if self.nodepools.restore(pool):
@@ -86,13 +89,16 @@ class Actuator:
         target = pool_plan.placeholders if pool_plan.mode is Mode.PREDICTIVE else 0
         protect = pool_plan.protect_nodepool and pool_plan.mode is Mode.PREDICTIVE
         if protect and self.nodepools.protect(
-            name, consolidate_after=config.protect_consolidate_after
+            name,
+            consolidate_after=config.protect_consolidate_after,
+            now=now,
+            seconds=config.protect_seconds,
         ):
             report.nodepool[name] = "protected"
         if config.backend == "capacitybuffer":
             if self.buffers is None:
                 raise ActuationError(f"pool {name}: CapacityBuffers are not served by this cluster")
-            self.buffers.apply(config.spec, replicas=target)
+            self.buffers.apply(config.spec, replicas=target, now=now)
         else:
             applied = self.placeholders.apply(config.spec, target=target, now=now)
             report.created[name] = list(applied.created)

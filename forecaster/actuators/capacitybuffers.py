@@ -5,6 +5,11 @@ NodePool selector and tolerations as a placeholder) and a CapacityBuffer of the 
 references it; prewarm is applied by merge-patching ``spec.replicas``. Karpenter (>= 1.14 with
 the CapacityBuffer gate) then keeps that many chunks of headroom itself. Detected at start-up
 with ``Kube.serves_capacity_buffers``.
+
+A buffer has no TTL of its own, so every write stamps ``forecaster.io/expires-at`` (now + the
+placeholder TTL, renewed when less than half is left); past it, ``forecaster cleanup --expired``
+(a CronJob, independent of the daemon) sets ``replicas`` to 0 - zero first, never delete,
+because deleting a buffer on an idle cluster can leave Karpenter's nodes stuck.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
-from forecaster.actuators.placeholders import PlaceholderSpec, placeholder_pod
+from forecaster.actuators.placeholders import PlaceholderSpec, placeholder_pod_spec
 from forecaster.errors import ActuationError
 
 Obj = dict[str, Any]
@@ -34,39 +39,51 @@ class CapacityBuffers:
         self.namespace = namespace
         self.priority_class = priority_class
 
-    def replicas(self, pool: str) -> int:
-        """Current ``spec.replicas`` of the pool's buffer (0 if it does not exist)."""
-        buffer = self.kube.get_capacity_buffer(self.namespace, buffer_name(pool))
-        return int(buffer["spec"].get("replicas", 0)) if buffer else 0
-
-    def apply(self, spec: PlaceholderSpec, *, replicas: int) -> bool:
-        """Make the buffer hold ``replicas`` chunks; True if anything was written."""
+    def apply(self, spec: PlaceholderSpec, *, replicas: int, now: int) -> bool:
+        """Make the buffer hold ``replicas`` chunks until ``now + ttl``; True if written."""
         name = buffer_name(spec.pool)
         buffer = self.kube.get_capacity_buffer(self.namespace, name)
+        expires = str(now + spec.ttl_seconds)
         if buffer is None:
             if replicas == 0:
                 return False
             self._ensure_template(spec)
-            self.kube.create_capacity_buffer(self.namespace, self._buffer(spec, replicas))
+            self.kube.create_capacity_buffer(self.namespace, self._buffer(spec, replicas, expires))
             return True
         if buffer["metadata"].get("labels", {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
             raise ActuationError(f"CapacityBuffer {self.namespace}/{name} exists but is not ours")
-        if int(buffer["spec"].get("replicas", 0)) == replicas:
+        current = int(buffer["spec"].get("replicas", 0))
+        left = _expires_at(buffer) - now
+        if current == replicas and (replicas == 0 or left >= spec.ttl_seconds // 2):
             return False
         patch = {
-            "metadata": {"resourceVersion": buffer["metadata"]["resourceVersion"]},
+            "metadata": {
+                "resourceVersion": buffer["metadata"]["resourceVersion"],
+                "annotations": {lbl.EXPIRES_AT: expires},
+            },
             "spec": {"replicas": replicas},
         }
         self.kube.patch_capacity_buffer(self.namespace, name, patch)
         return True
 
+    def zero_expired(self, *, now: int) -> list[str]:
+        """Set ``replicas: 0`` on every buffer of ours whose deadline has passed."""
+        zeroed = []
+        for buffer in self.kube.list_capacity_buffers(self.namespace, labels=lbl.owned_selector()):
+            name = buffer["metadata"]["name"]
+            if int(buffer["spec"].get("replicas", 0)) > 0 and _expires_at(buffer) <= now:
+                patch = {
+                    "metadata": {"resourceVersion": buffer["metadata"]["resourceVersion"]},
+                    "spec": {"replicas": 0},
+                }
+                self.kube.patch_capacity_buffer(self.namespace, name, patch)
+                zeroed.append(name)
+        return zeroed
+
     def _ensure_template(self, spec: PlaceholderSpec) -> None:
         name = buffer_name(spec.pool)
         if self.kube.get_pod_template(self.namespace, name) is not None:
             return
-        pod = placeholder_pod(
-            spec, namespace=self.namespace, priority_class=self.priority_class, slot=0, now=0
-        )
         template = {
             "apiVersion": "v1",
             "kind": "PodTemplate",
@@ -77,13 +94,13 @@ class CapacityBuffers:
             },
             "template": {
                 "metadata": {"labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool}},
-                "spec": {k: v for k, v in pod["spec"].items() if k != "activeDeadlineSeconds"},
+                "spec": placeholder_pod_spec(spec, priority_class=self.priority_class),
             },
         }
         with contextlib.suppress(ConflictError):
             self.kube.create_pod_template(self.namespace, template)
 
-    def _buffer(self, spec: PlaceholderSpec, replicas: int) -> Obj:
+    def _buffer(self, spec: PlaceholderSpec, replicas: int, expires: str) -> Obj:
         return {
             "apiVersion": API_VERSION,
             "kind": "CapacityBuffer",
@@ -91,6 +108,15 @@ class CapacityBuffers:
                 "name": buffer_name(spec.pool),
                 "namespace": self.namespace,
                 "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool},
+                "annotations": {lbl.EXPIRES_AT: expires},
             },
             "spec": {"podTemplateRef": {"name": buffer_name(spec.pool)}, "replicas": replicas},
         }
+
+
+def _expires_at(buffer: Obj) -> int:
+    """The buffer's deadline; a buffer of ours without a readable one counts as expired."""
+    try:
+        return int((buffer["metadata"].get("annotations") or {})[lbl.EXPIRES_AT])
+    except (KeyError, ValueError):
+        return 0

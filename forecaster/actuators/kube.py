@@ -67,6 +67,7 @@ class Kube:
         self._scheduling: Any = client.SchedulingV1Api(api)
         self._policy: Any = client.PolicyV1Api(api)
         self._coordination: Any = client.CoordinationV1Api(api)
+        self._batch: Any = client.BatchV1Api(api)
         self._retries = retries
         self._backoff = backoff_seconds
         self._timeout = request_timeout_seconds
@@ -85,6 +86,17 @@ class Kube:
                 namespace, label_selector=labels, field_selector=fields, **self._opts()
             )
         return list(self._read(call, f"list pods ({labels or 'all'})")["items"])
+
+    def list_jobs(self, *, namespace: str, labels: str | None = None) -> list[Obj]:
+        """Jobs in ``namespace`` matching the label selector."""
+        return list(
+            self._read(
+                lambda: self._batch.list_namespaced_job(
+                    namespace, label_selector=labels, **self._opts()
+                ),
+                f"list jobs ({labels or 'all'})",
+            )["items"]
+        )
 
     def list_nodes(self, *, labels: str | None = None) -> list[Obj]:
         """Nodes matching the label selector."""
@@ -113,6 +125,20 @@ class Kube:
             f"get nodepool {name}",
         )
 
+    def list_nodepool_names(self, *, annotated: str) -> list[str]:
+        """Names of the NodePools that carry the annotation ``annotated``."""
+        found = self._read(
+            lambda: self._custom.list_cluster_custom_object(
+                "karpenter.sh", "v1", "nodepools", **self._opts()
+            ),
+            "list nodepools",
+        )
+        return [
+            str(n["metadata"]["name"])
+            for n in found["items"]
+            if annotated in (n["metadata"].get("annotations") or {})
+        ]
+
     def get_priority_class(self, name: str) -> Obj | None:
         """The PriorityClass, or None."""
         return self._get(
@@ -135,6 +161,16 @@ class Kube:
             ),
             f"get capacitybuffer {namespace}/{name}",
         )
+
+    def list_capacity_buffers(self, namespace: str, *, labels: str | None = None) -> list[Obj]:
+        """CapacityBuffers in ``namespace`` (empty when the cluster does not serve them)."""
+        found = self._get(
+            lambda: self._custom.list_namespaced_custom_object(
+                *BUFFERS, namespace, "capacitybuffers", label_selector=labels, **self._opts()
+            ),
+            "list capacitybuffers",
+        )
+        return list(found["items"]) if found else []
 
     def serves_capacity_buffers(self, namespace: str) -> bool:
         """Does the cluster serve CapacityBuffers? (A 404 on list means it does not.)"""
@@ -161,6 +197,28 @@ class Kube:
             None,
             lambda: self._core.delete_namespaced_pod(
                 name, namespace, grace_period_seconds=0, **self._opts()
+            ),
+            missing_ok=True,
+        )
+
+    def create_job(self, namespace: str, body: Obj) -> None:
+        self._write(
+            f"create job {namespace}/{body['metadata']['name']}",
+            body,
+            lambda: self._batch.create_namespaced_job(namespace, body, **self._opts()),
+        )
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        """Delete a Job and (background propagation) its pods; a Job already gone is fine."""
+        self._write(
+            f"delete job {namespace}/{name}",
+            None,
+            lambda: self._batch.delete_namespaced_job(
+                name,
+                namespace,
+                propagation_policy="Background",
+                grace_period_seconds=0,
+                **self._opts(),
             ),
             missing_ok=True,
         )

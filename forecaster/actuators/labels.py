@@ -12,9 +12,17 @@ ROLE = "forecaster.io/role"
 PLACEHOLDER = "placeholder"
 GPUS = "forecaster.io/gpus"
 CREATED_AT = "forecaster.io/created-at"
+EXPIRES_AT = "forecaster.io/expires-at"
 ORIGINAL_DISRUPTION = "forecaster.io/original-disruption"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
+DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
+JOB_NAME = "batch.kubernetes.io/job-name"
 GPU_RESOURCE = "nvidia.com/gpu"
+
+
+def owned_selector() -> str:
+    """Label selector of everything we created."""
+    return f"{MANAGED_BY}={MANAGER}"
 
 
 def placeholder_selector(pool: str | None = None) -> str:

@@ -4,6 +4,15 @@ A pod belongs to a pool when it runs on one of the pool's nodes, or - still pend
 the pool with ``nodeSelector karpenter.sh/nodepool``. Our placeholders (by label) are counted
 apart from real demand. Free GPUs on Ready nodes that run real pods are reported as stranded
 (a whole-node job cannot use them). The NodePool's GPU limit comes from its ``spec.limits``.
+
+``held_gpus`` is what the cloud bills because of us (the README's charging rule):
+
+* every GPU of a node whose only pods are our placeholders;
+* on a node shared with real pods, the GPUs our placeholders request (the real pods' owners
+  pay for the rest of that node);
+* every GPU of an empty node while the NodePool carries our consolidation pause;
+* launching nodes not claimed by pending real pods, up to whole nodes for our pending
+  placeholders (Karpenter launched them for us).
 """
 
 from __future__ import annotations
@@ -58,6 +67,36 @@ def _is_placeholder(pod: Obj) -> bool:
     )
 
 
+def _allocatable(node: Obj) -> int:
+    return gpu_quantity(node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0))
+
+
+def _node_gpus(
+    own: list[Obj],
+    *,
+    used_on: dict[str, int],
+    ours_on: dict[str, int],
+    busy: set[str],
+    paused: bool,
+    unclaimed_launching: int,
+) -> tuple[int, int]:
+    """(stranded, held) GPUs of one pool's nodes; ``held`` follows the module's billing rule."""
+    stranded = held = 0
+    for node in own:
+        name = node["metadata"]["name"]
+        if name in busy:
+            held += ours_on.get(name, 0)  # shared with real pods: we pay for our part
+            if _ready(node):
+                stranded += max(0, _allocatable(node) - used_on.get(name, 0))
+        elif name in ours_on or (paused and _ready(node) and name not in used_on):
+            held += _allocatable(node)  # only our pods, or empty and kept by our pause
+    pending_ours = ours_on.get("", 0)
+    per_node = max((_allocatable(n) for n in own), default=0)
+    if pending_ours and per_node:
+        held += min(unclaimed_launching, -(-pending_ours // per_node) * per_node)
+    return stranded, held
+
+
 def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnapshot]:
     """Snapshots of every pool in ``pools``."""
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
@@ -68,11 +107,10 @@ def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnap
         own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
         capacity = {True: 0, False: 0}
         for node in own:
-            capacity[_ready(node)] += gpu_quantity(
-                node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0)
-            )
+            capacity[_ready(node)] += _allocatable(node)
         running = pending = placeholders = 0
         used_on: dict[str, int] = {}
+        ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
         busy: set[str] = set()
         for pod in pods:
             node_name = pod["spec"].get("nodeName")
@@ -84,20 +122,24 @@ def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnap
                 used_on[node_name] = used_on.get(node_name, 0) + gpus
             if _is_placeholder(pod):
                 placeholders += gpus
+                ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus
             elif node_name:
                 running += gpus
                 busy.add(node_name)
             else:
                 pending += gpus
-        stranded = 0
-        for node in own:
-            name = node["metadata"]["name"]
-            if name in busy and _ready(node):
-                allocatable = gpu_quantity(
-                    node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0)
-                )
-                stranded += max(0, allocatable - used_on.get(name, 0))
         nodepool = kube.get_nodepool(pool)
+        paused = nodepool is not None and lbl.ORIGINAL_DISRUPTION in (
+            nodepool["metadata"].get("annotations") or {}
+        )
+        stranded, held = _node_gpus(
+            own,
+            used_on=used_on,
+            ours_on=ours_on,
+            busy=busy,
+            paused=paused,
+            unclaimed_launching=max(0, capacity[False] - pending),
+        )
         limit = None
         if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
             limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])
@@ -111,5 +153,6 @@ def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnap
             placeholder_gpus=placeholders,
             nodepool_limit_gpus=limit,
             stranded_gpus=stranded,
+            held_gpus=held,
         )
     return snapshots

@@ -1,17 +1,27 @@
-"""Placeholder pods: low-priority pause pods that make Karpenter bring GPU nodes up early.
+"""Placeholders: low-priority pause pods that make Karpenter bring GPU nodes up early.
 
-* A PriorityClass with a negative value (-10: Cluster Autoscaler still scales for it) and
-  ``preemptionPolicy: Never``: placeholders never push anything out; any real pod preempts them.
-* Each placeholder requests ``nvidia.com/gpu`` sized to the pool's node shape, selects the
-  NodePool (``karpenter.sh/nodepool``) and tolerates the GPU taint. It runs ``pause`` - or the
-  pool's workload image, so the image is already on the node when real pods land.
-* ``activeDeadlineSeconds`` makes every placeholder expire by itself: a dead daemon never keeps
-  paying for GPUs. Live placeholders are renewed (replaced) shortly before they expire.
+* Each placeholder is a **Job** of one pod, so Kubernetes' own controllers end it without us:
+  the Job's ``activeDeadlineSeconds`` counts from the Job's start - unlike a Pod's, which counts
+  from the kubelet's start and so never ends a pod that stays Pending - and then
+  ``ttlSecondsAfterFinished`` deletes the Job and its pod (garbage collection through the
+  owner reference). A dead daemon therefore holds nothing past ``ttl_seconds`` (+ the finished
+  TTL for the empty Job object), whatever phase its placeholders were in.
+* ``backoffLimit: 0`` and a ``podFailurePolicy`` rule ``FailJob`` on the ``DisruptionTarget``
+  condition: a preempted placeholder ends its Job instead of being recreated by the Job
+  controller; the next plan decides whether to prewarm again.
+* The PriorityClass is shipped with the manifests, never created by the daemon (its
+  ServiceAccount may only read it); before creating a placeholder we verify it: a value in
+  [-10, 0) (Cluster Autoscaler ignores pods below -10; >= 0 would compete with real work) and
+  ``preemptionPolicy: Never`` - placeholders never push anything out, any real pod preempts them.
+* The pod requests ``nvidia.com/gpu`` sized to the pool's node shape, selects the NodePool
+  (``karpenter.sh/nodepool``), tolerates the GPU taint and carries
+  ``karpenter.sh/do-not-disrupt: "true"``: exactly the nodes that hold prewarm are kept from
+  consolidation, only while the placeholder exists, with no NodePool write. It runs ``pause`` -
+  or the pool's workload image, so the image is already on the node when real pods land.
 * Placeholders occupy numbered slots ``0..target-1`` (label ``forecaster.io/slot``): a restart
   or a retried tick fills only empty slots, so there are never duplicates.
 * Placeholders that ended without being preempted (expired, renewed, scaled down) are wasted
-  prewarm; their GPU-hours are reported for the waste budget. A preempted one simply disappears
-  and is not recreated blindly: the next plan decides.
+  prewarm; their GPU-hours are reported for the waste budget.
 """
 
 from __future__ import annotations
@@ -23,10 +33,16 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
+from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+FINISHED_TTL_SECONDS = 600
+"""A finished placeholder Job (it holds no GPU) is deleted by Kubernetes this long after it
+ended; long enough for the daemon to read why it ended (expired = waste, preempted = used)."""
+LOWEST_PRIORITY = -10
+"""Cluster Autoscaler's default expendable-pod cutoff: pods below it trigger no scale-up."""
 
 
 @dataclass(frozen=True)
@@ -57,104 +73,111 @@ class Applied:
 
 
 class Placeholders:
-    """Creates, renews and removes a pool's placeholder pods in our namespace."""
+    """Creates, renews and removes a pool's placeholder Jobs in our namespace."""
 
-    def __init__(
-        self, kube: Kube, *, namespace: str, priority_class: str, priority: int = -10
-    ) -> None:
+    def __init__(self, kube: Kube, *, namespace: str, priority_class: str) -> None:
         self.kube = kube
         self.namespace = namespace
         self.priority_class = priority_class
-        self.priority = priority
 
-    def ensure_priority_class(self) -> None:
-        """Create our PriorityClass if it is missing."""
-        if self.kube.get_priority_class(self.priority_class) is not None:
-            return
-        body = {
-            "apiVersion": "scheduling.k8s.io/v1",
-            "kind": "PriorityClass",
-            "metadata": {"name": self.priority_class, "labels": {lbl.MANAGED_BY: lbl.MANAGER}},
-            "value": self.priority,
-            "preemptionPolicy": "Never",
-            "globalDefault": False,
-            "description": "forecaster GPU prewarm placeholders: preempted by any real workload",
-        }
-        with contextlib.suppress(ConflictError):  # another replica created it first
-            self.kube.create_priority_class(body)
+    def verify_priority_class(self) -> None:
+        """Refuse (``ActuationError``) unless our PriorityClass exists and is safe to use."""
+        found = self.kube.get_priority_class(self.priority_class)
+        if found is None:
+            raise ActuationError(
+                f"PriorityClass {self.priority_class} not found: it ships with deploy/ (the"
+                " daemon never creates PriorityClasses); not creating placeholders"
+            )
+        value = found.get("value")
+        policy = found.get("preemptionPolicy", "PreemptLowerPriority")
+        if not isinstance(value, int) or not LOWEST_PRIORITY <= value < 0 or policy != "Never":
+            raise ActuationError(
+                f"PriorityClass {self.priority_class} has value {value!r} and preemptionPolicy"
+                f" {policy!r}; placeholders need {LOWEST_PRIORITY} <= value < 0 and Never, or"
+                " they could preempt real work (or be ignored by Cluster Autoscaler):"
+                " not creating placeholders"
+            )
 
-    def pods(self, pool: str | None = None) -> list[Obj]:
-        """Our placeholder pods (of one pool, or all), any phase."""
-        return self.kube.list_pods(namespace=self.namespace, labels=lbl.placeholder_selector(pool))
+    def jobs(self, pool: str | None = None) -> list[Obj]:
+        """Our placeholder Jobs (of one pool, or all), finished ones included."""
+        return self.kube.list_jobs(namespace=self.namespace, labels=lbl.placeholder_selector(pool))
 
     def apply(self, spec: PlaceholderSpec, *, target: int, now: int) -> Applied:
         """Converge the pool to ``target`` live placeholders; see the module docstring."""
-        pods = self.pods(spec.pool)
+        jobs = self.jobs(spec.pool)
+        running = self._running_jobs(spec.pool)
         wasted = 0.0
         deleted: list[str] = []
         live: list[Obj] = []
         renewals = 0
-        for pod in sorted(pods, key=lambda p: _created_at(p, default=now)):  # oldest first
-            phase = pod.get("status", {}).get("phase", "Pending")
-            age = now - _created_at(pod, default=now)
-            due = phase == "Running" and age >= spec.ttl_seconds - spec.renew_before_seconds
-            if phase not in ("Pending", "Running"):
-                wasted += _gpus(pod) * min(age, spec.ttl_seconds) / 3600  # expired unused
-                deleted.append(self._delete(pod))
+        for job in sorted(jobs, key=lambda j: _created_at(j, default=now)):  # oldest first
+            age = now - _created_at(job, default=now)
+            ended = _ended(job)
+            is_running = _name(job) in running
+            due = is_running and age >= spec.ttl_seconds - spec.renew_before_seconds
+            if ended is not None or age >= spec.ttl_seconds:
+                if ended != "preempted":
+                    wasted += _gpus(job) * min(age, spec.ttl_seconds) / 3600  # expired unused
+                deleted.append(self._delete(job))
             elif due and renewals < spec.max_renewals_per_tick:
                 renewals += 1
-                wasted += _gpus(pod) * age / 3600  # renewed: its lifetime went unused
-                deleted.append(self._delete(pod))
+                wasted += _gpus(job) * age / 3600  # renewed: its lifetime went unused
+                deleted.append(self._delete(job))
             else:
-                live.append(pod)
+                live.append(job)
         # scale down: pending ones first (they hold no node yet), then the youngest
-        live.sort(
-            key=lambda p: (
-                p.get("status", {}).get("phase") == "Running",
-                -_created_at(p, default=now),
-            )
-        )
+        live.sort(key=lambda j: (_name(j) in running, -_created_at(j, default=now)))
         while len(live) > target:
-            pod = live.pop(0)
-            wasted += _gpus(pod) * max(0, now - _created_at(pod, default=now)) / 3600
-            deleted.append(self._delete(pod))
-        taken = {int(p["metadata"]["labels"].get(lbl.SLOT, -1)) for p in live}
-        created: list[str] = []
-        for slot in (s for s in range(target) if s not in taken):
-            if len(live) + len(created) >= target:
-                break
-            created.append(self._create(spec, slot=slot, now=now))
+            job = live.pop(0)
+            wasted += _gpus(job) * max(0, now - _created_at(job, default=now)) / 3600
+            deleted.append(self._delete(job))
+        taken = {int(j["metadata"]["labels"].get(lbl.SLOT, -1)) for j in live}
+        free_slots = [s for s in range(target) if s not in taken][: max(0, target - len(live))]
+        if free_slots:
+            self.verify_priority_class()
+        created = [self._create(spec, slot=slot, now=now) for slot in free_slots]
         return Applied(tuple(created), tuple(deleted), wasted)
 
     def remove_all(self, pool: str | None = None) -> list[str]:
-        """Delete every placeholder we own (of one pool, or all): for hand-off and cleanup."""
-        return [self._delete(pod) for pod in self.pods(pool)]
+        """Delete every placeholder we own (of one pool, or all): for hand-off and cleanup.
 
-    def _delete(self, pod: Obj) -> str:
-        name = str(pod["metadata"]["name"])
-        if pod["metadata"].get("labels", {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
-            raise AssertionError(f"refusing to delete {name}: not managed by forecaster")
-        self.kube.delete_pod(self.namespace, name)
-        return name
+        Also deletes bare placeholder pods left by versions before placeholders were Jobs.
+        """
+        removed = [self._delete(job) for job in self.jobs(pool)]
+        for pod in self.kube.list_pods(
+            namespace=self.namespace, labels=lbl.placeholder_selector(pool)
+        ):
+            if not pod["metadata"].get("ownerReferences"):
+                _require_ours(pod)
+                self.kube.delete_pod(self.namespace, _name(pod))
+                removed.append(_name(pod))
+        return removed
+
+    def _running_jobs(self, pool: str) -> set[str]:
+        """Names of the pool's placeholder Jobs whose pod is Running (holds a node)."""
+        pods = self.kube.list_pods(namespace=self.namespace, labels=lbl.placeholder_selector(pool))
+        return {
+            p["metadata"]["labels"].get(lbl.JOB_NAME, "")
+            for p in pods
+            if p.get("status", {}).get("phase") == "Running"
+        }
+
+    def _delete(self, job: Obj) -> str:
+        _require_ours(job)
+        self.kube.delete_job(self.namespace, _name(job))
+        return _name(job)
 
     def _create(self, spec: PlaceholderSpec, *, slot: int, now: int) -> str:
-        body = placeholder_pod(
+        body = placeholder_job(
             spec, namespace=self.namespace, priority_class=self.priority_class, slot=slot, now=now
         )
-        try:
-            self.kube.create_pod(self.namespace, body)
-        except ConflictError:
-            log.info(
-                "placeholder %s already exists (created by an earlier try)",
-                body["metadata"]["name"],
-            )
+        with contextlib.suppress(ConflictError):  # created by an earlier try of this tick
+            self.kube.create_job(self.namespace, body)
         return str(body["metadata"]["name"])
 
 
-def placeholder_pod(
-    spec: PlaceholderSpec, *, namespace: str, priority_class: str, slot: int, now: int
-) -> Obj:
-    """The Pod manifest of one placeholder."""
+def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> Obj:
+    """The pod spec of one placeholder (also the CapacityBuffer's PodTemplate)."""
     container: Obj = {
         "name": "prewarm",
         "image": spec.image,
@@ -171,41 +194,89 @@ def placeholder_pod(
     if spec.command:
         container["command"] = list(spec.command)
     return {
-        "apiVersion": "v1",
-        "kind": "Pod",
+        "priorityClassName": priority_class,
+        "terminationGracePeriodSeconds": 0,
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "nodeSelector": {lbl.NODEPOOL_LABEL: spec.pool},
+        "tolerations": [dict(t) for t in spec.tolerations],
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65535,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [container],
+    }
+
+
+def placeholder_job(
+    spec: PlaceholderSpec, *, namespace: str, priority_class: str, slot: int, now: int
+) -> Obj:
+    """The Job manifest of one placeholder (see the module docstring for every field's why)."""
+    labels = {
+        lbl.MANAGED_BY: lbl.MANAGER,
+        lbl.ROLE: lbl.PLACEHOLDER,
+        lbl.POOL: spec.pool,
+        lbl.SLOT: str(slot),
+    }
+    annotations = {lbl.GPUS: str(spec.gpus), lbl.CREATED_AT: str(now)}
+    pod_spec = placeholder_pod_spec(spec, priority_class=priority_class)
+    pod_spec["activeDeadlineSeconds"] = spec.ttl_seconds  # the pod's own, once it runs
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
         "metadata": {
             "name": f"forecaster-{spec.pool}-{slot}-{now}",
             "namespace": namespace,
-            "labels": {
-                lbl.MANAGED_BY: lbl.MANAGER,
-                lbl.ROLE: lbl.PLACEHOLDER,
-                lbl.POOL: spec.pool,
-                lbl.SLOT: str(slot),
-            },
-            "annotations": {lbl.GPUS: str(spec.gpus), lbl.CREATED_AT: str(now)},
+            "labels": labels,
+            "annotations": annotations,
         },
         "spec": {
-            "priorityClassName": priority_class,
             "activeDeadlineSeconds": spec.ttl_seconds,
-            "terminationGracePeriodSeconds": 0,
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "enableServiceLinks": False,
-            "nodeSelector": {lbl.NODEPOOL_LABEL: spec.pool},
-            "tolerations": [dict(t) for t in spec.tolerations],
-            "securityContext": {
-                "runAsNonRoot": True,
-                "runAsUser": 65535,
-                "seccompProfile": {"type": "RuntimeDefault"},
+            "ttlSecondsAfterFinished": FINISHED_TTL_SECONDS,
+            "backoffLimit": 0,
+            "completions": 1,
+            "parallelism": 1,
+            "podFailurePolicy": {
+                "rules": [
+                    {
+                        "action": "FailJob",
+                        "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+                    }
+                ]
             },
-            "containers": [container],
+            "template": {
+                "metadata": {
+                    "labels": dict(labels),
+                    "annotations": {**annotations, lbl.DO_NOT_DISRUPT: "true"},
+                },
+                "spec": pod_spec,
+            },
         },
     }
 
 
-def _gpus(pod: Obj) -> int:
-    return int(pod["metadata"].get("annotations", {}).get(lbl.GPUS, 0))
+def _ended(job: Obj) -> str | None:
+    """Why a finished Job ended: "preempted" (a real pod took its node), else "ended"."""
+    for condition in job.get("status", {}).get("conditions") or []:
+        if condition.get("type") in ("Failed", "Complete") and condition.get("status") == "True":
+            return "preempted" if condition.get("reason") == "PodFailurePolicy" else "ended"
+    return None
 
 
-def _created_at(pod: Obj, *, default: int) -> int:
-    return int(pod["metadata"].get("annotations", {}).get(lbl.CREATED_AT, default))
+def _require_ours(obj: Obj) -> None:
+    if obj["metadata"].get("labels", {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
+        raise AssertionError(f"refusing to delete {_name(obj)}: not managed by forecaster")
+
+
+def _name(obj: Obj) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def _gpus(obj: Obj) -> int:
+    return int(obj["metadata"].get("annotations", {}).get(lbl.GPUS, 0))
+
+
+def _created_at(obj: Obj, *, default: int) -> int:
+    return int(obj["metadata"].get("annotations", {}).get(lbl.CREATED_AT, default))

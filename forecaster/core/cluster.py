@@ -28,6 +28,14 @@ class PoolSnapshot:
     """The NodePool's ``spec.limits["nvidia.com/gpu"]``; None when it has none."""
     stranded_gpus: int = 0
     """Free GPUs on nodes that already run pods: a job needing a whole node cannot use them."""
+    held_gpus: int | None = None
+    """GPUs billed because of us (whole nodes we alone occupy or keep; see the observer);
+    None when unknown, then the placeholders' own GPUs are charged."""
+
+    @property
+    def billed_gpus(self) -> int:
+        """What the spend ledger charges for this pool: ``held_gpus`` when known."""
+        return self.placeholder_gpus if self.held_gpus is None else self.held_gpus
 
     @property
     def real_demand_gpus(self) -> int:

@@ -2,8 +2,9 @@
 
 Per pool (see ``PoolPlan``):
 
-0. The NodePool is protected from consolidation while the pool prewarms or its P50 forecast
-   rises above what real pods ask for now (a ramp), and restored otherwise.
+0. Warm nodes are kept from consolidation by ``karpenter.sh/do-not-disrupt`` on the placeholders
+   themselves (the actuator's job). Only pools that opt in (``protect_nodepool``) also get the
+   NodePool-wide pause, and only while their target is above zero.
 1. *Needed* = P95 demand at the lead time minus what real pods already ask for and minus spare
    capacity that is up or coming, rounded **up** to whole placeholders, never negative.
 2. Mode overrides: handed-off or recovering pools get 0 (reactive scaling owns them); on stale
@@ -13,7 +14,8 @@ Per pool (see ``PoolPlan``):
    without a GPU limit gets nothing unless explicitly allowed.
 4. Shared caps, allocated one placeholder at a time round-robin over the pools (fair, and a pool
    whose forecast grows never gets less): total prewarm GPUs, cost per hour, and GPU-hours per
-   rolling day (each GPU charged its commitment up front).
+   rolling day (each GPU charged its commitment up front). Caps are charged whole nodes
+   (``billed_gpus``): what the cloud bills, not the placeholders' share of it.
 
 Forecast-only pools are planned for the report but never act and spend no shared budget.
 Caps round *down* to whole placeholders, so no cap is ever exceeded.
@@ -119,7 +121,7 @@ def plan(
     shared_reasons = _allocate(acting, budgets=budgets, spent=spent_gpu_hours_last_day)
     pools = tuple(_finish(d, acts=not _observe_only(d)) for d in drafts)
     cost = sum(
-        p.target_gpus * d.source.policy.price_per_gpu_hour
+        billed_gpus(d.source.policy, p.target_gpus) * d.source.policy.price_per_gpu_hour
         for p, d in zip(pools, drafts, strict=True)
         if p.acts
     )
@@ -191,8 +193,21 @@ def _cap(value: int, limit: int, unit: int, what: str, reasons: list[str]) -> in
     return value
 
 
+def billed_gpus(policy: PoolPolicy, prewarm_gpus: int) -> int:
+    """GPUs the cloud bills for ``prewarm_gpus`` of placeholders: whole nodes.
+
+    Placeholders pack onto nodes, so a 1-GPU placeholder that launches an 8-GPU node costs the
+    whole node; the caps charge that, not the placeholder's share.
+    """
+    per_node = policy.gpus_per_node
+    return -(-prewarm_gpus // per_node) * per_node
+
+
 def _allocate(acting: list[_Draft], *, budgets: Budgets, spent: float) -> list[str]:
-    """Hand out placeholders round-robin within the shared caps; return why any pool got less."""
+    """Hand out placeholders round-robin within the shared caps; return why any pool got less.
+
+    Every cap is charged the whole nodes a target needs (``billed_gpus``), not the placeholders.
+    """
     gpus_left = budgets.max_total_prewarm_gpus
     cost_left = budgets.max_cost_per_hour
     commitment_hours = budgets.commitment_seconds / 3600
@@ -202,26 +217,28 @@ def _allocate(acting: list[_Draft], *, budgets: Budgets, spent: float) -> list[s
     while active:
         still = []
         for d in active:
-            unit = d.source.policy.placeholder_gpus
-            price = unit * d.source.policy.price_per_gpu_hour
+            policy = d.source.policy
+            unit = policy.placeholder_gpus
+            extra = billed_gpus(policy, d.target + unit) - billed_gpus(policy, d.target)
+            price = extra * policy.price_per_gpu_hour
             why = None
-            if unit > gpus_left:
+            if extra > gpus_left:
                 why = f"capped by total prewarm GPUs ({budgets.max_total_prewarm_gpus})"
             elif price > cost_left + 1e-9:
                 why = f"capped by cost per hour (${budgets.max_cost_per_hour:.2f}/h)"
-            elif unit * commitment_hours > gpu_hours_left + 1e-9:
+            elif extra * commitment_hours > gpu_hours_left + 1e-9:
                 why = (
                     f"capped by GPU-hours/day budget ({spent:.1f} of"
                     f" {budgets.max_prewarm_gpu_hours_per_day:g} spent, each GPU charged"
                     f" {commitment_hours:.2f} h ahead)"
                 )
             if why:
-                blocked[d.source.policy.pool] = why
+                blocked[policy.pool] = why
                 continue
             d.target += unit
-            gpus_left -= unit
+            gpus_left -= extra
             cost_left -= price
-            gpu_hours_left -= unit * commitment_hours
+            gpu_hours_left -= extra * commitment_hours
             if d.target < d.cap:
                 still.append(d)
         active = still
@@ -234,14 +251,16 @@ def _allocate(acting: list[_Draft], *, budgets: Budgets, spent: float) -> list[s
 def _finish(d: _Draft, *, acts: bool) -> PoolPlan:
     item = d.source
     mode = Mode.FORECAST_ONLY if not acts else item.mode
-    ramp = item.forecast is not None and item.forecast.p50_gpus > item.snapshot.real_demand_gpus
-    protect = acts and mode is Mode.PREDICTIVE and (d.target > 0 or ramp)
+    protect = item.policy.protect_nodepool and acts and mode is Mode.PREDICTIVE and d.target > 0
     reasons = list(d.reasons)
     if not acts and mode is Mode.FORECAST_ONLY:
         reasons.append(f"forecast-only: would prewarm {d.target} GPUs, performs no action")
-    reasons.append(
-        "NodePool: keep warm nodes from consolidation" if protect else "NodePool: original settings"
-    )
+    if protect:
+        reasons.append("NodePool: consolidation paused while prewarming (opt-in, with a deadline)")
+    elif item.policy.protect_nodepool:
+        reasons.append("NodePool: original settings")
+    elif d.target > 0:
+        reasons.append("warm nodes kept by karpenter.sh/do-not-disrupt on the placeholders")
     return PoolPlan(
         pool=item.policy.pool,
         mode=mode,

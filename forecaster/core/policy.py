@@ -32,6 +32,8 @@ class PoolPolicy:
     hold_seconds: int
     forecast_only: bool = False
     allow_unlimited_nodepool: bool = False
+    protect_nodepool: bool = False
+    """Opt-in: also pause consolidation NodePool-wide while prewarming (bounded by a deadline)."""
 
     def __post_init__(self) -> None:
         _require(self.gpus_per_node > 0, f"{self.pool}: gpus_per_node must be > 0")

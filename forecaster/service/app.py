@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 
-from forecaster.actuators import guardrails
+from forecaster.actuators import guardrails, labels
 from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
@@ -126,6 +126,7 @@ def pool_policy(settings: Settings, pool: PoolSettings) -> PoolPolicy:
         hold_seconds=settings.planning.hold_seconds,
         forecast_only=pool.forecast_only,
         allow_unlimited_nodepool=pool.allow_unlimited_nodepool,
+        protect_nodepool=settings.planning.protect_nodepools,
     )
 
 
@@ -217,10 +218,7 @@ def build_reconciler(
 def build_actuator(settings: Settings, kube: Kube) -> Actuator:
     """Placeholders, CapacityBuffers (when any pool uses them) and NodePool patches."""
     ph = settings.planning.placeholders
-    placeholders = Placeholders(
-        kube, namespace=ph.namespace, priority_class=ph.priority_class, priority=ph.priority
-    )
-    placeholders.ensure_priority_class()
+    placeholders = Placeholders(kube, namespace=ph.namespace, priority_class=ph.priority_class)
     wants_buffers = any(p.backend == "capacitybuffer" for p in settings.pools)
     buffers = None
     if wants_buffers:
@@ -239,6 +237,7 @@ def build_actuator(settings: Settings, kube: Kube) -> Actuator:
                 placeholder_spec(settings, p),
                 backend=p.backend,
                 protect_consolidate_after=settings.planning.protect_consolidate_after,
+                protect_seconds=settings.planning.protect_seconds,
             )
             for p in settings.pools
         },
@@ -270,11 +269,15 @@ def run_guardrails(settings: Settings, kube: Kube) -> list[Guardrail]:
     return findings
 
 
-def cleanup(settings: Settings, kube: Kube) -> list[str]:
+def cleanup(settings: Settings, kube: Kube, *, expired_at: int | None = None) -> list[str]:
     """Uninstall: withdraw every placeholder and buffer change, restore every NodePool we touched.
 
     Idempotent - a second run finds nothing to change. Leaves the PriorityClass and the state
     ConfigMap to ``kubectl delete -k deploy/...``.
+
+    With ``expired_at`` (``cleanup --expired``, the CronJob that works without the daemon):
+    only what has outlived its deadline - buffers past ``expires-at`` are zeroed, NodePools past
+    their protection deadline restored; placeholders expire by themselves (Jobs).
     """
     ph = settings.planning.placeholders
     buffers = (
@@ -288,7 +291,26 @@ def cleanup(settings: Settings, kube: Kube) -> list[str]:
         buffers=buffers,
         pools={p.name: PoolActuation(placeholder_spec(settings, p)) for p in settings.pools},
     )
+    if expired_at is not None:
+        return expire(kube, buffers=buffers, now=expired_at)
     changed = []
     for pool in settings.pools:
         changed += actuator.withdraw(pool.name)
+    return changed
+
+
+def expire(kube: Kube, *, buffers: CapacityBuffers | None, now: int) -> list[str]:
+    """Undo what outlived its deadline (see ``cleanup``).
+
+    Every NodePool carrying our record is looked at, configured or not, so removing a pool from
+    the config does not strand its protection.
+    """
+    changed = []
+    if buffers is not None:
+        zeroed = buffers.zero_expired(now=now)
+        changed += [f"CapacityBuffer {name} expired: 0 replicas" for name in zeroed]
+    nodepools = NodePools(kube)
+    for name in kube.list_nodepool_names(annotated=labels.ORIGINAL_DISRUPTION):
+        if nodepools.restore(name, expired_before=now):
+            changed.append(f"NodePool {name}: protection expired, restored")
     return changed

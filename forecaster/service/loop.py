@@ -292,7 +292,7 @@ class Reconciler:
         self, snapshots: Mapping[str, PoolSnapshot] | None, now: int, errors: dict[str, str]
     ) -> None:
         if snapshots and self.state.last_tick is not None:
-            held = sum(s.placeholder_gpus for s in snapshots.values())
+            held = sum(s.billed_gpus for s in snapshots.values())
             self.state.ledger = record_spend(
                 self.state.ledger, gpus=held, since=self.state.last_tick, now=now
             )

@@ -1,11 +1,14 @@
 """The actuator through the real kubernetes client against the API server double.
 
-Cases: a forecast ramp protects the NodePool (exact merge patch, with resourceVersion and the
-recorded originals) and creates placeholders that Karpenter turns into nodes; real pods preempt
-them; hand-off withdraws everything and restores the NodePool byte for byte (with and without
-original budgets); a restart mid-prewarm converges with no duplicates; expired placeholders are
-cleaned up and counted as waste; a 409 on the NodePool is re-read and retried; 5xx are retried;
-dry-run and forecast-only send zero writes; the CapacityBuffer backend writes valid buffers.
+Cases: prewarm creates placeholder Jobs (do-not-disrupt pods) that Karpenter turns into nodes,
+with no NodePool write by default; an opted-in pool gets its NodePool paused first (exact merge
+patch with resourceVersion, originals, applied values and a deadline); real pods preempt
+placeholders and the Job controller does not recreate them; hand-off withdraws everything and
+restores the NodePool byte for byte (with and without original budgets); a restart mid-prewarm
+converges with no duplicates; expired placeholders are cleaned up and counted as waste; a
+Pending placeholder is gone by its deadline with no daemon; an unsafe PriorityClass is refused;
+a 409 on the NodePool is re-read and retried; 5xx are retried; dry-run and forecast-only send
+zero writes; the CapacityBuffer backend writes valid buffers with a deadline.
 Every object sent is validated by the double against the real schemas (fixture asserts).
 """
 
@@ -42,7 +45,6 @@ POLICY = pool_policy(POOL)
 
 def actuator(kube: Kube, *, backend: str = "placeholders") -> Actuator:
     placeholders = Placeholders(kube, namespace=NS, priority_class="forecaster-placeholder")
-    placeholders.ensure_priority_class()
     return Actuator(
         placeholders=placeholders,
         nodepools=NodePools(kube),
@@ -83,58 +85,50 @@ def now_of(api: KubeApiDouble) -> int:
 
 
 def placeholder_pods(api: KubeApiDouble) -> list[dict[str, object]]:
-    return [p for p in api.objects("pods", NS)]
+    """Our placeholder pods that still hold (or wait for) a GPU."""
+    return [
+        p
+        for p in api.objects("pods", NS)
+        if p.get("status", {}).get("phase", "Pending") in ("Pending", "Running")
+    ]
 
 
-def ramp(api: KubeApiDouble, sim: ClusterSim, kube: Kube) -> Actuator:
+def ramp(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube, *, policy: PoolPolicy = POLICY
+) -> Actuator:
     act = actuator(kube)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    act.apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
+    act.apply(make_plan(snap, p95=40, now=now_of(api), policy=policy), now=now_of(api))
+    sim.step()  # the Job controller creates the placeholder pods
     return act
 
 
-def test_ramp_protects_the_nodepool_then_creates_placeholders(
+PAUSING = pool_policy(POOL, protect_nodepool=True)
+
+
+def test_prewarm_creates_placeholder_jobs_and_leaves_the_nodepool_alone(
     api: KubeApiDouble, sim: ClusterSim, kube: Kube
 ) -> None:
-    original = setup_cluster(sim, budgets=[{"nodes": "20%"}])
+    setup_cluster(sim)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     assert (snap.allocatable_gpus, snap.running_gpus, snap.placeholder_gpus) == (16, 16, 0)
-    act = actuator(kube)
     before = len(api.requests)
-    act.apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
+    actuator(kube).apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
     writes = [r for r in api.requests[before:] if r.method != "GET"]
-    assert (
-        writes[0].method == "PATCH" and writes[0].path == f"/apis/karpenter.sh/v1/nodepools/{POOL}"
-    )
-    assert writes[0].content_type == "application/merge-patch+json"
-    assert writes[0].body == {
-        "metadata": {
-            "resourceVersion": original["metadata"]["resourceVersion"],  # type: ignore[index]
-            "annotations": {
-                "forecaster.io/original-disruption": json.dumps(
-                    {"budgets": [{"nodes": "20%"}], "consolidateAfter": "30s"}, sort_keys=True
-                )
-            },
-        },
-        "spec": {
-            "disruption": {
-                "consolidateAfter": "30m",
-                "budgets": [
-                    {"nodes": "20%"},
-                    {"nodes": "0", "reasons": ["Empty", "Underutilized"]},
-                ],
-            }
-        },
-    }
-    posts = [w for w in writes if w.method == "POST"]
-    assert [p.path for p in posts] == [f"/api/v1/namespaces/{NS}/pods"] * 3  # 24 GPUs = 3 x 8
-    pod = posts[0].body
-    assert pod["spec"]["priorityClassName"] == "forecaster-placeholder"
-    assert pod["spec"]["activeDeadlineSeconds"] == 3600
-    assert pod["spec"]["nodeSelector"] == {"karpenter.sh/nodepool": POOL}
-    assert pod["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "8"
-    assert {p.body["metadata"]["labels"]["forecaster.io/slot"] for p in posts} == {"0", "1", "2"}
-    # Karpenter brings up nodes for the placeholders; they bind once Ready
+    assert [w.path for w in writes] == [f"/apis/batch/v1/namespaces/{NS}/jobs"] * 3  # 3 x 8
+    job = writes[0].body
+    assert job["spec"]["activeDeadlineSeconds"] == 3600  # counts from the Job's start
+    assert job["spec"]["ttlSecondsAfterFinished"] > 0 and job["spec"]["backoffLimit"] == 0
+    assert job["spec"]["podFailurePolicy"]["rules"][0]["onPodConditions"] == [
+        {"type": "DisruptionTarget", "status": "True"}
+    ]
+    template = job["spec"]["template"]
+    assert template["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+    assert template["spec"]["priorityClassName"] == "forecaster-placeholder"
+    assert template["spec"]["nodeSelector"] == {"karpenter.sh/nodepool": POOL}
+    assert template["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "8"
+    assert {w.body["metadata"]["labels"]["forecaster.io/slot"] for w in writes} == {"0", "1", "2"}
+    # the Job controller makes the pods; Karpenter brings up nodes; they bind once Ready
     sim.step()
     assert len(api.objects("nodes")) == 5
     api.clock += 60
@@ -142,9 +136,77 @@ def test_ramp_protects_the_nodepool_then_creates_placeholders(
     sim.step()
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     assert (snap.allocatable_gpus, snap.placeholder_gpus, snap.pending_gpus) == (40, 24, 0)
+    assert snap.held_gpus == 24  # three nodes that only we occupy
     assert all(p["status"]["phase"] == "Running" for p in placeholder_pods(api))
-    priority = api.objects("priorityclasses")[0]
-    assert (priority["value"], priority["preemptionPolicy"]) == (-10, "Never")
+
+
+def test_an_opted_in_pool_pauses_its_nodepool_first_with_a_deadline(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    original = setup_cluster(sim, budgets=[{"nodes": "20%"}])
+    snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
+    before = len(api.requests)
+    actuator(kube).apply(make_plan(snap, p95=40, now=now_of(api), policy=PAUSING), now=now_of(api))
+    writes = [r for r in api.requests[before:] if r.method != "GET"]
+    assert (
+        writes[0].method == "PATCH" and writes[0].path == f"/apis/karpenter.sh/v1/nodepools/{POOL}"
+    )
+    assert writes[0].content_type == "application/merge-patch+json"
+    applied = {
+        "consolidateAfter": "30m",
+        "budgets": [{"nodes": "20%"}, {"nodes": "0", "reasons": ["Empty", "Underutilized"]}],
+    }
+    record = {
+        "original": {"budgets": [{"nodes": "20%"}], "consolidateAfter": "30s"},
+        "applied": applied,
+        "until": now_of(api) + 3600,
+    }
+    assert writes[0].body == {
+        "metadata": {
+            "resourceVersion": original["metadata"]["resourceVersion"],  # type: ignore[index]
+            "annotations": {
+                "forecaster.io/original-disruption": json.dumps(record, sort_keys=True)
+            },
+        },
+        "spec": {"disruption": applied},
+    }
+    assert [w.method for w in writes[1:]] == ["POST"] * 3
+
+
+def test_a_pending_placeholder_is_gone_by_its_deadline_without_the_daemon(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    sim.add_nodepool(POOL, limit_gpus=0)  # Karpenter can launch nothing: placeholders stay Pending
+    actuator(kube).apply(
+        make_plan(PoolSnapshot(POOL, now_of(api), 0, 0, 0, 0, 0, 64), p95=16, now=now_of(api)),
+        now=now_of(api),
+    )
+    sim.step()
+    assert [p["status"]["phase"] for p in placeholder_pods(api)] == ["Pending", "Pending"]
+    api.clock += 3600  # the daemon is gone; nobody renews or deletes anything
+    sim.step()
+    assert placeholder_pods(api) == []
+    api.clock += 600
+    sim.step()
+    assert api.objects("jobs", NS) == [] and api.objects("pods", NS) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "policy"), [(1000, "Never"), (-10, "PreemptLowerPriority"), (-11, "Never")]
+)
+def test_an_unsafe_priority_class_is_refused(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube, value: int, policy: str
+) -> None:
+    sim.add_priority_class(value=value, preemption_policy=policy)
+    sim.add_nodepool(POOL, limit_gpus=64)
+    sim.add_node(POOL)
+    sim.submit("job-0", POOL, 8)
+    sim.step()
+    snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
+    report = actuator(kube).apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
+    assert "PriorityClass forecaster-placeholder" in report.errors[POOL]
+    assert api.objects("jobs", NS) == []
+    assert [p["metadata"]["name"] for p in api.objects("pods")] == ["job-0"]  # nothing preempted
 
 
 def test_real_pods_preempt_placeholders(api: KubeApiDouble, sim: ClusterSim, kube: Kube) -> None:
@@ -159,6 +221,8 @@ def test_real_pods_preempt_placeholders(api: KubeApiDouble, sim: ClusterSim, kub
     assert len(sim.preempted) == 1 and len(placeholder_pods(api)) == 2
     urgent = next(p for p in api.objects("pods", "ml") if p["metadata"]["name"] == "urgent")
     assert urgent["status"]["phase"] == "Running"  # no wait for a new node
+    sim.step()  # the Job controller fails the preempted Job and does not recreate its pod
+    assert len(placeholder_pods(api)) == 2
     # the next tick plans from the new demand, not by re-creating the preempted one blindly
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     assert snap.running_gpus == 24 and snap.placeholder_gpus == 16
@@ -172,15 +236,18 @@ def test_hand_off_withdraws_everything_and_restores_the_nodepool_byte_for_byte(
 ) -> None:
     setup_cluster(sim, budgets=budgets)
     original = copy.deepcopy(api.objects("nodepools")[0])
-    act = ramp(api, sim, kube)
+    act = ramp(api, sim, kube, policy=PAUSING)
     protected = api.objects("nodepools")[0]
     assert protected["spec"] != original["spec"]
     if budgets is None:  # Karpenter's implicit default stays in force while protected
         assert protected["spec"]["disruption"]["budgets"][0] == {"nodes": "10%"}
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    act.apply(make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF), now=now_of(api))
+    act.apply(
+        make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF, policy=PAUSING),
+        now=now_of(api),
+    )
     restored = api.objects("nodepools")[0]
-    assert placeholder_pods(api) == []
+    assert api.objects("jobs", NS) == [] and placeholder_pods(api) == []
     assert restored["spec"] == original["spec"]
     assert restored["metadata"].get("annotations") == original["metadata"].get("annotations")
     assert json.dumps(restored["spec"], sort_keys=True) == json.dumps(
@@ -192,35 +259,28 @@ def test_restart_mid_prewarm_converges_without_duplicates(
     api: KubeApiDouble, sim: ClusterSim, kube: Kube
 ) -> None:
     setup_cluster(sim)
-    api.faults.add("POST", r"/pods$", status=500, times=0)  # placeholder for clarity
-    # the second placeholder create fails past the client's retries: the tick errors half-way
     first = actuator(kube)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     the_plan = make_plan(snap, p95=40, now=now_of(api))
-    created_before = len(
-        [r for r in api.requests if r.method == "POST" and r.path.endswith("/pods")]
-    )
-    assert created_before == 0
+    original_create = kube.create_job
     calls = {"n": 0}
-    original_create = kube.create_pod
 
-    def crash_on_second(namespace: str, body: dict[str, object]) -> None:
+    def killed_on_second(namespace: str, body: dict[str, object]) -> None:
         calls["n"] += 1
         if calls["n"] == 2:
             raise SystemExit("daemon killed between two writes")
         original_create(namespace, body)
 
-    kube.create_pod = crash_on_second  # type: ignore[method-assign]
+    kube.create_job = killed_on_second  # type: ignore[method-assign]
     with pytest.raises(SystemExit):
         first.apply(the_plan, now=now_of(api))
-    assert len(placeholder_pods(api)) == 1
-    # a new process with a new client converges to the plan
+    assert len(api.objects("jobs", NS)) == 1
+    # a new process with a new client converges to the plan, filling only the empty slots
     fresh = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     snap = observe(fresh, pools=[POOL], now=now_of(api) + 30)[POOL]
     actuator(fresh).apply(make_plan(snap, p95=40, now=now_of(api) + 30), now=now_of(api) + 30)
-    pods = placeholder_pods(api)
-    assert len(pods) == 3
-    assert sorted(p["metadata"]["labels"]["forecaster.io/slot"] for p in pods) == ["0", "1", "2"]
+    jobs = api.objects("jobs", NS)
+    assert sorted(j["metadata"]["labels"]["forecaster.io/slot"] for j in jobs) == ["0", "1", "2"]
     # and another tick changes nothing
     before = len(api.writes())
     snap = observe(fresh, pools=[POOL], now=now_of(api) + 60)[POOL]
@@ -239,12 +299,16 @@ def test_expired_placeholders_are_removed_and_counted_as_waste(
     sim.step()
     api.clock += 3600  # the daemon stopped renewing: placeholders expire by themselves
     sim.step()
-    assert all(p["status"]["phase"] == "Failed" for p in placeholder_pods(api))
+    assert placeholder_pods(api) == []
+    assert all(
+        j["status"]["conditions"][0]["reason"] == "DeadlineExceeded"
+        for j in api.objects("jobs", NS)
+    )
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    assert snap.placeholder_gpus == 0  # expired pods hold nothing
+    assert snap.placeholder_gpus == 0  # expired placeholders hold nothing
     report = act.apply(make_plan(snap, p95=16, now=now_of(api)), now=now_of(api))
     assert report.wasted_gpu_hours[POOL] == pytest.approx(3 * 8 * 1.0)
-    assert placeholder_pods(api) == []
+    assert api.objects("jobs", NS) == []
 
 
 def test_nodepool_conflict_is_reread_and_retried(
@@ -252,15 +316,15 @@ def test_nodepool_conflict_is_reread_and_retried(
 ) -> None:
     setup_cluster(sim)
     api.faults.add("PATCH", r"/nodepools/", status=409, times=2)
-    assert NodePools(kube).protect(POOL, consolidate_after="30m")
+    assert NodePools(kube).protect(POOL, consolidate_after="30m", now=now_of(api), seconds=3600)
     patches = [r for r in api.requests if r.method == "PATCH"]
     assert len(patches) == 3
-    assert NodePools(kube).is_protected(POOL)
+    assert NodePools(kube).protected_until(POOL) == now_of(api) + 3600
 
 
 def test_server_errors_are_retried(api: KubeApiDouble, sim: ClusterSim, kube: Kube) -> None:
     setup_cluster(sim)
-    api.faults.add("POST", r"/pods$", status=503, times=2)
+    api.faults.add("POST", r"/jobs$", status=503, times=2)
     ramp(api, sim, kube)
     assert len(placeholder_pods(api)) == 3
 
@@ -269,12 +333,12 @@ def test_persistent_errors_are_reported_per_pool_not_raised(
     api: KubeApiDouble, sim: ClusterSim, kube: Kube
 ) -> None:
     setup_cluster(sim)
-    api.faults.add("POST", r"/pods$", status=500, times=100)
+    api.faults.add("POST", r"/jobs$", status=500, times=100)
     act = actuator(kube)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     report = act.apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
     assert "HTTP 500" in report.errors[POOL]
-    assert placeholder_pods(api) == []
+    assert api.objects("jobs", NS) == []
 
 
 def test_dry_run_sends_zero_writes(api: KubeApiDouble, sim: ClusterSim) -> None:
@@ -298,9 +362,7 @@ def test_forecast_only_pools_are_never_touched(
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     only = pool_policy(POOL, forecast_only=True)
     act.apply(make_plan(snap, p95=40, now=now_of(api), policy=only), now=now_of(api))
-    assert (
-        len(api.writes()) == writes_setup and writes_setup - before <= 1
-    )  # only the PriorityClass
+    assert len(api.writes()) == writes_setup == before
 
 
 def test_capacity_buffer_backend(api: KubeApiDouble, sim: ClusterSim, kube: Kube) -> None:
@@ -311,6 +373,7 @@ def test_capacity_buffer_backend(api: KubeApiDouble, sim: ClusterSim, kube: Kube
     act.apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
     (buffer,) = api.objects("capacitybuffers", NS)
     assert buffer["spec"] == {"podTemplateRef": {"name": f"forecaster-{POOL}"}, "replicas": 3}
+    assert buffer["metadata"]["annotations"]["forecaster.io/expires-at"] == str(now_of(api) + 3600)
     assert api.objects("podtemplates", NS)[0]["template"]["spec"]["nodeSelector"] == {
         "karpenter.sh/nodepool": POOL
     }

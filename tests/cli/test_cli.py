@@ -198,7 +198,7 @@ def test_plan_prints_every_number_with_its_reason(
     )
     assert "- capped by pool max_prewarm_gpus (16 GPUs): 24 -> 16" in out
     assert "- capped by total prewarm GPUs (8): 16 -> 8" in out
-    assert "- NodePool: keep warm nodes from consolidation" in out
+    assert "- warm nodes kept by karpenter.sh/do-not-disrupt on the placeholders" in out
     assert re.search(r"budgets: prewarm 8 of 8 GPUs; cost \$32\.00/h", out)
 
 

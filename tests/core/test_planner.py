@@ -4,8 +4,9 @@ Properties: no cap is ever exceeded (per-pool max, NodePool limit, total GPUs, c
 GPU-hours per day with commitment), targets are whole placeholders and never negative, handed-off
 and recovering pools get 0, forecast-only pools never act, stale data beyond the hold gives 0 and
 within it never more than what exists, and a larger forecast never shrinks that pool's target.
-Cases: the worked example, each cap with its reason, an unlimited NodePool refused, ramp-up
-protection of the NodePool.
+Caps are charged whole nodes (a 1-GPU placeholder on an 8-GPU node bills 8 GPUs). Cases: the
+worked example, each cap with its reason, an unlimited NodePool refused, the opt-in NodePool
+pause only with a target.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
-from forecaster.core.planner import Mode, PoolInput, plan
+from forecaster.core.planner import Mode, PoolInput, billed_gpus, plan
 from forecaster.core.policy import Budgets, PoolPolicy
 
 NOW = 1_800_000_000
@@ -80,8 +81,33 @@ def test_worked_example() -> None:
     # 36 requested, 4 spare: a P95 of 57 needs 17 more GPUs -> 3 placeholders of 8 = 24
     result = one(57.0)
     assert (result.needed_gpus, result.target_gpus, result.placeholders) == (24, 24, 3)
-    assert result.protect_nodepool
+    assert not result.protect_nodepool  # off by default: do-not-disrupt keeps the warm nodes
     assert "need 24 (3 x 8-GPU placeholder)" in result.reasons[0]
+
+
+def test_nodepool_pause_only_when_opted_in_and_only_with_a_target() -> None:
+    opted = policy(protect_nodepool=True)
+    assert one(57.0, pol=opted).protect_nodepool
+    # a rising P50 with nothing to prewarm no longer pauses the whole pool
+    ramp = PoolInput(
+        opted, snapshot(), DemandForecast("a", 39.0, 39.0, NOW - 60, "m"), Mode.PREDICTIVE
+    )
+    result = plan([ramp], budgets=BIG, spent_gpu_hours_last_day=0, now=NOW).pools[0]
+    assert result.target_gpus == 0 and not result.protect_nodepool
+
+
+def test_caps_charge_the_whole_node_a_small_placeholder_launches() -> None:
+    # 1-GPU placeholders on 8-GPU nodes: one placeholder bills a whole node
+    small = policy(placeholder_gpus=1)
+    cost_for_four_gpus = dataclasses.replace(BIG, max_cost_per_hour=4 * 2.0)
+    assert one(57.0, pol=small, budgets=cost_for_four_gpus).target_gpus == 0
+    cost_for_one_node = dataclasses.replace(BIG, max_cost_per_hour=8 * 2.0)
+    result = one(57.0, pol=small, budgets=cost_for_one_node)
+    assert result.target_gpus == 8  # every GPU of the node it pays for
+    hours_for_half_a_node = dataclasses.replace(BIG, max_prewarm_gpu_hours_per_day=4)
+    assert one(57.0, pol=small, budgets=hours_for_half_a_node).target_gpus == 0
+    total_for_half_a_node = dataclasses.replace(BIG, max_total_prewarm_gpus=4)
+    assert one(57.0, pol=small, budgets=total_for_half_a_node).target_gpus == 0
 
 
 def test_demand_covered_means_no_prewarm_and_original_nodepool() -> None:
@@ -163,6 +189,7 @@ def pool_inputs(draw: st.DrawFn, name: str) -> PoolInput:
         hold_seconds=draw(st.integers(0, 3600)),
         forecast_only=draw(st.booleans()),
         allow_unlimited_nodepool=draw(st.booleans()),
+        protect_nodepool=draw(st.booleans()),
     )
     alloc = draw(st.integers(0, 400))
     snap = PoolSnapshot(
@@ -204,8 +231,11 @@ def scenarios(draw: st.DrawFn) -> tuple[list[PoolInput], Budgets, float]:
 def test_no_cap_is_ever_exceeded(scenario: tuple[list[PoolInput], Budgets, float]) -> None:
     inputs, budgets, spent = scenario
     result = plan(inputs, budgets=budgets, spent_gpu_hours_last_day=spent, now=NOW)
-    acting = [p for p in result.pools if p.acts]
-    total = sum(p.target_gpus for p in acting)
+    total = sum(
+        billed_gpus(item.policy, p.target_gpus)
+        for item, p in zip(inputs, result.pools, strict=True)
+        if p.acts
+    )  # whole nodes, not placeholders
     assert total <= budgets.max_total_prewarm_gpus
     assert result.cost_per_hour <= budgets.max_cost_per_hour + 1e-6
     committed = total * budgets.commitment_seconds / 3600
@@ -227,6 +257,8 @@ def test_no_cap_is_ever_exceeded(scenario: tuple[list[PoolInput], Budgets, float
             assert pool.target_gpus == 0 and not pool.protect_nodepool
         if pol.forecast_only:
             assert not pool.acts and not pool.protect_nodepool
+        if pool.protect_nodepool:
+            assert pol.protect_nodepool and pool.target_gpus > 0
         age = NOW - item.forecast.data_end  # type: ignore[union-attr]
         if age > pol.stale_after_seconds + pol.hold_seconds:
             assert pool.target_gpus == 0

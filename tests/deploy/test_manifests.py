@@ -86,11 +86,12 @@ def test_bundled_in_cluster_config_is_valid(tmp_path: Path) -> None:
 def test_workloads_are_locked_down(overlay: str) -> None:
     objects = render(overlay)
     (deployment,) = by_kind(objects, "Deployment")
-    (cronjob,) = by_kind(objects, "CronJob")
+    cronjobs = by_kind(objects, "CronJob")
     assert deployment["spec"]["replicas"] == 2
+    assert {c["metadata"]["name"] for c in cronjobs} == {"forecaster-train", "forecaster-expire"}
     for spec in (
         deployment["spec"]["template"]["spec"],
-        cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+        *(c["spec"]["jobTemplate"]["spec"]["template"]["spec"] for c in cronjobs),
     ):
         assert spec["securityContext"]["runAsNonRoot"] is True
         for container in spec["containers"]:
@@ -149,7 +150,9 @@ def grants(objects: list[dict[str, Any]]) -> set[tuple[str, str, str, str]]:
 def test_retraining_fans_out_one_pool_per_index(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (cronjob,) = by_kind(render("live"), "CronJob")
+    (cronjob,) = [
+        c for c in by_kind(render("live"), "CronJob") if c["metadata"]["name"] == "forecaster-train"
+    ]
     job = cronjob["spec"]["jobTemplate"]["spec"]
     assert job["completionMode"] == "Indexed"
     config = yaml.safe_load((ROOT / "deploy" / "base" / "forecaster.yaml").read_text())

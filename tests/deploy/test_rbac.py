@@ -1,10 +1,12 @@
 """RBAC is exactly what the code uses: run the daemon's whole repertoire against the API double,
 turn every request into (apiGroup, resource, verb, scope) and compare with the live overlay.
 
-The scenario covers start-up (guardrails, PriorityClass, Lease), ticks that prewarm (pods,
-NodePool protection, state ConfigMap), a hand-off (deletes, restore) and the CapacityBuffer
-backend (buffer and PodTemplate). Nothing used may be missing from the manifests and nothing
-granted may go unused; NodePool access stays within the configured names.
+The scenario covers start-up (guardrails, PriorityClass read, Lease), ticks that prewarm
+(placeholder Jobs, the opt-in NodePool pause, state ConfigMap), a hand-off (deletes, restore),
+the CapacityBuffer backend (buffer and PodTemplate), the ``cleanup --expired`` CronJob and an
+uninstall ``cleanup`` that also removes a bare placeholder pod left by an older version.
+Nothing used may be missing from the manifests and nothing granted may go unused; NodePool
+access stays within the configured names.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.core.planner import Mode
+from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings, load_settings
@@ -53,7 +56,10 @@ def deploy_settings(tmp_path: Path, **changes: object) -> Settings:
     path.write_text((ROOT / "deploy" / "base" / "forecaster.yaml").read_text())
     settings = load_settings(path, env={})
     pool = settings.pools[0].model_copy(update=changes)
-    return settings.model_copy(update={"pools": (pool,), "models_dir": tmp_path / "models"})
+    planning = settings.planning.model_copy(update={"protect_nodepools": True})  # opt-in covered
+    return settings.model_copy(
+        update={"pools": (pool,), "models_dir": tmp_path / "models", "planning": planning}
+    )
 
 
 def scenario(api: KubeApiDouble, settings: Settings) -> None:
@@ -78,6 +84,24 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     service.renew()
     service.reconcile()  # hand-off: placeholders deleted, NodePool restored
     service.stop()
+    app.cleanup(settings, kube, expired_at=T0 + 7 * 86400)  # the cleanup --expired CronJob
+    legacy = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"forecaster-{POOL}-0-1",
+            "namespace": "forecaster",
+            "labels": {
+                "app.kubernetes.io/managed-by": "forecaster",
+                "forecaster.io/role": "placeholder",
+                "forecaster.io/pool": POOL,
+            },
+        },
+        "spec": {"containers": [{"name": "prewarm", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+    api.store.objects.pop(("pods", "forecaster", legacy["metadata"]["name"]), None)
+    api.put("pods", legacy)  # a bare placeholder from before placeholders were Jobs
+    app.cleanup(settings, kube)  # uninstall
 
 
 def test_live_rbac_is_exactly_what_the_code_uses(tmp_path: Path) -> None:
@@ -102,7 +126,7 @@ def test_live_rbac_is_exactly_what_the_code_uses(tmp_path: Path) -> None:
         for o in objects
         if o["kind"] == "ClusterRole"
         for r in o["rules"]
-        if "nodepools" in r["resources"]
+        if "nodepools" in r["resources"] and "patch" in r["verbs"]
     ]
     assert nodepool_names <= set(nodepools["resourceNames"]) == {POOL}
 

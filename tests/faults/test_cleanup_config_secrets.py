@@ -35,6 +35,7 @@ def write_config(path: Path, **pool: object) -> Path:
             {
                 "source": {"kind": "prometheus"},
                 "models_dir": str(path.parent / "models"),
+                "planning": {"protect_nodepools": True},
                 "pools": [{"name": POOL, "max_prewarm_gpus": 32, **pool}],
             }
         )
@@ -66,8 +67,16 @@ def test_cleanup_undoes_everything_and_is_idempotent(
         original = copy.deepcopy(api.objects("nodepools")[0])
         prewarm(api, write_config(tmp_path / "a.yaml"))
         prewarm(api, write_config(tmp_path / "b.yaml", backend="capacitybuffer"))
+        sim.step()
+        legacy = copy.deepcopy(api.objects("pods", NS)[0])  # a bare pod from before 0.2
+        legacy["metadata"] = {
+            "name": "forecaster-gpu-a-9-1",
+            "namespace": NS,
+            "labels": legacy["metadata"]["labels"],
+        }
+        api.put("pods", legacy)
         assert (
-            api.objects("pods", NS)
+            api.objects("jobs", NS)
             and api.objects("capacitybuffers", NS)[0]["spec"]["replicas"] > 0
         )
         config = str(tmp_path / "a.yaml")
@@ -75,7 +84,7 @@ def test_cleanup_undoes_everything_and_is_idempotent(
         out = capsys.readouterr().out
         assert "deleted placeholder" in out and "restored to its recorded original" in out
         assert "CapacityBuffer of gpu-a set to 0 replicas" in out
-        assert api.objects("pods", NS) == []
+        assert api.objects("pods", NS) == [] and api.objects("jobs", NS) == []
         assert api.objects("capacitybuffers", NS)[0]["spec"]["replicas"] == 0
         restored = api.objects("nodepools")[0]
         assert restored["spec"] == original["spec"]

@@ -1,10 +1,12 @@
 """Stateful property test: random interleavings of demand, ticks, API faults, restarts, config
 reloads and Karpenter steps against the API double; the invariants hold after every step.
 
-Invariants: no two live placeholders share a slot; every placeholder is ours (label) and
-expires by itself (activeDeadlineSeconds); right after a tick that met no fault the live
-placeholders are exactly the plan's target, never above the current caps, and a NodePool the
-plan does not protect is exactly its original; no object ever failed schema validation.
+Invariants: no two live placeholders share a slot; every placeholder is a Job of ours (label)
+that Kubernetes ends by itself (activeDeadlineSeconds from the Job's start, then
+ttlSecondsAfterFinished) and every placeholder pod is owned by one; right after a tick that met
+no fault the live placeholders are exactly the plan's target, and the GPUs billed because of us
+(whole nodes, as the observer charges them) never exceed the current cap; a NodePool the plan
+does not protect is exactly its original; no object ever failed schema validation.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.observer import observe
 from forecaster.service import app
 from forecaster.service.loop import Reconciler, TickRecord
 from forecaster.settings import Settings
@@ -89,7 +92,7 @@ class DaemonMachine(RuleBasedStateMachine):
         self.fresh = True  # the cluster is as this tick left it
 
     @rule(
-        path=st.sampled_from([r"/pods", r"/nodepools/", r"/configmaps"]),
+        path=st.sampled_from([r"/pods", r"/jobs", r"/nodepools/", r"/configmaps"]),
         status=st.sampled_from([500, 409, 503]),
         times=st.integers(1, 6),
     )
@@ -123,9 +126,9 @@ class DaemonMachine(RuleBasedStateMachine):
         self.sim.step()
 
     def _placeholders(self) -> list[dict[str, object]]:
-        pods = self.api.objects("pods", NS)
+        """Placeholder Jobs that have not finished."""
         return [
-            p for p in pods if p.get("status", {}).get("phase", "Pending") in ("Pending", "Running")
+            j for j in self.api.objects("jobs", NS) if not j.get("status", {}).get("conditions")
         ]
 
     @invariant()
@@ -135,9 +138,12 @@ class DaemonMachine(RuleBasedStateMachine):
         live = self._placeholders()
         slots = [p["metadata"]["labels"]["forecaster.io/slot"] for p in live]  # type: ignore[index]
         assert len(slots) == len(set(slots)), slots
+        for job in self.api.objects("jobs", NS):
+            assert job["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "forecaster"
+            assert 0 < job["spec"]["activeDeadlineSeconds"] <= 3600
+            assert job["spec"]["ttlSecondsAfterFinished"] > 0
         for pod in self.api.objects("pods", NS):
-            assert pod["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "forecaster"
-            assert pod["spec"]["activeDeadlineSeconds"] > 0
+            assert [o["kind"] for o in pod["metadata"]["ownerReferences"]] == ["Job"]
         assert self.api.invalid == []
 
     @invariant()
@@ -150,6 +156,9 @@ class DaemonMachine(RuleBasedStateMachine):
         )  # type: ignore[index]
         assert held <= self.cap
         assert held == pool_plan.target_gpus
+        kube = Kube(api_client(host=self.api.url), dry_run=True)
+        billed = observe(kube, pools=[POOL], now=self.now)[POOL].held_gpus
+        assert billed is not None and billed <= self.cap
         if not pool_plan.protect_nodepool:
             assert self.api.objects("nodepools")[0]["spec"] == self.original
 

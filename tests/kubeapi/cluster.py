@@ -3,14 +3,22 @@
 ``step()`` at the double's clock, in order:
 
 1. nodes whose provisioning delay has passed become Ready;
-2. running pods past ``activeDeadlineSeconds`` fail with reason DeadlineExceeded;
-3. pending pods, highest priority first, bind to a Ready node of their NodePool
+2. the Job controller: a Job gets ``status.startTime`` on its first sync and one pod from its
+   template (owned by the Job, labelled ``batch.kubernetes.io/job-name``); past the Job's
+   ``activeDeadlineSeconds`` (counted from ``startTime``, whatever the pod's phase) it fails
+   with reason DeadlineExceeded and its pods are deleted; a failed pod fails the Job
+   (``backoffLimit: 0``; reason PodFailurePolicy when a ``FailJob`` rule matches the pod's
+   DisruptionTarget condition); ``ttlSecondsAfterFinished`` after finishing, the Job and its
+   pods are deleted (the TTL controller and the garbage collector);
+3. running pods past ``activeDeadlineSeconds`` fail with reason DeadlineExceeded (kubelet);
+4. pending pods, highest priority first, bind to a Ready node of their NodePool
    (``nodeSelector karpenter.sh/nodepool``) with enough free ``nvidia.com/gpu`` whose taints
    they tolerate; failing that, a pod may **preempt** lower-priority pods on one node (unless
-   its ``preemptionPolicy`` is Never) - victims are deleted and a Preempted event recorded;
-4. Karpenter launches nodes for what is still pending, minus what launching nodes will hold,
+   its ``preemptionPolicy`` is Never) - bare victims are deleted, a Job's victims fail with a
+   DisruptionTarget condition (as the scheduler marks them before deleting);
+5. Karpenter launches nodes for what is still pending, minus what launching nodes will hold,
    never beyond the NodePool's ``spec.limits["nvidia.com/gpu"]``;
-5. Karpenter removes nodes empty for ``spec.disruption.consolidateAfter`` unless a disruption
+6. Karpenter removes nodes empty for ``spec.disruption.consolidateAfter`` unless a disruption
    budget with ``nodes: "0"`` covers the Empty reason.
 
 Pod admission (on create) resolves ``priorityClassName`` to ``spec.priority`` and
@@ -19,6 +27,7 @@ Pod admission (on create) resolves ``priorityClassName`` to ``spec.priority`` an
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -57,8 +66,14 @@ class ClusterSim:
     """Plays the scheduler and Karpenter for the objects in ``api``."""
 
     def __init__(
-        self, api: KubeApiDouble, *, provision_seconds: float = 60, gpus_per_node: int = 8
+        self,
+        api: KubeApiDouble,
+        *,
+        provision_seconds: float = 60,
+        gpus_per_node: int = 8,
+        priority_class: bool = True,
     ) -> None:
+        """``priority_class``: install the placeholder PriorityClass as deploy/ does."""
         self.api = api
         self.provision_seconds = provision_seconds
         self.gpus_per_node = gpus_per_node
@@ -80,6 +95,10 @@ class ClusterSim:
             return original(method, resource, namespace, name, query, content_type, body)
 
         api._dispatch = admitting  # type: ignore[method-assign]
+        if priority_class and ("priorityclasses", "", "forecaster-placeholder") not in (
+            api.store.objects
+        ):
+            self.add_priority_class()
 
     # ---- test helpers ----------------------------------------------------------------------
     def add_nodepool(
@@ -124,6 +143,26 @@ class ClusterSim:
                 "kind": "NodePool",
                 "metadata": {"name": name, "labels": {"team": "ml"}},
                 "spec": spec,
+            },
+        )
+
+    def add_priority_class(
+        self,
+        name: str = "forecaster-placeholder",
+        *,
+        value: int = -10,
+        preemption_policy: str = "Never",
+    ) -> Obj:
+        """The PriorityClass deploy/ ships (the daemon only reads it); replaces one of that name."""
+        self.api.store.objects.pop(("priorityclasses", "", name), None)
+        return self.api.put(
+            "priorityclasses",
+            {
+                "apiVersion": "scheduling.k8s.io/v1",
+                "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "preemptionPolicy": preemption_policy,
             },
         )
 
@@ -183,6 +222,7 @@ class ClusterSim:
     def step(self) -> None:
         with self.api.store.lock:
             self._ready_nodes()
+            self._run_jobs()
             self._expire_pods()
             self._schedule()
             self._provision()
@@ -214,6 +254,108 @@ class ClusterSim:
             if condition["status"] != "True" and self.api.clock >= ready_at:
                 condition["status"] = "True"
                 self._save("nodes", node)
+
+    def _run_jobs(self) -> None:
+        now = self.api.clock
+        pods = self.api.store.list("pods", None)
+        for job in self.api.store.list("jobs", None):
+            meta, spec = job["metadata"], job["spec"]
+            status = job.setdefault("status", {})
+            own = [
+                p
+                for p in pods
+                if any(
+                    o.get("uid") == meta["uid"] for o in p["metadata"].get("ownerReferences", [])
+                )
+            ]
+            annotations = meta.setdefault("annotations", {})
+            finished_at = annotations.get("sim/finished-at")
+            if finished_at is not None:
+                ttl = spec.get("ttlSecondsAfterFinished")
+                if ttl is not None and now - float(finished_at) >= ttl:
+                    self.api.store.delete(("jobs", meta["namespace"], meta["name"]))
+                    self.api.collect_garbage(meta["uid"])
+                continue
+            if "sim/started-at" not in annotations:
+                annotations["sim/started-at"] = str(now)
+                status["startTime"] = self.api.store.timestamp()
+            started = float(annotations["sim/started-at"])
+            deadline = spec.get("activeDeadlineSeconds")
+            failed = [p for p in own if p.get("status", {}).get("phase") == "Failed"]
+            reason = None
+            if deadline is not None and now - started >= deadline:
+                reason = "DeadlineExceeded"
+            elif failed:
+                reason = (
+                    "PodFailurePolicy"
+                    if self._fail_job_rule(job, failed[0])
+                    else ("BackoffLimitExceeded")
+                )
+            elif not own and "sim/pod-created" in annotations:
+                reason = "BackoffLimitExceeded"  # its pod was deleted before it finished
+            if reason is not None:
+                for pod in own:
+                    if active(pod):
+                        self.api.store.delete(("pods", meta["namespace"], pod["metadata"]["name"]))
+                annotations["sim/finished-at"] = str(now)
+                status.update(
+                    active=0,
+                    failed=1,
+                    conditions=[
+                        {"type": "Failed", "status": "True", "reason": reason},
+                    ],
+                )
+                self._save("jobs", job)
+                continue
+            if not own:
+                self._create_job_pod(job)
+                annotations["sim/pod-created"] = str(now)
+                status["active"] = 1
+            self._save("jobs", job)
+
+    @staticmethod
+    def _fail_job_rule(job: Obj, pod: Obj) -> bool:
+        conditions = {
+            c["type"] for c in pod.get("status", {}).get("conditions", []) if c["status"] == "True"
+        }
+        for rule in (job["spec"].get("podFailurePolicy") or {}).get("rules", []):
+            wanted = {c["type"] for c in rule.get("onPodConditions", [])}
+            if rule["action"] == "FailJob" and wanted & conditions:
+                return True
+        return False
+
+    def _create_job_pod(self, job: Obj) -> None:
+        self._serial += 1
+        meta, template = job["metadata"], job["spec"]["template"]
+        labels = {
+            **template.get("metadata", {}).get("labels", {}),
+            "batch.kubernetes.io/job-name": meta["name"],
+            "job-name": meta["name"],
+        }
+        pod: Obj = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{meta['name']}-{self._serial:05d}",
+                "namespace": meta["namespace"],
+                "labels": labels,
+                "annotations": dict(template.get("metadata", {}).get("annotations", {})),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+            },
+            "spec": json.loads(json.dumps(template["spec"])),
+            "status": {"phase": "Pending"},
+        }
+        self._admit(pod)
+        self.api.put("pods", pod)
 
     def _expire_pods(self) -> None:
         for pod in self.api.store.list("pods", None):
@@ -306,8 +448,21 @@ class ClusterSim:
             if free >= pod_gpus(pod):
                 for victim in chosen:
                     meta = victim["metadata"]
-                    self.api.store.delete(("pods", meta["namespace"], meta["name"]))
                     self.preempted.append(meta["name"])
+                    if not meta.get("ownerReferences"):
+                        self.api.store.delete(("pods", meta["namespace"], meta["name"]))
+                        continue
+                    victim.setdefault("status", {}).update(
+                        phase="Failed",
+                        conditions=[
+                            {
+                                "type": "DisruptionTarget",
+                                "status": "True",
+                                "reason": "PreemptionByScheduler",
+                            }
+                        ],
+                    )
+                    self._save("pods", victim)
                 return node
         return None
 

@@ -1,8 +1,8 @@
 """The HTTP side of the API server double.
 
 Serves, for the real ``kubernetes`` client: pods, nodes, configmaps, events, podtemplates (core
-v1), priorityclasses (scheduling.k8s.io/v1), leases (coordination.k8s.io/v1), nodepools
-(karpenter.sh/v1) and - when ``capacity_buffers=True`` - capacitybuffers
+v1), jobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases (coordination.k8s.io/v1),
+nodepools (karpenter.sh/v1) and - when ``capacity_buffers=True`` - capacitybuffers
 (autoscaling.x-k8s.io/v1beta1), with get/list/create/replace/patch/delete and API discovery.
 
 For tests: ``requests`` records every request (method, path, query, content type, body);
@@ -35,6 +35,7 @@ class Resource:
 
 RESOURCES = {
     "pods": Resource("v1", "Pod", True),
+    "jobs": Resource("batch/v1", "Job", True),
     "nodes": Resource("v1", "Node", False),
     "configmaps": Resource("v1", "ConfigMap", True),
     "events": Resource("v1", "Event", True),
@@ -140,6 +141,15 @@ class KubeApiDouble:
         self._validate(resource, obj)
         return self.store.create(key, obj)
 
+    def collect_garbage(self, owner_uid: str) -> None:
+        """Delete every object owned by ``owner_uid``, recursively (the garbage collector)."""
+        with self.store.lock:
+            for (resource, namespace, name), obj in list(self.store.objects.items()):
+                owners = obj["metadata"].get("ownerReferences") or []
+                if any(o.get("uid") == owner_uid for o in owners):
+                    gone = self.store.delete((resource, namespace, name))
+                    self.collect_garbage(gone["metadata"]["uid"])
+
     @staticmethod
     def _key(resource: str, namespace: str, name: str) -> Key:
         return (resource, namespace if RESOURCES[resource].namespaced else "", name)
@@ -232,7 +242,12 @@ class KubeApiDouble:
             self._validate(resource, merged)
             return 200, self.store.replace(key, merged)
         if method == "DELETE":
-            return 200, self.store.delete(key)
+            deleted = self.store.delete(key)
+            if (
+                (body or {}).get("propagationPolicy") or query.get("propagationPolicy")
+            ) != "Orphan":
+                self.collect_garbage(deleted["metadata"]["uid"])
+            return 200, deleted
         raise ApiError(405, "MethodNotAllowed", method)
 
     def _discovery(self, path: str) -> tuple[int, Obj] | None:

@@ -44,7 +44,7 @@ def test_only_the_leader_writes(tmp_path: Path, api: KubeApiDouble, sim: Cluster
     assert follower_writes == []
     assert b.daemon.last is not None and b.daemon.last.plan.pool(POOL).target_gpus >= 8
     a.reconcile()
-    assert api.objects("pods", "forecaster")  # the leader prewarmed
+    assert api.objects("jobs", "forecaster")  # the leader prewarmed
     a.stop()
     b.renew()
     assert b.daemon.is_leader()
