@@ -11,6 +11,7 @@ cause (``raise SourceError(...) from exc``) so logs still carry the detail.
     +-- DataError          data present but unusable (too short, all gaps)
     +-- ModelError         a model could not be fitted, predicted or loaded
     +-- ActuationError     a write to the cluster failed
+        +-- ConflictError  409: the object changed since it was read (or already exists)
 """
 
 
@@ -40,3 +41,7 @@ class ModelError(ForecasterError):
 
 class ActuationError(ForecasterError):
     """A write to the cluster failed; the cause keeps the API exception."""
+
+
+class ConflictError(ActuationError):
+    """409: the object changed since it was read (or already exists); re-read and retry."""

@@ -19,17 +19,14 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from forecaster.errors import ActuationError
+from forecaster.errors import ActuationError, ConflictError
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 _RETRYABLE = {429, 500, 502, 503, 504}
+__all__ = ["ConflictError", "Kube", "api_client"]
 BUFFERS = ("autoscaling.x-k8s.io", "v1beta1")
-
-
-class ConflictError(ActuationError):
-    """409: the object changed since it was read (or already exists)."""
 
 
 def api_client(*, host: str | None = None, timeout_seconds: float = 10.0) -> client.ApiClient:

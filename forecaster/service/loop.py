@@ -27,7 +27,7 @@ from forecaster.core.planner import Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
-from forecaster.errors import ForecasterError
+from forecaster.errors import ConflictError, ForecasterError
 from forecaster.service.models import ModelProvider
 from forecaster.service.state import PendingForecast, PoolState, ServiceState, StateStore
 from forecaster.sources.base import DemandSource
@@ -153,11 +153,13 @@ class Reconciler:
             snapshot = snapshots[name] if snapshots else self._assumed(runtime, view, now)
             views[name] = PoolView(**{**view.__dict__, "snapshot": snapshot})
             inputs.append(PoolInput(runtime.policy, snapshot, view.demand, pool_state.budget.mode))
-        spent = spent_last_day(self.state.ledger, now=now)
+        spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)
         decision = plan(inputs, budgets=self.budgets, spent_gpu_hours_last_day=spent, now=now)
         report = self._act(decision, snapshots, now, errors) if act else None
-        if act:
+        if act and self._loaded:
             self._record(snapshots, now, errors)
+        if not act:
+            self._loaded = False  # a follower re-reads each tick: fresh when it takes over
         for pool_plan in decision.pools:
             log.info(
                 "pool %s: %s, prewarm %d GPUs (%d placeholders): %s",
@@ -176,10 +178,13 @@ class Reconciler:
             return
         try:
             saved = self.state_store.load()
-        except (ForecasterError, ValueError) as exc:
-            errors["state"] = f"could not load state, starting fresh: {exc}"
+        except (ForecasterError, ValueError, KeyError, TypeError) as exc:
+            errors["state"] = (
+                f"could not read the persisted state ({exc}): acting as if the GPU-hours budget"
+                " were spent until it can be read"
+            )
             log.error("%s", errors["state"])
-            saved = None
+            return  # fail closed: never "start from zero" on a transient read error
         if saved is not None:
             self.state = ServiceState.from_dict(saved)
             for name, pool_state in self.state.pools.items():
@@ -291,14 +296,21 @@ class Reconciler:
     def _record(
         self, snapshots: Mapping[str, PoolSnapshot] | None, now: int, errors: dict[str, str]
     ) -> None:
-        if snapshots and self.state.last_tick is not None:
+        if snapshots:
             held = sum(s.billed_gpus for s in snapshots.values())
             self.state.ledger = record_spend(
-                self.state.ledger, gpus=held, since=self.state.last_tick, now=now
+                self.state.ledger,
+                gpus=held,
+                now=now,
+                max_step_seconds=self.budgets.commitment_seconds,
             )
         self.state.last_tick = now
         try:
             self.state_store.save(self.state.to_dict())
+        except ConflictError as exc:
+            errors["state"] = f"state changed under us (another leader?): re-reading it: {exc}"
+            log.error("%s", errors["state"])
+            self._loaded = False
         except ForecasterError as exc:
             errors["state"] = f"could not save state: {exc}"
             log.error("%s", errors["state"])

@@ -14,7 +14,9 @@ from typing import Any, Protocol
 from forecaster.core.budget import SpendLedger
 from forecaster.core.error_budget import ErrorBudgetState
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""2: the ledger carries its own clock (``{"clock", "last_seen", "buckets"}``); format 1 (a bare
+bucket list keyed by wall time) is still read."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,11 @@ class ServiceState:
         return {
             "format_version": FORMAT_VERSION,
             "last_tick": self.last_tick,
-            "ledger": [list(b) for b in self.ledger.buckets],
+            "ledger": {
+                "clock": self.ledger.clock,
+                "last_seen": self.ledger.last_seen,
+                "buckets": [list(b) for b in self.ledger.buckets],
+            },
             "pools": {
                 name: {
                     "budget": p.budget.to_dict(),
@@ -74,9 +80,22 @@ class ServiceState:
                 )
                 for name, p in data.get("pools", {}).items()
             },
-            ledger=SpendLedger(tuple((int(t), float(v)) for t, v in data.get("ledger", []))),
+            ledger=_ledger(data.get("ledger", []), last_tick=data.get("last_tick")),
             last_tick=data.get("last_tick"),
         )
+
+
+def _ledger(data: Any, *, last_tick: int | None) -> SpendLedger:
+    """The persisted ledger; format 1 kept wall-time buckets, which the ledger clock continues."""
+    if isinstance(data, list):
+        buckets = tuple((int(t), float(v)) for t, v in data)
+        return SpendLedger(buckets, clock=last_tick, last_seen=last_tick)
+    clock, seen = data.get("clock"), data.get("last_seen")
+    return SpendLedger(
+        tuple((int(t), float(v)) for t, v in data.get("buckets", [])),
+        clock=None if clock is None else int(clock),
+        last_seen=None if seen is None else int(seen),
+    )
 
 
 class StateStore(Protocol):

@@ -56,15 +56,17 @@ class PlannedPrewarm:
         self, snapshot: PoolSnapshot, forecast: DemandForecast | None, *, mode: Mode, now: int
     ) -> tuple[Decision, Plan]:
         """Plan one tick; spend since the last tick is charged to the ledger first."""
-        if self.last is not None:
-            self.ledger = record_spend(
-                self.ledger, gpus=snapshot.placeholder_gpus, since=self.last, now=now
-            )
+        self.ledger = record_spend(
+            self.ledger,
+            gpus=snapshot.billed_gpus,
+            now=now,
+            max_step_seconds=self.budgets.commitment_seconds,
+        )
         self.last = now
         decision = plan(
             [PoolInput(self.policy, snapshot, forecast, mode)],
             budgets=self.budgets,
-            spent_gpu_hours_last_day=spent_last_day(self.ledger, now=now),
+            spent_gpu_hours_last_day=spent_last_day(self.ledger),
             now=now,
         )
         pool_plan = decision.pools[0]

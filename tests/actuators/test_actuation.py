@@ -22,7 +22,7 @@ import pytest
 from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.nodepools import NodePoolConflictError, NodePools
 from forecaster.actuators.observer import observe
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
@@ -386,3 +386,57 @@ def test_capacity_buffers_not_served_is_detected() -> None:
     with KubeApiDouble(capacity_buffers=False) as server:
         kube = Kube(api_client(host=server.url), dry_run=False)
         assert not kube.serves_capacity_buffers(NS)
+
+
+def test_restore_leaves_a_field_someone_else_changed_and_reports_it(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    setup_cluster(sim, budgets=[{"nodes": "20%"}])
+    pools = NodePools(kube)
+    assert pools.protect(POOL, consolidate_after="30m", now=now_of(api), seconds=3600)
+    edited = api.objects("nodepools")[0]
+    edited["spec"]["disruption"]["consolidateAfter"] = "2h"  # Argo CD / an operator, meanwhile
+    api.store.replace(("nodepools", "", POOL), edited)
+    assert pools.restore(POOL)
+    restored = api.objects("nodepools")[0]
+    assert restored["spec"]["disruption"] == {
+        "consolidationPolicy": "WhenEmptyOrUnderutilized",
+        "consolidateAfter": "2h",  # theirs, left in place
+        "budgets": [{"nodes": "20%"}],  # ours, restored
+    }
+    assert "annotations" not in restored["metadata"]
+    assert "consolidateAfter changed by someone else" in pools.conflicts[POOL]
+
+
+def test_a_lost_or_damaged_record_is_never_taken_as_the_original(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    setup_cluster(sim)
+    pools = NodePools(kube)
+    assert pools.protect(POOL, consolidate_after="30m", now=now_of(api), seconds=3600)
+    lost = api.objects("nodepools")[0]
+    del lost["metadata"]["annotations"]  # someone stripped our record
+    api.store.replace(("nodepools", "", POOL), lost)
+    before = len(api.writes())
+    with pytest.raises(NodePoolConflictError, match="no record of the original"):
+        pools.protect(POOL, consolidate_after="30m", now=now_of(api), seconds=3600)
+    damaged = api.objects("nodepools")[0]
+    damaged["metadata"]["annotations"] = {"forecaster.io/original-disruption": '{"budgets": 1}'}
+    api.store.replace(("nodepools", "", POOL), damaged)
+    with pytest.raises(NodePoolConflictError, match="damaged"):
+        pools.restore(POOL)
+    assert len(api.writes()) == before  # nothing written back, verbatim or otherwise
+
+
+def test_a_steady_pause_is_extended_only_when_half_its_deadline_is_gone(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    setup_cluster(sim)
+    pools = NodePools(kube)
+    t = now_of(api)
+    assert pools.protect(POOL, consolidate_after="30m", now=t, seconds=3600)
+    assert not pools.protect(POOL, consolidate_after="30m", now=t + 1700, seconds=3600)
+    assert pools.protect(POOL, consolidate_after="30m", now=t + 1900, seconds=3600)
+    assert pools.protected_until(POOL) == t + 1900 + 3600
+    assert not pools.restore(POOL, expired_before=t + 1900 + 3600)
+    assert pools.restore(POOL, expired_before=t + 1900 + 3601)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.core.budget import spent_last_day
 from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
@@ -185,3 +186,37 @@ def test_guardrails_are_logged_at_start_up(
         findings = app.run_guardrails(settings(tmp_path), client(api))
     assert [f.code for f in findings] == ["unprotected-gpu-workloads"]
     assert any("guardrail unprotected-gpu-workloads (gpu-a)" in m for m in caplog.messages)
+
+
+def test_an_unreadable_state_fails_closed_and_never_resets_the_ledger(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    loop = reconciler(tmp_path, api, source)
+    for minute in range(0, 31, 5):
+        if minute:
+            source.append(*[source.values[-1]] * 5)
+        api.clock = T0 + 60 * minute
+        loop.tick(T0 + 60 * minute)
+        sim.step()
+        api.clock += 60
+        sim.step()
+    spent = spent_last_day(loop.state.ledger)
+    assert spent > 0
+    # a restarted replica meets a transient read error on the state ConfigMap
+    api.faults.add("GET", r"/configmaps/", status=500, times=4)
+    restarted = reconciler(tmp_path, api, source)
+    source.append(*[source.values[-1]] * 5)
+    now = T0 + 35 * 60
+    record = restarted.tick(now)
+    assert "acting as if the GPU-hours budget were spent" in record.errors["state"]
+    assert record.plan.pool(POOL).target_gpus == 0
+    assert any("GPU-hours/day budget" in r for r in record.plan.pool(POOL).reasons), (
+        record.plan.pool(POOL).reasons
+    )
+    saved = json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"])
+    assert saved["ledger"]["buckets"]  # nothing was overwritten with an empty ledger
+    # once it can be read, the day's spend is still there
+    record = restarted.tick(now + 30)
+    assert "state" not in record.errors
+    assert record.plan.gpu_hours_spent_last_day >= spent

@@ -1,0 +1,192 @@
+"""Mutation check: break each safety line on purpose and require the test suite to notice.
+
+Each mutation replaces one exact piece of source in a scratch copy of the repository and runs
+the tests that guard it there; the check fails if any mutant survives (its tests still pass) or
+if a mutation no longer applies (the guarded line moved: update the list, do not drop it).
+Run by ``scripts/test`` after the suite; ``scripts/mutation-check`` runs it alone.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    path: str
+    before: str
+    after: str
+    tests: tuple[str, ...]
+
+
+MUTATIONS = (
+    Mutation(
+        "ledger records no spend",
+        "forecaster/core/budget.py",
+        "spend = gpus * step / 3600",
+        "spend = 0.0",
+        ("tests/core/test_budget.py", "tests/service/test_loop.py"),
+    ),
+    Mutation(
+        "ledger forgets spend when the clock jumps",
+        "forecaster/core/budget.py",
+        "step = min(max(0, now - ledger.last_seen), max_step_seconds)",
+        "step = max(0, now - ledger.last_seen)",
+        ("tests/core/test_budget.py",),
+    ),
+    Mutation(
+        "total prewarm GPUs cap dropped",
+        "forecaster/core/planner.py",
+        "if extra > gpus_left:",
+        "if False:",
+        ("tests/core/test_planner.py",),
+    ),
+    Mutation(
+        "cost per hour cap dropped",
+        "forecaster/core/planner.py",
+        "elif price > cost_left + 1e-9:",
+        "elif False:",
+        ("tests/core/test_planner.py",),
+    ),
+    Mutation(
+        "GPU-hours per day cap dropped",
+        "forecaster/core/planner.py",
+        "elif extra * commitment_hours > gpu_hours_left + 1e-9:",
+        "elif False:",
+        ("tests/core/test_planner.py",),
+    ),
+    Mutation(
+        "caps charge placeholders, not the nodes they launch",
+        "forecaster/core/planner.py",
+        "return -(-prewarm_gpus // per_node) * per_node",
+        "return prewarm_gpus",
+        ("tests/core/test_planner.py",),
+    ),
+    Mutation(
+        "placeholder Job has no deadline",
+        "forecaster/actuators/placeholders.py",
+        '"activeDeadlineSeconds": spec.ttl_seconds,\n            "ttlSecondsAfterFinished"',
+        '"ttlSecondsAfterFinished"',
+        ("tests/actuators/test_actuation.py", "tests/faults/test_daemon_gone.py"),
+    ),
+    Mutation(
+        "placeholders without karpenter.sh/do-not-disrupt",
+        "forecaster/actuators/placeholders.py",
+        '{**annotations, lbl.DO_NOT_DISRUPT: "true"}',
+        "dict(annotations)",
+        ("tests/actuators/test_actuation.py",),
+    ),
+    Mutation(
+        "unsafe PriorityClass accepted",
+        "forecaster/actuators/placeholders.py",
+        'if not isinstance(value, int) or not LOWEST_PRIORITY <= value < 0 or policy != "Never":',
+        "if False:",
+        ("tests/actuators/test_actuation.py",),
+    ),
+    Mutation(
+        "NodePool never restored",
+        "forecaster/actuators/actuator.py",
+        "if not protect and self.nodepools.restore(name):",
+        "if False:",
+        ("tests/actuators/test_actuation.py", "tests/faults/test_daemon_gone.py"),
+    ),
+    Mutation(
+        "restore overwrites someone else's edit",
+        "forecaster/actuators/nodepools.py",
+        'if disruption.get(key) == record["applied"][key]:',
+        "if True:",
+        ("tests/actuators/test_actuation.py",),
+    ),
+    Mutation(
+        "expired NodePool pause not restored without the daemon",
+        "forecaster/actuators/nodepools.py",
+        'if expired_before is not None and int(record["until"]) >= expired_before:',
+        "if expired_before is not None:",
+        ("tests/faults/test_daemon_gone.py",),
+    ),
+    Mutation(
+        "expired CapacityBuffer not zeroed without the daemon",
+        "forecaster/actuators/capacitybuffers.py",
+        'if int(buffer["spec"].get("replicas", 0)) > 0 and _expires_at(buffer) <= now:',
+        "if False:",
+        ("tests/faults/test_daemon_gone.py",),
+    ),
+    Mutation(
+        "unreadable state starts from zero (fail open)",
+        "forecaster/service/loop.py",
+        "spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)",
+        "spent = spent_last_day(self.state.ledger)",
+        ("tests/service/test_loop.py",),
+    ),
+)
+
+
+def scratch_copy() -> Path:
+    target = Path(tempfile.mkdtemp(prefix="forecaster-mutant-"))
+    for name in ("forecaster", "tests", "data", "config", "deploy", "pyproject.toml"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, target / name)
+    return target
+
+
+def survives(mutation: Mutation) -> bool:
+    """Apply ``mutation`` in a scratch copy and run its tests there; True if they still pass."""
+    scratch = scratch_copy()
+    try:
+        path = scratch / mutation.path
+        text = path.read_text()
+        if text.count(mutation.before) != 1:
+            raise SystemExit(f"mutation-check: {mutation.name!r} no longer applies to {path}")
+        path.write_text(text.replace(mutation.before, mutation.after))
+        probe = (
+            "import forecaster, sys;"
+            " sys.exit(0 if forecaster.__file__.startswith(sys.argv[1]) else 1)"
+        )
+        if subprocess.run(
+            [sys.executable, "-c", probe, str(scratch)], cwd=scratch, check=False
+        ).returncode:
+            raise SystemExit("mutation-check: the scratch copy is not the code under test")
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *mutation.tests],
+            cwd=scratch,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if result.returncode not in (0, 1):  # 1 = tests failed; anything else is no verdict
+            raise SystemExit(
+                f"mutation-check: {mutation.name!r}: pytest exited {result.returncode}:\n"
+                + result.stdout[-2000:]
+            )
+        return result.returncode == 0
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def main() -> int:
+    survivors = []
+    for mutation in MUTATIONS:
+        started = time.monotonic()
+        alive = survives(mutation)
+        verdict = "SURVIVED" if alive else "caught"
+        print(f"mutation-check: {verdict:8} {mutation.name} ({time.monotonic() - started:.0f} s)")
+        if alive:
+            survivors.append(mutation.name)
+    print(f"mutation-check: {len(MUTATIONS) - len(survivors)} of {len(MUTATIONS)} caught")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
