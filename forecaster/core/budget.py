@@ -39,9 +39,7 @@ class SpendLedger:
     """Wall time of the last record."""
 
 
-def record_spend(
-    ledger: SpendLedger, *, gpus: int, now: int, max_step_seconds: int
-) -> SpendLedger:
+def record_spend(ledger: SpendLedger, *, gpus: int, now: int, max_step_seconds: int) -> SpendLedger:
     """Charge ``gpus`` held since the last record (see the module docstring for time rules)."""
     if ledger.clock is None or ledger.last_seen is None:
         return SpendLedger(ledger.buckets, clock=now, last_seen=now)
