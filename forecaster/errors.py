@@ -12,6 +12,7 @@ cause (``raise SourceError(...) from exc``) so logs still carry the detail.
     +-- ModelError         a model could not be fitted, predicted or loaded
     +-- ActuationError     a write to the cluster failed
         +-- ConflictError  409: the object changed since it was read (or already exists)
+        +-- NotLeaderError a write refused because this replica may no longer act
 """
 
 
@@ -45,3 +46,7 @@ class ActuationError(ForecasterError):
 
 class ConflictError(ActuationError):
     """409: the object changed since it was read (or already exists); re-read and retry."""
+
+
+class NotLeaderError(ActuationError):
+    """A write was refused before it was sent: this replica's leadership lapsed (or is about to)."""

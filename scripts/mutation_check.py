@@ -121,6 +121,28 @@ MUTATIONS = (
         ("tests/faults/test_daemon_gone.py",),
     ),
     Mutation(
+        "no leadership check before a write",
+        "forecaster/actuators/kube.py",
+        "if guarded and self.guard is not None:",
+        "if False:",
+        ("tests/actuators/test_leases.py", "tests/service/test_cluster_service.py"),
+    ),
+    Mutation(
+        "Lease expiry judged by the holder's wall clock",
+        "forecaster/actuators/leases.py",
+        'free = holder == "" or started - self._observed_at > duration',
+        'free = holder == "" or self.wall() > datetime.fromisoformat('
+        'str(spec["renewTime"]).replace("Z", "+00:00")).timestamp() + duration',
+        ("tests/actuators/test_leases.py",),
+    ),
+    Mutation(
+        "a stuck leader keeps renewing its Lease",
+        "forecaster/service/scheduler.py",
+        "if self.daemon.stuck():",
+        "if False:",
+        ("tests/service/test_cluster_service.py",),
+    ),
+    Mutation(
         "unreadable state starts from zero (fail open)",
         "forecaster/service/loop.py",
         "spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)",

@@ -5,12 +5,16 @@
   anything else -> ``ActuationError`` naming the verb and object, with the ApiException as cause.
 * 5xx, 429 and connection errors are retried with exponential backoff, a few times.
 * With ``dry_run`` no write leaves the process: it is logged as "dry-run: would ..." instead.
+* With a write ``guard`` (the leader elector's ``remaining_seconds``), every attempt of every
+  write first checks that this replica still leads for at least ``MIN_WRITE_SECONDS`` and cuts
+  the request timeout to end before leadership can lapse; otherwise ``NotLeaderError``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,13 +23,15 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from forecaster.errors import ActuationError, ConflictError
+from forecaster.errors import ActuationError, ConflictError, NotLeaderError
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 MERGE_PATCH = "application/merge-patch+json"
 _RETRYABLE = {429, 500, 502, 503, 504}
 __all__ = ["ConflictError", "Kube", "api_client"]
+MIN_WRITE_SECONDS = 1.0
+"""A write is sent only with at least this much leadership left, and must end 0.5 s before."""
 BUFFERS = ("autoscaling.x-k8s.io", "v1beta1")
 
 
@@ -68,6 +74,9 @@ class Kube:
         self._retries = retries
         self._backoff = backoff_seconds
         self._timeout = request_timeout_seconds
+        self.guard: Callable[[], float] | None = None
+        """Seconds this replica may still write (None: no leader election, always)."""
+        self._local = threading.local()
 
     # ---- reads ---------------------------------------------------------------------------
     def list_pods(
@@ -326,7 +335,8 @@ class Kube:
 
     # ---- plumbing ------------------------------------------------------------------------
     def _opts(self) -> dict[str, Any]:
-        return {"_preload_content": False, "_request_timeout": self._timeout}
+        timeout = getattr(self._local, "timeout", None) or self._timeout
+        return {"_preload_content": False, "_request_timeout": timeout}
 
     def _get(self, call: Callable[[], Any], what: str) -> Obj | None:
         try:
@@ -348,7 +358,7 @@ class Kube:
             return
         log.info("%s %s", what, json.dumps(body, sort_keys=True) if body else "")
         try:
-            self._retrying(call, what)
+            self._retrying(call, what, guarded=True)
         except ActuationError as exc:
             if (
                 missing_ok
@@ -358,9 +368,11 @@ class Kube:
                 return
             raise
 
-    def _retrying(self, call: Callable[[], Any], what: str) -> Any:
+    def _retrying(self, call: Callable[[], Any], what: str, *, guarded: bool = False) -> Any:
         for attempt in range(self._retries + 1):
             try:
+                if guarded and self.guard is not None:
+                    self._local.timeout = self._guarded_timeout(what)
                 return call()
             except ApiException as exc:
                 if exc.status == 409:
@@ -374,7 +386,17 @@ class Kube:
                     time.sleep(self._backoff * 2**attempt)
                     continue
                 raise ActuationError(f"{what}: API server unreachable: {exc}") from exc
+            finally:
+                self._local.timeout = None
         raise AssertionError("unreachable")
+
+    def _guarded_timeout(self, what: str) -> float:
+        """The request timeout that ends inside our leadership, or ``NotLeaderError``."""
+        assert self.guard is not None
+        remaining = self.guard()
+        if remaining < MIN_WRITE_SECONDS:
+            raise NotLeaderError(f"{what}: not sent, this replica is not (or no longer) the leader")
+        return min(self._timeout, remaining - MIN_WRITE_SECONDS / 2)
 
 
 def _message(exc: ApiException) -> str:

@@ -2,19 +2,27 @@
 
 The ``kubernetes.leaderelection`` module can keep its work thread running after a connection
 error ends its loop (two leaders at once) and never releases on shutdown (see STACK-NOTES), so
-this is a small loop of our own:
+this is a small loop of our own, judged the way client-go judges it:
 
-* ``try_acquire_or_renew(now)`` takes the Lease if it is free, expired or already ours, with
-  the resourceVersion as precondition (a race loses with 409, never with two holders);
-* ``is_leader(now)`` is true only until ``renewed + lease_seconds * safety`` - a replica that
-  cannot renew (API errors, partition) stops acting *before* its Lease can expire and another
-  replica take over; any error while renewing drops leadership at once;
-* ``release(now)`` hands the Lease back on shutdown so a successor need not wait.
+* **Expiry is never computed from a foreign timestamp.** A replica remembers the Lease record
+  it last saw (holder, renewTime, resourceVersion) and *when it saw it change*, on its own
+  monotonic clock; the Lease is free only when the record has not changed for
+  ``leaseDurationSeconds`` of local time. Wall-clock skew between replicas cannot make two
+  leaders.
+* Our own leadership is a **monotonic deadline**: ``renewed + lease_seconds * safety``, taken
+  from the local monotonic time *before* the renewal request was sent. ``remaining_seconds()``
+  is checked immediately before every cluster write (``Kube`` write guard), and each write's
+  request timeout is cut to fit inside it, so no write of ours can be in flight when another
+  replica may take over (it needs a full ``lease_seconds`` of unchanged record).
+* Any error while renewing drops leadership at once; ``refuse_renewal`` (a stuck tick) lets the
+  Lease lapse on purpose.
+* ``release()`` hands the Lease back on shutdown so a successor need not wait.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from forecaster.actuators import labels as lbl
@@ -29,11 +37,6 @@ def micro_time(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_micro_time(text: str) -> float:
-    """Inverse of ``micro_time`` (also accepts whole seconds)."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-
-
 class LeaderElector:
     """See the module docstring."""
 
@@ -44,6 +47,8 @@ class LeaderElector:
         namespace: str,
         name: str,
         identity: str,
+        wall: Callable[[], float],
+        monotonic: Callable[[], float],
         lease_seconds: int = 15,
         safety: float = 0.66,
     ) -> None:
@@ -51,23 +56,32 @@ class LeaderElector:
         self.namespace = namespace
         self.name = name
         self.identity = identity
+        self.wall = wall
+        self.monotonic = monotonic
         self.lease_seconds = lease_seconds
         self.safety = safety
         self._valid_until = 0.0
+        self._observed: tuple[str, str, str] | None = None
+        self._observed_at = 0.0
 
-    def is_leader(self, now: float) -> bool:
+    def is_leader(self) -> bool:
         """May this replica act now?"""
-        return now < self._valid_until
+        return self.remaining_seconds() > 0
 
-    def try_acquire_or_renew(self, now: float) -> bool:
+    def remaining_seconds(self) -> float:
+        """Seconds of safe leadership left (<= 0: not the leader)."""
+        return self._valid_until - self.monotonic()
+
+    def try_acquire_or_renew(self) -> bool:
         """One election round; returns whether we lead afterwards."""
-        was = self.is_leader(now)
+        was = self.is_leader()
+        started = self.monotonic()  # validity counts from before the request: never longer
         try:
-            won = self._round(now)
+            won = self._round(started)
         except (ActuationError, ValueError, KeyError) as exc:
             log.error("leader election: %s; not acting until the Lease is renewed", exc)
             won = False
-        self._valid_until = now + self.lease_seconds * self.safety if won else 0.0
+        self._valid_until = started + self.lease_seconds * self.safety if won else 0.0
         if won != was:
             log.warning(
                 "leader election: %s %s the leader",
@@ -76,22 +90,29 @@ class LeaderElector:
             )
         return won
 
-    def release(self, now: float) -> None:
+    def step_down(self, reason: str) -> None:
+        """Stop acting at once (e.g. a stuck tick); the Lease then lapses by itself."""
+        if self.is_leader():
+            log.error("leader election: %s steps down: %s", self.identity, reason)
+        self._valid_until = 0.0
+
+    def release(self) -> None:
         """Give the Lease up (shutdown)."""
-        if not self.is_leader(now):
+        if not self.is_leader():
             return
         self._valid_until = 0.0
         try:
             lease = self.kube.get_lease(self.namespace, self.name)
             if lease is not None and lease["spec"].get("holderIdentity") == self.identity:
                 lease["spec"]["holderIdentity"] = ""
-                lease["spec"]["renewTime"] = micro_time(now)
+                lease["spec"]["renewTime"] = micro_time(self.wall())
                 self.kube.replace_lease(self.namespace, lease)
         except ActuationError as exc:
             log.warning("leader election: could not release the Lease: %s", exc)
 
-    def _round(self, now: float) -> bool:
+    def _round(self, started: float) -> bool:
         lease = self.kube.get_lease(self.namespace, self.name)
+        now = self.wall()
         if lease is None:
             try:
                 self.kube.create_lease(self.namespace, self._body(now, transitions=0, acquired=now))
@@ -100,18 +121,18 @@ class LeaderElector:
             return True
         spec = lease.get("spec", {})
         holder = spec.get("holderIdentity") or ""
-        renewed = parse_micro_time(spec["renewTime"]) if spec.get("renewTime") else 0.0
+        record = (holder, str(spec.get("renewTime")), lease["metadata"]["resourceVersion"])
+        if record != self._observed:
+            self._observed, self._observed_at = record, started
         duration = int(spec.get("leaseDurationSeconds") or self.lease_seconds)
-        free = holder == "" or now > renewed + duration
+        free = holder == "" or started - self._observed_at > duration
         if holder != self.identity and not free:
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.identity else 1)
-        acquired = (
-            parse_micro_time(spec["acquireTime"])
-            if holder == self.identity and spec.get("acquireTime")
-            else now
-        )
-        body = self._body(now, transitions=transitions, acquired=acquired)
+        acquired = spec.get("acquireTime") if holder == self.identity else None
+        body = self._body(now, transitions=transitions, acquired=now)
+        if acquired:
+            body["spec"]["acquireTime"] = acquired
         body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
         try:
             self.kube.replace_lease(self.namespace, body)

@@ -1,8 +1,10 @@
 """The running service: reconcile and retrain entry points, and what the endpoint shows.
 
 The scheduler (real cluster) or the twin driver (embedded default) calls ``reconcile(now)``;
-only the leader acts, every replica forecasts and serves. The last tick's record, a 24 h trail
-of prewarm per pool and the guardrail findings are kept for ``http.py``; metrics are updated
+only the leader acts, every replica forecasts and serves. A daemon whose last completed tick is
+older than ``stuck_after_seconds`` (monotonic time) is **stuck**: ``/healthz`` fails (the kubelet
+restarts it) and the cluster service stops renewing the Lease, so another replica takes over.
+The last tick's record, a 24 h trail of prewarm per pool and the guardrail findings are kept for ``http.py``; metrics are updated
 after every tick. A tick that raises unexpectedly is logged, counted and the daemon goes on.
 """
 
@@ -45,7 +47,19 @@ class Daemon:
     trail: deque[TrailPoint] = field(default_factory=deque)
     last: TickRecord | None = None
     ticks: int = 0
+    monotonic: Callable[[], float] = time.monotonic
+    stuck_after_seconds: float | None = None
+    """None: never judged stuck (the embedded twin, which runs ticks itself)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _progress_at: float | None = None
+
+    def stuck(self) -> bool:
+        """Has no tick completed for ``stuck_after_seconds`` (counting from start-up)?"""
+        if self.stuck_after_seconds is None:
+            return False
+        if self._progress_at is None:
+            self._progress_at = self.monotonic()
+        return self.monotonic() - self._progress_at > self.stuck_after_seconds
 
     @property
     def ready(self) -> bool:
@@ -64,6 +78,7 @@ class Daemon:
             log.exception("reconcile tick at %s failed; the next tick retries", now)
             self.metrics.errors.labels(kind="crash").inc()
             return None
+        self._progress_at = self.monotonic()
         self.metrics.observe_tick(
             record, state=self.reconciler.state, slo=self.slo, seconds=time.perf_counter() - began
         )

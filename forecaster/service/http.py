@@ -68,9 +68,15 @@ def create_app(daemon: Daemon) -> FastAPI:
                 status_code=404, detail=f"unknown pool {pool!r}; known: {list(daemon.pools)}"
             )
 
-    @app.get("/healthz", summary="the process is alive")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+    @app.get(
+        "/healthz",
+        summary="the process is alive and its reconcile loop makes progress",
+        responses={503: {"description": "no tick has completed for too long (stuck)"}},
+    )
+    def healthz() -> JSONResponse:
+        if daemon.stuck():
+            return JSONResponse({"status": "stuck"}, status_code=503)
+        return JSONResponse({"status": "ok"})
 
     @app.get("/readyz", summary="a reconcile tick has completed", responses=NOT_READY)
     def readyz() -> JSONResponse:

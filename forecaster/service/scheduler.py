@@ -35,6 +35,8 @@ from forecaster.settings import Settings
 log = logging.getLogger(__name__)
 LEASE_NAME = "forecaster-leader"
 LEASE_SECONDS = 15
+STUCK_AFTER_TICKS = 3
+"""No tick completed for this many intervals: the replica is stuck (liveness fails, no renewal)."""
 
 
 @dataclass
@@ -52,8 +54,11 @@ class ClusterService:
         return self.clock.now().timestamp()
 
     def renew(self) -> None:
-        """The ``lease`` job."""
-        self.elector.try_acquire_or_renew(self.now())
+        """The ``lease`` job: renew, unless the reconcile loop is stuck (then let it lapse)."""
+        if self.daemon.stuck():
+            self.elector.step_down("no reconcile tick completed recently: letting the Lease lapse")
+            return
+        self.elector.try_acquire_or_renew()
 
     def reconcile(self) -> None:
         """The ``reconcile`` job."""
@@ -76,7 +81,7 @@ class ClusterService:
         """Wait for a running tick, stop the jobs, give the Lease up."""
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=True)
-        self.elector.release(self.now())
+        self.elector.release()
 
 
 def build_cluster_service(
@@ -91,13 +96,18 @@ def build_cluster_service(
         namespace=settings.planning.placeholders.namespace,
         name=LEASE_NAME,
         identity=identity,
+        wall=lambda: clock.now().timestamp(),
+        monotonic=clock.monotonic,
         lease_seconds=LEASE_SECONDS,
     )
+    kube.guard = elector.remaining_seconds  # checked immediately before every write
     reconciler = app.build_reconciler(settings, kube=kube)
     daemon = Daemon(
         reconciler=reconciler,
         slo=app.slo_policy(settings),
-        is_leader=lambda: elector.is_leader(clock.now().timestamp()),
+        is_leader=elector.is_leader,
+        monotonic=clock.monotonic,
+        stuck_after_seconds=STUCK_AFTER_TICKS * settings.reconcile_every_seconds,
         guardrails=[f"{g.code}{f' ({g.pool})' if g.pool else ''}: {g.message}" for g in findings],
         pools=tuple(p.name for p in settings.pools),
     )

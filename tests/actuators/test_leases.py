@@ -1,57 +1,129 @@
-"""Leader election on a Lease in the API double.
+"""Leader election on a Lease in the API double, each replica with its own clock.
 
 Cases: the first replica takes the Lease and the second does not; renewing keeps it; the holder
-stops acting before its Lease expires when it cannot renew (API errors); after expiry another
-replica takes over (transitions counted); a released Lease is taken at once; a lost race (409)
-is not leadership. Every Lease written validates against the core schema (fixture).
+stops acting before its Lease could pass to another replica when it cannot renew (API errors);
+another replica takes over only after the record has stayed unchanged for a whole lease
+duration *on its own monotonic clock* (transitions counted); a replica whose wall clock is far
+ahead of the holder's never takes a Lease the holder keeps renewing (no foreign timestamp is
+compared with a local one); a released Lease is taken at once; a lost race (409) is not
+leadership; writes are refused (``NotLeaderError``, nothing sent) once leadership has lapsed,
+and a write's request timeout ends inside the remaining leadership. Every Lease written
+validates against the core schema (fixture).
 """
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime
+
+import pytest
+
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.leases import LeaderElector
+from forecaster.errors import ActuationError, NotLeaderError
+from forecaster.service.clock import FakeClock
 from tests.kubeapi.server import KubeApiDouble
 
 NS = "forecaster"
+T = 1_800_000_000.0
 
 
-def elector(api: KubeApiDouble, identity: str) -> LeaderElector:
+def elector(api: KubeApiDouble, identity: str, clock: FakeClock) -> LeaderElector:
     kube = Kube(api_client(host=api.url), dry_run=False, retries=0, backoff_seconds=0.01)
     return LeaderElector(
-        kube, namespace=NS, name="forecaster-leader", identity=identity, lease_seconds=15
+        kube,
+        namespace=NS,
+        name="forecaster-leader",
+        identity=identity,
+        wall=lambda: clock.now().timestamp(),
+        monotonic=clock.monotonic,
+        lease_seconds=15,
     )
 
 
+def clock(offset: float = 0.0) -> FakeClock:
+    return FakeClock(datetime.fromtimestamp(T + offset, tz=UTC))
+
+
 def test_one_leader_renewal_and_takeover(api: KubeApiDouble) -> None:
-    a, b = elector(api, "replica-a"), elector(api, "replica-b")
-    t = 1_800_000_000.0
-    assert a.try_acquire_or_renew(t) and a.is_leader(t)
-    assert not b.try_acquire_or_renew(t + 1) and not b.is_leader(t + 1)
-    assert a.try_acquire_or_renew(t + 5)
-    assert not b.try_acquire_or_renew(t + 10)
-    # a cannot renew any more: it stops acting after 2/3 of the lease, before it expires
+    ca, cb = clock(), clock()
+    a, b = elector(api, "replica-a", ca), elector(api, "replica-b", cb)
+    assert a.try_acquire_or_renew() and a.is_leader()
+    cb.advance(1)
+    assert not b.try_acquire_or_renew() and not b.is_leader()
+    ca.advance(5)
+    assert a.try_acquire_or_renew()
+    cb.advance(9)
+    assert not b.try_acquire_or_renew()  # b saw a renewal: it waits a full duration from then
+    # a cannot renew any more: it stops acting after 2/3 of the lease, before anyone may take it
     api.faults.add("*", r"/leases", status=500, times=1000)
-    assert not a.try_acquire_or_renew(t + 8)
-    assert not a.is_leader(t + 8)
+    ca.advance(3)
+    assert not a.try_acquire_or_renew()
+    assert not a.is_leader()
     api.faults.clear()
-    assert not b.try_acquire_or_renew(t + 15)  # a's last renewal (t+5) is still valid
-    assert b.try_acquire_or_renew(t + 21) and b.is_leader(t + 21)  # expired: b takes over
+    cb.advance(14)
+    assert not b.try_acquire_or_renew()  # 14 s unchanged is not yet a lease duration
+    cb.advance(2)
+    assert b.try_acquire_or_renew() and b.is_leader()  # 16 s unchanged: b takes over
     (lease,) = api.objects("leases", NS)
     assert lease["spec"]["holderIdentity"] == "replica-b" and lease["spec"]["leaseTransitions"] == 1
-    assert not a.try_acquire_or_renew(t + 22)
+    ca.advance(1)
+    assert not a.try_acquire_or_renew()
+
+
+@pytest.mark.parametrize("skew", [12, 60, 3600, -3600])
+def test_wall_clock_skew_never_gives_two_leaders(api: KubeApiDouble, skew: float) -> None:
+    ca, cb = clock(), clock(offset=skew)
+    a, b = elector(api, "replica-a", ca), elector(api, "replica-b", cb)
+    assert a.try_acquire_or_renew()
+    for _ in range(12):  # a keeps renewing every 5 s; b tries every 5 s with its skewed clock
+        ca.advance(5)
+        cb.advance(5)
+        assert a.try_acquire_or_renew()
+        assert not b.try_acquire_or_renew()
+        assert a.is_leader() and not b.is_leader()
 
 
 def test_release_hands_over_at_once(api: KubeApiDouble) -> None:
-    a, b = elector(api, "replica-a"), elector(api, "replica-b")
-    t = 1_800_000_000.0
-    assert a.try_acquire_or_renew(t)
-    a.release(t + 1)
-    assert not a.is_leader(t + 1)
-    assert b.try_acquire_or_renew(t + 2)
+    ca, cb = clock(), clock()
+    a, b = elector(api, "replica-a", ca), elector(api, "replica-b", cb)
+    assert a.try_acquire_or_renew()
+    a.release()
+    assert not a.is_leader()
+    cb.advance(2)
+    assert b.try_acquire_or_renew()
 
 
 def test_a_lost_race_is_not_leadership(api: KubeApiDouble) -> None:
-    a = elector(api, "replica-a")
+    a = elector(api, "replica-a", clock())
     api.faults.add("POST", r"/leases$", status=409, times=1)
-    assert not a.try_acquire_or_renew(1_800_000_000.0)
-    assert not a.is_leader(1_800_000_000.0)
+    assert not a.try_acquire_or_renew()
+    assert not a.is_leader()
+
+
+def test_writes_are_refused_once_leadership_lapses(api: KubeApiDouble) -> None:
+    ca = clock()
+    a = elector(api, "replica-a", ca)
+    a.kube.guard = a.remaining_seconds
+    assert a.try_acquire_or_renew()
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": NS}}
+    a.kube.create_config_map(NS, cm)
+    ca.advance(9.5)  # 0.4 s of leadership left: too little to finish a write
+    before = len(api.requests)
+    with pytest.raises(NotLeaderError):
+        a.kube.create_config_map(NS, {**cm, "metadata": {"name": "y", "namespace": NS}})
+    assert len(api.requests) == before  # nothing was sent
+
+
+def test_a_write_times_out_inside_the_remaining_leadership(api: KubeApiDouble) -> None:
+    ca = clock()
+    a = elector(api, "replica-a", ca)
+    a.kube.guard = a.remaining_seconds
+    assert a.try_acquire_or_renew()
+    ca.advance(7.9)  # 2.0 s left: the request must give up within 1.5 s
+    api.faults.add("POST", r"/configmaps$", status=0, delay_seconds=4.0)
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": NS}}
+    began = time.monotonic()
+    with pytest.raises(ActuationError, match="timed out"):
+        a.kube.create_config_map(NS, cm)
+    assert time.monotonic() - began < 2.0

@@ -84,6 +84,7 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     service.renew()
     service.reconcile()  # hand-off: placeholders deleted, NodePool restored
     service.stop()
+    kube = Kube(api_client(host=api.url), dry_run=settings.dry_run, backoff_seconds=0.01)
     app.cleanup(settings, kube, expired_at=T0 + 7 * 86400)  # the cleanup --expired CronJob
     legacy = {
         "apiVersion": "v1",

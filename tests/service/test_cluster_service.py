@@ -3,7 +3,9 @@
 Cases: the jobs are configured as documented (coalescing, one instance, lease every 5 s); the
 leader's tick creates placeholders while the follower's tick writes nothing to the cluster
 but still forecasts and plans; stopping the leader releases its Lease and the follower takes
-over on its next round; guardrail findings reach the daemon's status.
+over on its next round; guardrail findings reach the daemon's status; a leader whose tick
+stalls until another replica (with a skewed wall clock) has taken over sends not one write
+after it resumes; a leader whose ticks stop completing fails ``/healthz`` and stops renewing.
 """
 
 from __future__ import annotations
@@ -11,8 +13,11 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from fastapi.testclient import TestClient
+
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.service.clock import FakeClock
+from forecaster.service.http import create_app
 from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings
 from tests.kubeapi.cluster import ClusterSim
@@ -62,4 +67,57 @@ def test_scheduler_jobs(tmp_path: Path, api: KubeApiDouble, sim: ClusterSim) -> 
         assert jobs["reconcile"].max_instances == 1 and jobs["reconcile"].coalesce
     finally:
         service.stop()
-    assert not service.elector.is_leader(clock.now().timestamp())
+    assert not service.elector.is_leader()
+
+
+def test_a_deposed_leader_stops_writing_in_the_middle_of_a_tick(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    clock_a = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
+    clock_b = FakeClock(datetime.fromtimestamp(T0 + 20, tz=UTC))  # skewed wall clock, too
+    a = replica(tmp_path, api, "replica-a", clock_a)
+    b = replica(tmp_path, api, "replica-b", clock_b)
+    a.renew()
+    b.renew()
+    placeholders = a.daemon.reconciler.actuator.placeholders  # type: ignore[union-attr]
+    verify = placeholders.verify_priority_class
+
+    def stall_then_verify() -> None:
+        # a's tick hangs right before its creates (GC pause, slow API): its Lease lapses and b
+        # takes over; when a resumes, not one of its writes may reach the cluster
+        clock_a.advance(30)
+        clock_b.advance(30)
+        b.renew()
+        assert b.daemon.is_leader()
+        verify()
+
+    placeholders.verify_priority_class = stall_then_verify  # type: ignore[method-assign]
+    before = len(api.writes())
+    a.reconcile()
+    record = a.daemon.last
+    assert record is not None and record.plan.pool(POOL).target_gpus >= 8
+    a_writes = [w for w in api.writes()[before:] if "/leases/" not in w.path]
+    assert a_writes == [], [w.path for w in a_writes]
+    assert "not (or no longer) the leader" in record.errors[f"actuate {POOL}"]
+    assert api.objects("jobs", "forecaster") == []
+    b.reconcile()
+    assert len(api.objects("jobs", "forecaster")) == b.daemon.last.plan.pool(POOL).placeholders  # type: ignore[union-attr]
+
+
+def test_a_stuck_leader_fails_liveness_and_lets_its_lease_lapse(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
+    a = replica(tmp_path, api, "replica-a", clock)
+    a.renew()
+    a.reconcile()
+    client = TestClient(create_app(a.daemon))
+    assert client.get("/healthz").status_code == 200
+    clock.advance(60)  # two intervals without a completed tick: still fine
+    a.renew()
+    assert a.daemon.is_leader() and client.get("/healthz").status_code == 200
+    clock.advance(40)  # 100 s > 3 x 30 s: the tick is stuck
+    assert client.get("/healthz").json() == {"status": "stuck"}
+    assert client.get("/healthz").status_code == 503
+    a.renew()
+    assert not a.daemon.is_leader()  # stepped down: the Lease is not renewed and lapses
