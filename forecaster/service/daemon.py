@@ -5,7 +5,8 @@ only the leader acts, every replica forecasts and serves. A daemon whose last co
 older than ``stuck_after_seconds`` (monotonic time) is **stuck**: ``/healthz`` fails (the kubelet
 restarts it) and the cluster service stops renewing the Lease, so another replica takes over.
 The last tick's record, a 24 h trail of prewarm per pool and the guardrail findings are kept
-for ``http.py``; metrics are updated after every tick. A tick that raises unexpectedly is logged, counted and the daemon goes on.
+for ``http.py``; metrics are updated after every tick. A tick that raises unexpectedly is
+logged, counted and the daemon goes on.
 """
 
 from __future__ import annotations
