@@ -143,6 +143,20 @@ MUTATIONS = (
         ("tests/service/test_cluster_service.py",),
     ),
     Mutation(
+        "a crash in one pool's forecast stops every pool",
+        "forecaster/service/loop.py",
+        "except Exception as exc:  # a bug or malformed input harms only this pool",
+        "except ForecasterError as exc:",
+        ("tests/faults/test_isolation.py",),
+    ),
+    Mutation(
+        "a malformed object makes the whole cluster unobservable",
+        "forecaster/actuators/observer.py",
+        "snapshots[pool] = unobservable(pool, problem=problem, now=now)",
+        "raise MalformedObjectError(problem) from exc",
+        ("tests/faults/test_isolation.py",),
+    ),
+    Mutation(
         "unreadable state starts from zero (fail open)",
         "forecaster/service/loop.py",
         "spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)",

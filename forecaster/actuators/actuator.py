@@ -67,6 +67,9 @@ class Actuator:
             except ActuationError as exc:
                 log.error("pool %s: actuation failed, next tick retries: %s", pool_plan.pool, exc)
                 report.errors[pool_plan.pool] = str(exc)
+            except Exception as exc:  # a malformed object of one pool must not stop the others
+                log.exception("pool %s: actuation failed on an unexpected object", pool_plan.pool)
+                report.errors[pool_plan.pool] = f"{type(exc).__name__}: {exc}"
         return report
 
     def withdraw(self, pool: str) -> list[str]:

@@ -69,7 +69,7 @@ class NodePools:
         nodepool = self.kube.get_nodepool(name)
         if nodepool is None or lbl.ORIGINAL_DISRUPTION not in _annotations(nodepool):
             return None
-        return int(_record(nodepool)["until"])
+        return int(pause_record(nodepool)["until"])
 
     def _retrying(self, name: str, make_patch: Callable[[Obj], Obj | None]) -> bool:
         for _ in range(CONFLICT_RETRIES):
@@ -91,7 +91,7 @@ class NodePools:
         annotations = _annotations(nodepool)
         if lbl.ORIGINAL_DISRUPTION not in annotations:
             return None
-        record = _record(nodepool)
+        record = pause_record(nodepool)
         if expired_before is not None and int(record["until"]) >= expired_before:
             return None
         disruption = nodepool["spec"].get("disruption", {})
@@ -126,7 +126,7 @@ def _annotations(nodepool: Obj) -> dict[str, str]:
     return dict(nodepool["metadata"].get("annotations") or {})
 
 
-def _record(nodepool: Obj) -> Obj:
+def pause_record(nodepool: Obj) -> Obj:
     """Our record on the NodePool; a damaged one raises ``NodePoolConflictError``, never guessed."""
     name = nodepool["metadata"]["name"]
     text = _annotations(nodepool)[lbl.ORIGINAL_DISRUPTION]
@@ -154,7 +154,7 @@ def _protect_patch(nodepool: Obj, consolidate_after: str, *, now: int, seconds: 
     disruption = nodepool["spec"].get("disruption", {})
     name = nodepool["metadata"]["name"]
     if lbl.ORIGINAL_DISRUPTION in _annotations(nodepool):
-        record = _record(nodepool)
+        record = pause_record(nodepool)
         current = {key: disruption.get(key) for key in FIELDS}
         if current != record["applied"]:
             raise NodePoolConflictError(

@@ -1,5 +1,9 @@
 """Read the cluster into ``core.cluster.PoolSnapshot``s: one node list and one pod list per tick.
 
+A malformed object (an unreadable GPU quantity, a NodePool or pod missing a field) makes only
+the pool it belongs to unobservable (``core.cluster.unobservable``: that pool withdraws and
+says why); the other pools are observed as usual. An API failure still fails the whole read.
+
 A pod belongs to a pool when it runs on one of the pool's nodes, or - still pending - selects
 the pool with ``nodeSelector karpenter.sh/nodepool``. Our placeholders (by label) are counted
 apart from real demand. Free GPUs on Ready nodes that run real pods are reported as stranded
@@ -24,18 +28,24 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
-from forecaster.core.cluster import PoolSnapshot
+from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
+from forecaster.core.cluster import PoolSnapshot, unobservable
 from forecaster.errors import ActuationError
 
 Obj = dict[str, Any]
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([kKMG]?)$")
+_MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
+
+
+class MalformedObjectError(ActuationError):
+    """An object of the cluster cannot be read as expected (it harms only its own pool)."""
 
 
 def gpu_quantity(value: object) -> int:
     """A GPU count from a Kubernetes quantity ('8', 8, '1k'); fractional GPUs round down."""
     match = _QUANTITY.match(str(value).strip())
     if not match:
-        raise ActuationError(f"unsupported nvidia.com/gpu quantity {value!r}")
+        raise MalformedObjectError(f"unsupported nvidia.com/gpu quantity {value!r}")
     scale = {"": 1, "k": 1000, "K": 1000, "M": 10**6, "G": 10**9}[match.group(2)]
     return math.floor(float(match.group(1)) * scale)
 
@@ -104,55 +114,80 @@ def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnap
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
     snapshots = {}
     for pool in pools:
-        own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
-        capacity = {True: 0, False: 0}
-        for node in own:
-            capacity[_ready(node)] += _allocatable(node)
-        running = pending = placeholders = 0
-        used_on: dict[str, int] = {}
-        ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
-        busy: set[str] = set()
-        for pod in pods:
-            node_name = pod["spec"].get("nodeName")
-            selected = (pod["spec"].get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL)
-            if (node_pool.get(node_name) if node_name else selected) != pool:
-                continue
-            gpus = pod_gpus(pod)
-            if node_name:
-                used_on[node_name] = used_on.get(node_name, 0) + gpus
-            if _is_placeholder(pod):
-                placeholders += gpus
-                ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus
-            elif node_name:
-                running += gpus
-                busy.add(node_name)
-            else:
-                pending += gpus
-        nodepool = kube.get_nodepool(pool)
-        paused = nodepool is not None and lbl.ORIGINAL_DISRUPTION in (
-            nodepool["metadata"].get("annotations") or {}
-        )
-        stranded, held = _node_gpus(
-            own,
-            used_on=used_on,
-            ours_on=ours_on,
-            busy=busy,
-            paused=paused,
-            unclaimed_launching=max(0, capacity[False] - pending),
-        )
-        limit = None
-        if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
-            limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])
-        snapshots[pool] = PoolSnapshot(
-            pool=pool,
-            observed_at=now,
-            allocatable_gpus=capacity[True],
-            launching_gpus=capacity[False],
-            running_gpus=running,
-            pending_gpus=pending,
-            placeholder_gpus=placeholders,
-            nodepool_limit_gpus=limit,
-            stranded_gpus=stranded,
-            held_gpus=held,
-        )
+        try:
+            snapshots[pool] = _snapshot(
+                kube, pool, nodes=nodes, pods=pods, node_pool=node_pool, now=now
+            )
+        except (
+            MalformedObjectError,
+            NodePoolConflictError,
+            *_MALFORMED,
+        ) as exc:  # an API failure still propagates
+            problem = f"malformed object: {type(exc).__name__}: {exc}"
+            snapshots[pool] = unobservable(pool, problem=problem, now=now)
     return snapshots
+
+
+def _snapshot(
+    kube: Kube,
+    pool: str,
+    *,
+    nodes: list[Obj],
+    pods: list[Obj],
+    node_pool: dict[str, str],
+    now: int,
+) -> PoolSnapshot:
+    """One pool's snapshot; a malformed object raises (the caller isolates the pool)."""
+    own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
+    capacity = {True: 0, False: 0}
+    for node in own:
+        capacity[_ready(node)] += _allocatable(node)
+    running = pending = placeholders = 0
+    used_on: dict[str, int] = {}
+    ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
+    busy: set[str] = set()
+    for pod in pods:
+        node_name = pod["spec"].get("nodeName")
+        selected = (pod["spec"].get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL)
+        if (node_pool.get(node_name) if node_name else selected) != pool:
+            continue
+        gpus = pod_gpus(pod)
+        if node_name:
+            used_on[node_name] = used_on.get(node_name, 0) + gpus
+        if _is_placeholder(pod):
+            placeholders += gpus
+            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus
+        elif node_name:
+            running += gpus
+            busy.add(node_name)
+        else:
+            pending += gpus
+    nodepool = kube.get_nodepool(pool)
+    paused = nodepool is not None and lbl.ORIGINAL_DISRUPTION in (
+        nodepool["metadata"].get("annotations") or {}
+    )
+    if paused and nodepool is not None:
+        pause_record(nodepool)  # a damaged record makes this pool unobservable
+    stranded, held = _node_gpus(
+        own,
+        used_on=used_on,
+        ours_on=ours_on,
+        busy=busy,
+        paused=paused,
+        unclaimed_launching=max(0, capacity[False] - pending),
+    )
+    limit = None
+    if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
+        limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])
+    return PoolSnapshot(
+        pool=pool,
+        observed_at=now,
+        allocatable_gpus=capacity[True],
+        launching_gpus=capacity[False],
+        running_gpus=running,
+        pending_gpus=pending,
+        placeholder_gpus=placeholders,
+        nodepool_limit_gpus=limit,
+        stranded_gpus=stranded,
+        held_gpus=held,
+    )

@@ -31,6 +31,8 @@ class PoolSnapshot:
     held_gpus: int | None = None
     """GPUs billed because of us (whole nodes we alone occupy or keep; see the observer);
     None when unknown, then the placeholders' own GPUs are charged."""
+    problem: str | None = None
+    """Why this pool could not be observed (a malformed object); the planner then withdraws."""
 
     @property
     def billed_gpus(self) -> int:
@@ -83,4 +85,19 @@ def assumed_snapshot(
         pending_gpus=0,
         placeholder_gpus=0,
         nodepool_limit_gpus=limit_gpus,
+    )
+
+
+def unobservable(pool: str, *, problem: str, now: int) -> PoolSnapshot:
+    """A pool whose objects could not be read: nothing known, so nothing may be prewarmed."""
+    return PoolSnapshot(
+        pool=pool,
+        observed_at=now,
+        allocatable_gpus=0,
+        launching_gpus=0,
+        running_gpus=0,
+        pending_gpus=0,
+        placeholder_gpus=0,
+        nodepool_limit_gpus=0,
+        problem=problem,
     )

@@ -143,6 +143,8 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
     policy, snap, forecast = item.policy, item.snapshot, item.forecast
     reasons: list[str] = []
     unit = policy.placeholder_gpus
+    if snap.problem is not None:
+        return _Draft(item, 0, 0, [f"cannot observe this pool ({snap.problem}): prewarm 0"])
     if forecast is None:
         return _Draft(item, 0, 0, ["no forecast for this pool: nothing to prewarm"])
     shortfall = forecast.p95_gpus - snap.real_demand_gpus - snap.spare_gpus

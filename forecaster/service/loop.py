@@ -82,8 +82,8 @@ class TickRecord:
     transitions: tuple[Transition, ...]
     actuation: ActuationReport | None
     errors: dict[str, str] = field(default_factory=dict)
-    """Problems met, keyed ``"<kind> <pool>"`` (data, model, forecast, actuate) or ``cluster`` /
-    ``state``; the kind is the label of ``forecaster_reconcile_errors_total``."""
+    """Problems met, keyed ``"<kind> <pool>"`` (data, model, forecast, crash, actuate) or
+    ``cluster`` / ``state``; the kind is the label of ``forecaster_reconcile_errors_total``."""
 
 
 class Reconciler:
@@ -132,7 +132,12 @@ class Reconciler:
         for runtime in self.pools:
             name = runtime.policy.pool
             pool_state = self.state.pool(name)
-            view, evaluations = self._forecast(runtime, pool_state, now, errors)
+            try:
+                view, evaluations = self._forecast(runtime, pool_state, now, errors)
+            except Exception as exc:  # a bug or malformed input harms only this pool
+                log.exception("pool %s: forecasting failed; the pool withdraws this tick", name)
+                errors[f"crash {name}"] = f"{type(exc).__name__}: {exc}"
+                view, evaluations = _no_forecast(name), []
             before = len(pool_state.budget.transitions)
             pool_state.budget = advance(
                 pool_state.budget,
@@ -202,11 +207,16 @@ class Reconciler:
         if self.observe is None:
             return None
         try:
-            return self.observe([p.policy.pool for p in self.pools], now)
+            snapshots = self.observe([p.policy.pool for p in self.pools], now)
         except ForecasterError as exc:
             errors["cluster"] = f"cannot observe the cluster, not acting this tick: {exc}"
             log.error("%s", errors["cluster"])
             return None
+        for name, snapshot in snapshots.items():
+            if snapshot.problem is not None:
+                errors[f"cluster {name}"] = f"cannot observe the pool: {snapshot.problem}"
+                log.error("pool %s: %s; it withdraws its prewarm", name, errors[f"cluster {name}"])
+        return snapshots
 
     def _forecast(
         self, runtime: PoolRuntime, pool_state: PoolState, now: int, errors: dict[str, str]
@@ -314,6 +324,11 @@ class Reconciler:
         except ForecasterError as exc:
             errors["state"] = f"could not save state: {exc}"
             log.error("%s", errors["state"])
+
+
+def _no_forecast(pool: str) -> PoolView:
+    """A pool whose forecasting failed: no demand, so the planner prewarms nothing."""
+    return PoolView(pool, None, None, None, None, None, (), None, 0)
 
 
 def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:

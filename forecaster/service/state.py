@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from forecaster.core.budget import SpendLedger
 from forecaster.core.error_budget import ErrorBudgetState
+from forecaster.core.planner import Mode
 
 FORMAT_VERSION = 2
 """2: the ledger carries its own clock (``{"clock", "last_seen", "buckets"}``); format 1 (a bare
@@ -74,15 +75,25 @@ class ServiceState:
             raise ValueError(f"state format {data['format_version']} is newer than supported")
         return cls(
             pools={
-                name: PoolState(
-                    budget=ErrorBudgetState.from_dict(p["budget"]),
-                    pending=[PendingForecast(int(a), int(b), float(c)) for a, b, c in p["pending"]],
-                )
+                name: _pool_state(p, now=data.get("last_tick"))
                 for name, p in data.get("pools", {}).items()
             },
             ledger=_ledger(data.get("ledger", []), last_tick=data.get("last_tick")),
             last_tick=data.get("last_tick"),
         )
+
+
+def _pool_state(data: Any, *, now: Any) -> PoolState:
+    """One pool's saved state; a damaged entry hands that pool off (fail closed, others go on)."""
+    try:
+        return PoolState(
+            budget=ErrorBudgetState.from_dict(data["budget"]),
+            pending=[PendingForecast(int(a), int(b), float(c)) for a, b, c in data["pending"]],
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        since = int(now) if isinstance(now, int) else 0
+        reason = f"persisted state of this pool is unreadable ({type(exc).__name__}: {exc})"
+        return PoolState(budget=ErrorBudgetState(mode=Mode.HANDED_OFF, since=since, reason=reason))
 
 
 def _ledger(data: Any, *, last_tick: int | None) -> SpendLedger:

@@ -41,12 +41,12 @@ GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
 
 
 def pod_gpus(pod: Obj) -> int:
+    """GPUs a pod requests; a quantity the double cannot read counts as none."""
     total = 0
     for container in pod["spec"]["containers"]:
         resources = container.get("resources", {})
-        total += int(
-            resources.get("requests", {}).get(GPU, resources.get("limits", {}).get(GPU, 0))
-        )
+        value = resources.get("requests", {}).get(GPU, resources.get("limits", {}).get(GPU, 0))
+        total += int(value) if str(value).isdigit() else 0
     return total
 
 
