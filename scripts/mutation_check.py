@@ -95,9 +95,17 @@ MUTATIONS = (
     Mutation(
         "NodePool never restored",
         "forecaster/actuators/actuator.py",
-        "if not protect and self.nodepools.restore(name):",
+        "if action is NodePoolAction.RESTORE and self.nodepools.restore(name):",
         "if False:",
         ("tests/actuators/test_actuation.py", "tests/faults/test_daemon_gone.py"),
+    ),
+    Mutation(
+        "no hysteresis: the NodePool pause flaps with the target",
+        "forecaster/core/planner.py",
+        "return NodePoolAction.HOLD if until is not None and now < until else "
+        "NodePoolAction.RESTORE",
+        "return NodePoolAction.RESTORE",
+        ("tests/actuators/test_actuation.py",),
     ),
     Mutation(
         "restore overwrites someone else's edit",

@@ -22,7 +22,7 @@ from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.actions import ActuationReport
-from forecaster.core.planner import Mode, Plan, PoolPlan
+from forecaster.core.planner import Mode, NodePoolAction, Plan, PoolPlan
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
@@ -90,8 +90,8 @@ class Actuator:
         name = pool_plan.pool
         config = self.pools[name]
         target = pool_plan.placeholders if pool_plan.mode is Mode.PREDICTIVE else 0
-        protect = pool_plan.protect_nodepool and pool_plan.mode is Mode.PREDICTIVE
-        if protect and self.nodepools.protect(
+        action = pool_plan.nodepool
+        if action is NodePoolAction.PAUSE and self.nodepools.protect(
             name,
             consolidate_after=config.protect_consolidate_after,
             now=now,
@@ -107,5 +107,5 @@ class Actuator:
             report.created[name] = list(applied.created)
             report.deleted[name] = list(applied.deleted)
             report.wasted_gpu_hours[name] = applied.wasted_gpu_hours
-        if not protect and self.nodepools.restore(name):
+        if action is NodePoolAction.RESTORE and self.nodepools.restore(name):
             report.nodepool[name] = "restored"

@@ -166,8 +166,9 @@ def _snapshot(
     paused = nodepool is not None and lbl.ORIGINAL_DISRUPTION in (
         nodepool["metadata"].get("annotations") or {}
     )
-    if paused and nodepool is not None:
-        pause_record(nodepool)  # a damaged record makes this pool unobservable
+    paused_until = None
+    if paused and nodepool is not None:  # a damaged record makes this pool unobservable
+        paused_until = int(pause_record(nodepool)["until"])
     stranded, held = _node_gpus(
         own,
         used_on=used_on,
@@ -190,4 +191,5 @@ def _snapshot(
         nodepool_limit_gpus=limit,
         stranded_gpus=stranded,
         held_gpus=held,
+        paused_until=paused_until,
     )

@@ -31,6 +31,8 @@ class PoolSnapshot:
     held_gpus: int | None = None
     """GPUs billed because of us (whole nodes we alone occupy or keep; see the observer);
     None when unknown, then the placeholders' own GPUs are charged."""
+    paused_until: int | None = None
+    """Deadline of our opt-in NodePool consolidation pause, when one is in place."""
     problem: str | None = None
     """Why this pool could not be observed (a malformed object); the planner then withdraws."""
 

@@ -4,7 +4,9 @@ Per pool (see ``PoolPlan``):
 
 0. Warm nodes are kept from consolidation by ``karpenter.sh/do-not-disrupt`` on the placeholders
    themselves (the actuator's job). Only pools that opt in (``protect_nodepool``) also get the
-   NodePool-wide pause, and only while their target is above zero.
+   NodePool-wide pause: applied while their target is above zero, held (not extended) until its
+   deadline after the target drops to zero - hysteresis, so a flapping target does not flap
+   the NodePool - and restored at once on a hand-off (``NodePoolAction``).
 1. *Needed* = P95 demand at the lead time minus what real pods already ask for and minus spare
    capacity that is up or coming, rounded **up** to whole placeholders, never negative.
 2. Mode overrides: handed-off or recovering pools get 0 (reactive scaling owns them); on stale
@@ -32,6 +34,17 @@ from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.policy import Budgets, PoolPolicy
 
 
+class NodePoolAction(StrEnum):
+    """What to do with the pool's opt-in NodePool consolidation pause."""
+
+    PAUSE = "pause"
+    """Apply it, or extend its deadline (prewarming now)."""
+    HOLD = "hold"
+    """Leave it until its deadline (hysteresis: prewarm just ended and may come back)."""
+    RESTORE = "restore"
+    """Put the NodePool back (no-op when we hold no pause)."""
+
+
 class Mode(StrEnum):
     """Who owns a pool's capacity right now."""
 
@@ -54,8 +67,13 @@ class PoolPlan:
     needed_gpus: int
     target_gpus: int
     placeholder_gpus: int
-    protect_nodepool: bool
+    nodepool: NodePoolAction
     reasons: tuple[str, ...]
+
+    @property
+    def protect_nodepool(self) -> bool:
+        """Is the NodePool meant to stay paused after this tick (pause or hold)?"""
+        return self.nodepool is not NodePoolAction.RESTORE
 
     @property
     def placeholders(self) -> int:
@@ -119,7 +137,7 @@ def plan(
         if d not in acting:
             d.target = d.cap  # 0 unless forecast-only: then what it would do within its own caps
     shared_reasons = _allocate(acting, budgets=budgets, spent=spent_gpu_hours_last_day)
-    pools = tuple(_finish(d, acts=not _observe_only(d)) for d in drafts)
+    pools = tuple(_finish(d, acts=not _observe_only(d), now=now) for d in drafts)
     cost = sum(
         billed_gpus(d.source.policy, p.target_gpus) * d.source.policy.price_per_gpu_hour
         for p, d in zip(pools, drafts, strict=True)
@@ -250,15 +268,20 @@ def _allocate(acting: list[_Draft], *, budgets: Budgets, spent: float) -> list[s
     return sorted(set(blocked.values()))
 
 
-def _finish(d: _Draft, *, acts: bool) -> PoolPlan:
+def _finish(d: _Draft, *, acts: bool, now: int) -> PoolPlan:
     item = d.source
     mode = Mode.FORECAST_ONLY if not acts else item.mode
-    protect = item.policy.protect_nodepool and acts and mode is Mode.PREDICTIVE and d.target > 0
     reasons = list(d.reasons)
     if not acts and mode is Mode.FORECAST_ONLY:
         reasons.append(f"forecast-only: would prewarm {d.target} GPUs, performs no action")
-    if protect:
+    nodepool = _nodepool_action(d, acts=acts, mode=mode, now=now)
+    if nodepool is NodePoolAction.PAUSE:
         reasons.append("NodePool: consolidation paused while prewarming (opt-in, with a deadline)")
+    elif nodepool is NodePoolAction.HOLD:
+        reasons.append(
+            f"NodePool: pause held until its deadline ({item.snapshot.paused_until}),"
+            " prewarm may come back (hysteresis)"
+        )
     elif item.policy.protect_nodepool:
         reasons.append("NodePool: original settings")
     elif d.target > 0:
@@ -273,6 +296,20 @@ def _finish(d: _Draft, *, acts: bool) -> PoolPlan:
         needed_gpus=d.needed,
         target_gpus=d.target,
         placeholder_gpus=item.policy.placeholder_gpus,
-        protect_nodepool=protect,
+        nodepool=nodepool,
         reasons=tuple(reasons),
     )
+
+
+def _nodepool_action(d: _Draft, *, acts: bool, mode: Mode, now: int) -> NodePoolAction:
+    """Pause while prewarming; after it, hold until the deadline; else restore.
+
+    Only for pools that opt in; a hand-off (or any non-predictive mode) restores at once.
+    """
+    item = d.source
+    if not (item.policy.protect_nodepool and acts and mode is Mode.PREDICTIVE):
+        return NodePoolAction.RESTORE
+    if d.target > 0:
+        return NodePoolAction.PAUSE
+    until = item.snapshot.paused_until
+    return NodePoolAction.HOLD if until is not None and now < until else NodePoolAction.RESTORE

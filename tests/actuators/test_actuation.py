@@ -440,3 +440,24 @@ def test_a_steady_pause_is_extended_only_when_half_its_deadline_is_gone(
     assert pools.protected_until(POOL) == t + 1900 + 3600
     assert not pools.restore(POOL, expired_before=t + 1900 + 3600)
     assert pools.restore(POOL, expired_before=t + 1900 + 3601)
+
+
+def test_a_flapping_target_does_not_flap_the_nodepool(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    setup_cluster(sim)
+    act = actuator(kube)
+    start = now_of(api)
+    for minute in range(20):  # prewarm needed every other minute
+        api.clock = float(start + 60 * minute)
+        snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
+        p95 = 40 if minute % 2 == 0 else 16
+        act.apply(make_plan(snap, p95=p95, now=now_of(api), policy=PAUSING), now=now_of(api))
+        sim.step()
+    patches = [r for r in api.requests if r.method == "PATCH" and "/nodepools/" in r.path]
+    assert len(patches) == 1  # paused once, held through the flapping
+    # prewarm ends for good: the pause is held to its deadline, then restored
+    api.clock = float(start + 3601)
+    snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
+    act.apply(make_plan(snap, p95=16, now=now_of(api), policy=PAUSING), now=now_of(api))
+    assert "annotations" not in api.objects("nodepools")[0]["metadata"]
