@@ -90,12 +90,16 @@ def check(kube: Kube, pools: Sequence[PoolCheck]) -> list[Guardrail]:
             }
             exposed = _unprotected_gpu_pods(pods, pdbs, pool.pool, nodes)
             if exposed:
+                per_namespace = ", ".join(
+                    f"{ns} ({exposed.count(ns)})" for ns in sorted(set(exposed))
+                )  # namespaces only: the endpoint never lists other teams' pod names
                 findings.append(
                     Guardrail(
                         "unprotected-gpu-workloads",
                         pool.pool,
                         f"consolidation is on for {pool.pool} and {len(exposed)} GPU pod(s) have no"
-                        f" PodDisruptionBudget or {DO_NOT_DISRUPT} annotation (e.g. {exposed[0]})",
+                        f" PodDisruptionBudget or {DO_NOT_DISRUPT} annotation, in namespaces"
+                        f" {per_namespace}",
                     )
                 )
     return findings
@@ -104,17 +108,15 @@ def check(kube: Kube, pools: Sequence[PoolCheck]) -> list[Guardrail]:
 def _cluster_autoscaler(kube: Kube) -> list[Guardrail]:
     found = []
     for selector in CLUSTER_AUTOSCALER_SELECTORS:
-        found += [
-            f"{p['metadata']['namespace']}/{p['metadata']['name']}"
-            for p in kube.list_pods(labels=selector)
-        ]
+        found += [str(p["metadata"]["namespace"]) for p in kube.list_pods(labels=selector)]
     if not found:
         return []
     return [
         Guardrail(
             "cluster-autoscaler",
             None,
-            f"Cluster Autoscaler is running beside Karpenter ({', '.join(sorted(set(found)))}):"
+            f"Cluster Autoscaler is running beside Karpenter (namespace"
+            f" {', '.join(sorted(set(found)))}):"
             " both scale for the same pending pods and can launch duplicate GPU nodes",
         )
     ]
@@ -123,6 +125,7 @@ def _cluster_autoscaler(kube: Kube) -> list[Guardrail]:
 def _unprotected_gpu_pods(
     pods: list[Obj], pdbs: list[Obj], pool: str, nodes: set[str]
 ) -> list[str]:
+    """The namespace of every GPU pod of ``pool`` that consolidation could move."""
     exposed = []
     for pod in pods:
         meta = pod["metadata"]
@@ -136,7 +139,7 @@ def _unprotected_gpu_pods(
             continue
         if any(_selects(pdb, pod) for pdb in pdbs):
             continue
-        exposed.append(f"{meta['namespace']}/{meta['name']}")
+        exposed.append(str(meta["namespace"]))
     return exposed
 
 

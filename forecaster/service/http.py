@@ -55,6 +55,8 @@ def create_app(daemon: Daemon) -> FastAPI:
         title="forecaster",
         version=__version__,
         description="Read-only view of GPU demand forecasts, prewarm plans and budgets.",
+        docs_url=None,  # Swagger UI and ReDoc load their code from a CDN: serve nothing external
+        redoc_url=None,
     )
 
     def record_or_503() -> Any:

@@ -65,7 +65,7 @@ def test_cluster_autoscaler_beside_karpenter(
     )
     findings = check(kube, [OK])
     assert [(g.code, g.pool) for g in findings] == [("cluster-autoscaler", None)]
-    assert "kube-system/ca" in findings[0].message
+    assert "(namespace kube-system)" in findings[0].message
 
 
 def test_missing_and_unlimited_nodepools(api: KubeApiDouble, sim: ClusterSim, kube: Kube) -> None:
@@ -91,6 +91,9 @@ def test_gpu_workloads_exposed_to_consolidation(
     sim.add_nodepool("gpu-a", limit_gpus=64)
     sim.submit("job", "gpu-a", 8)
     assert codes(kube) == [("unprotected-gpu-workloads", "gpu-a")]
+    (finding,) = check(kube, [OK])
+    assert "in namespaces ml (1)" in finding.message
+    assert "job" not in finding.message.replace("jobs", "")  # no other team's pod name
     pod = api.objects("pods", "ml")[0]
     pod["metadata"]["annotations"] = {"karpenter.sh/do-not-disrupt": "true"}
     api.store.replace(("pods", "ml", "job"), pod)

@@ -1,6 +1,10 @@
 """deploy/: every overlay renders with kubectl kustomize and every object is valid and safe.
 
-Cases: both overlays render; every core object validates (kubernetes-validate, strict); the
+Cases: both overlays render; every core object validates (kubernetes-validate, strict) and the
+ServiceMonitor and PrometheusRule against the Prometheus Operator v0.93.0 CRDs; ``promtool check
+rules`` passes on the alert rules; checkov finds nothing that is not justified in the manifest;
+the namespace is Pod Security restricted, NetworkPolicies admit only the scraper to the
+endpoint and nothing to placeholders, a PDB and anti-affinity keep a replica up; the
 bundled in-cluster config validates; containers run as non-root with a read-only root
 filesystem and no privilege escalation; the Deployment has 2 replicas and probes on /healthz and
 /readyz; alert rules use only metrics the daemon exports; the forecast-only overlay sets dry-run
@@ -11,6 +15,7 @@ and the forecast-only overlay covers what a dry-run replica uses.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -23,6 +28,7 @@ import yaml
 
 from forecaster.service.metrics import Metrics
 from forecaster.settings import load_settings
+from tests.kubeapi.schemas import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 OVERLAYS = ("forecast-only", "live")
@@ -71,8 +77,47 @@ def test_overlay_renders_and_validates(overlay: str) -> None:
     } <= kinds
     for obj in objects:
         if obj["apiVersion"].startswith("monitoring.coreos.com/"):
-            continue  # prometheus-operator CRDs: no schema here; checked below
+            assert validate(obj) == [], obj["kind"]  # Prometheus Operator v0.93.0 CRD schema
+            continue
         kubernetes_validate.validate(obj, "1.33", strict=True)
+
+
+def test_alert_rules_pass_promtool(tmp_path: Path) -> None:
+    (rule,) = by_kind(render("live"), "PrometheusRule")
+    path = tmp_path / "rules.yaml"
+    path.write_text(yaml.safe_dump(rule["spec"]))
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found: scripts/setup installs Debian's prometheus"
+    result = subprocess.run(
+        [promtool, "check", "rules", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "SUCCESS" in result.stdout
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_checkov_finds_nothing_unjustified(overlay: str, tmp_path: Path) -> None:
+    checkov = ROOT / ".venv-tools" / "bin" / "checkov"
+    assert checkov.exists(), "checkov not found: scripts/setup installs it in .venv-tools"
+    rendered = tmp_path / f"{overlay}.yaml"
+    rendered.write_text(yaml.safe_dump_all(render(overlay)))
+    result = subprocess.run(
+        [str(checkov), "-f", str(rendered), "--framework", "kubernetes", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp_path,
+        check=False,
+    )
+    report = json.loads(result.stdout)
+    failed = [f"{f['check_id']} {f['resource']}" for f in report["results"]["failed_checks"]]
+    assert failed == [], failed
+    for skipped in report["results"]["skipped_checks"]:  # each skip says why, in the manifest
+        assert len(skipped["check_result"]["suppress_comment"]) > 20, skipped["check_id"]
 
 
 def test_bundled_in_cluster_config_is_valid(tmp_path: Path) -> None:
@@ -147,26 +192,60 @@ def grants(objects: list[dict[str, Any]]) -> set[tuple[str, str, str, str]]:
     return out
 
 
-def test_retraining_fans_out_one_pool_per_index(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_retraining_trains_every_configured_pool(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     (cronjob,) = [
         c for c in by_kind(render("live"), "CronJob") if c["metadata"]["name"] == "forecaster-train"
     ]
-    job = cronjob["spec"]["jobTemplate"]["spec"]
-    assert job["completionMode"] == "Indexed"
-    config = yaml.safe_load((ROOT / "deploy" / "base" / "forecaster.yaml").read_text())
-    assert job["completions"] == len(config["pools"])
-    assert (
-        "--pool-index $JOB_COMPLETION_INDEX" in job["template"]["spec"]["containers"][0]["args"][0]
-    )
+    container = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["args"] == ["train", "--config", "/etc/forecaster/forecaster.yaml"]
+    assert "completionMode" not in cronjob["spec"]["jobTemplate"]["spec"]
 
     from forecaster.cli import main
 
     path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump({"source": {"kind": "prometheus"}, "pools": [{"name": "a"}]}))
-    assert main(["train", "--config", str(path), "--pool-index", "3"]) == 1
-    assert "--pool-index 3: the config has 1 pool(s)" in capsys.readouterr().err
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "source": {"kind": "csv"},
+                "models_dir": str(tmp_path / "models"),
+                "pools": [
+                    {"name": "a", "csv": "/nonexistent/a.csv"},
+                    {"name": "b", "csv": "/nonexistent/b.csv"},
+                ],
+            }
+        )
+    )
+    main(container["args"][:1] + ["--config", str(path)])
+    assert "pool a: training failed" in caplog.text and "pool b: training failed" in caplog.text
+
+
+def test_namespace_network_and_availability_are_locked_down() -> None:
+    objects = render("live")
+    (namespace,) = by_kind(objects, "Namespace")
+    labels = namespace["metadata"]["labels"]
+    for mode in ("enforce", "audit", "warn"):
+        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    policies = {p["metadata"]["name"]: p["spec"] for p in by_kind(objects, "NetworkPolicy")}
+    endpoint = policies["forecaster-endpoint"]
+    assert endpoint["policyTypes"] == ["Ingress"]
+    (rule,) = endpoint["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 8080}]
+    assert all("namespaceSelector" in peer for peer in rule["from"])
+    placeholders = policies["forecaster-placeholders"]
+    assert placeholders["podSelector"]["matchLabels"] == {"forecaster.io/role": "placeholder"}
+    assert "ingress" not in placeholders and "egress" not in placeholders  # deny all
+    (deployment,) = by_kind(objects, "Deployment")
+    spec = deployment["spec"]["template"]["spec"]
+    assert not spec.get("priorityClassName", "").startswith("system-")
+    term = spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"]
+    assert term[0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+    (pdb,) = by_kind(objects, "PodDisruptionBudget")
+    assert pdb["spec"]["minAvailable"] == 1
+    selector = deployment["spec"]["selector"]["matchLabels"]
+    assert pdb["spec"]["selector"]["matchLabels"] == selector
+    assert term[0]["podAffinityTerm"]["labelSelector"]["matchLabels"] == selector
 
 
 def test_dockerfile_builds_what_the_manifests_run() -> None:

@@ -22,6 +22,8 @@ KUBERNETES_VERSION = "1.33"
 CRD_FILES = {
     ("karpenter.sh/v1", "NodePool"): "karpenter.sh_nodepools.yaml",
     ("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer"): "autoscaling.x-k8s.io_capacitybuffers.yaml",
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): "monitoring.coreos.com_servicemonitors.yaml",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): "monitoring.coreos.com_prometheusrules.yaml",
 }
 
 

@@ -120,9 +120,18 @@ def test_vendored_crds_match_the_shared_release() -> None:
         "autoscaling.x-k8s.io_capacitybuffers.yaml": (
             "66fd5680b902b38fb9657ad2b432196a06c42b37d078e53be2e39909200a6342"
         ),
+        # Prometheus Operator v0.93.0
+        "monitoring.coreos.com_servicemonitors.yaml": (
+            "a99047972c9dd7679ce2050b9968e8a08773492e671b3e17abd476d42aa78a32"
+        ),
+        "monitoring.coreos.com_prometheusrules.yaml": (
+            "78be98554b9c8506ab2b4f4feb91c5f3a56e536a0a510f3a8e876a459970d56d"
+        ),
     }
+    shared_dirs = {"monitoring": "prometheus-operator-v0.93.0"}
     for name, digest in pinned.items():
         assert hashlib.sha256((CRDS / name).read_bytes()).hexdigest() == digest
-        shared = Path(__file__).resolve().parents[3] / "shared" / "schemas" / name
+        folder = shared_dirs.get(name.split(".")[0], "")
+        shared = Path(__file__).resolve().parents[3] / "shared" / "schemas" / folder / name
         if shared.exists():
             assert shared.read_bytes() == (CRDS / name).read_bytes()

@@ -22,6 +22,9 @@ def test_probes(daemon: Daemon) -> None:
     client = TestClient(create_app(daemon))
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/readyz").status_code == 503
+    # Swagger UI / ReDoc would load code from a CDN: not served (the OpenAPI document is)
+    assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
+    assert client.get("/openapi.json").status_code == 200
     assert client.get("/api/v1/plan").status_code == 503
     daemon.reconcile(T0)
     assert client.get("/readyz").status_code == 200
