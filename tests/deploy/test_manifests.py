@@ -217,7 +217,7 @@ def test_retraining_trains_every_configured_pool(
             }
         )
     )
-    main(container["args"][:1] + ["--config", str(path)])
+    main([*container["args"][:1], "--config", str(path)])
     assert "pool a: training failed" in caplog.text and "pool b: training failed" in caplog.text
 
 
