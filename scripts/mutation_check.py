@@ -165,6 +165,13 @@ MUTATIONS = (
         ("tests/faults/test_isolation.py",),
     ),
     Mutation(
+        "the daemon reads samples stamped after its own now",
+        "forecaster/service/loop.py",
+        "start=now - self.lookback_seconds, end=now,",
+        "start=now - self.lookback_seconds, end=now + 3600,",
+        ("tests/faults/test_data_faults.py",),
+    ),
+    Mutation(
         "unreadable state starts from zero (fail open)",
         "forecaster/service/loop.py",
         "spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)",

@@ -106,5 +106,21 @@ def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         {"pool": "earth"},
         zip(first_days.timestamps.tolist(), first_days.values.tolist(), strict=True),
     )
-    with running_prometheus(tmp_path_factory.mktemp("prometheus"), [demand, *ksm_series()]) as url:
+    series = [demand, *faulty_series(first_days), *ksm_series()]
+    with running_prometheus(tmp_path_factory.mktemp("prometheus"), series) as url:
         yield url
+
+
+FAULTY = {"nan": float("nan"), "negative": -50.0, "spike": 1e6}
+"""Copies of the demand whose last sample a faulty exporter got wrong (tests/faults)."""
+
+
+def faulty_series(demand: DemandSeries) -> list[Series]:
+    """``gpus_requested{pool=<kind>}``: the demand, its last sample replaced by a bad value."""
+    out = []
+    for kind, bad in FAULTY.items():
+        values = demand.values.copy()
+        values[-1] = bad
+        samples = zip(demand.timestamps.tolist(), values.tolist(), strict=True)
+        out.append(Series("gpus_requested", {"pool": kind}, samples, keep_nan=True))
+    return out

@@ -9,6 +9,7 @@
   training job to pack nodes tighter.
 * ``lead-time``: the forecast horizon used for a pool is shorter than its image-pull time (the
   prewarm would arrive after the demand).
+* ``guardrails-unavailable``: the API server failed while checking (the daemon still starts).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.observer import pod_gpus
+from forecaster.errors import ActuationError
 
 Obj = dict[str, Any]
 CLUSTER_AUTOSCALER_SELECTORS = (
@@ -49,7 +51,14 @@ class PoolCheck:
 
 
 def check(kube: Kube, pools: Sequence[PoolCheck]) -> list[Guardrail]:
-    """Run every check; see the module docstring."""
+    """Run every check; see the module docstring. An API error is itself a finding."""
+    try:
+        return _check(kube, pools)
+    except ActuationError as exc:  # never fatal: a start-up during an API blip still starts
+        return [Guardrail("guardrails-unavailable", None, f"could not run the checks: {exc}")]
+
+
+def _check(kube: Kube, pools: Sequence[PoolCheck]) -> list[Guardrail]:
     findings = _cluster_autoscaler(kube)
     pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
     pdbs = kube.list_pdbs()

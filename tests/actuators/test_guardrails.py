@@ -114,3 +114,9 @@ def test_horizon_shorter_than_image_pull(api: KubeApiDouble, sim: ClusterSim, ku
         pool="gpu-a", allow_unlimited=False, horizon_seconds=300, image_pull_seconds=600
     )
     assert codes(kube, short) == [("lead-time", "gpu-a")]
+
+
+def test_an_api_error_is_a_finding_not_a_crash(api: KubeApiDouble, kube: Kube) -> None:
+    api.faults.add("GET", r"/pods$", status=500, times=10)
+    (finding,) = check(kube, [OK])
+    assert finding.code == "guardrails-unavailable" and "HTTP 500" in finding.message

@@ -30,6 +30,8 @@ class Series:
     metric: str
     labels: dict[str, str]
     samples: Iterable[Sample]
+    keep_nan: bool = False
+    """Write NaN samples as ``NaN`` (a faulty exporter); by default NaN means no sample (a gap)."""
 
 
 def write_openmetrics(path: Path, series: list[Series]) -> None:
@@ -45,6 +47,8 @@ def write_openmetrics(path: Path, series: list[Series]) -> None:
                 for ts, value in member.samples:
                     if np.isfinite(value):
                         out.write(f"{metric}{{{label_text}}} {value:g} {int(ts)}\n")
+                    elif member.keep_nan and np.isnan(value):
+                        out.write(f"{metric}{{{label_text}}} NaN {int(ts)}\n")
         out.write("# EOF\n")
 
 
