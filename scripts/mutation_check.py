@@ -86,6 +86,13 @@ MUTATIONS = (
         ("tests/actuators/test_actuation.py",),
     ),
     Mutation(
+        "CapacityBuffer spend never reaches the ledger",
+        "forecaster/actuators/observer.py",
+        "    if buffer_gpus:\n",
+        "    if False:\n",
+        ("tests/service/test_loop.py",),
+    ),
+    Mutation(
         "unsafe PriorityClass accepted",
         "forecaster/actuators/placeholders.py",
         'if not isinstance(value, int) or not LOWEST_PRIORITY <= value < 0 or policy != "Never":',

@@ -108,7 +108,7 @@ class CapacityBuffers:
                 "name": buffer_name(spec.pool),
                 "namespace": self.namespace,
                 "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool},
-                "annotations": {lbl.EXPIRES_AT: expires},
+                "annotations": {lbl.EXPIRES_AT: expires, lbl.GPUS: str(spec.gpus)},
             },
             "spec": {"podTemplateRef": {"name": buffer_name(spec.pool)}, "replicas": replicas},
         }

@@ -16,7 +16,9 @@ apart from real demand. Free GPUs on Ready nodes that run real pods are reported
   pay for the rest of that node);
 * every GPU of an empty node while the NodePool carries our consolidation pause;
 * launching nodes not claimed by pending real pods, up to whole nodes for our pending
-  placeholders (Karpenter launched them for us).
+  placeholders (Karpenter launched them for us);
+* for our CapacityBuffer (replicas x chunk GPUs, counted as prewarm, never as spare): the
+  pod-less nodes of the pool, up to whole nodes for the buffer.
 """
 
 from __future__ import annotations
@@ -81,6 +83,16 @@ def _allocatable(node: Obj) -> int:
     return gpu_quantity(node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0))
 
 
+def _buffer_gpus(buffers: list[Obj], pool: str) -> int:
+    """GPUs our CapacityBuffer of ``pool`` asks to keep free (replicas x chunk GPUs)."""
+    total = 0
+    for buffer in buffers:
+        annotations = buffer["metadata"].get("annotations") or {}
+        if (buffer["metadata"].get("labels") or {}).get(lbl.POOL) == pool:
+            total += int(buffer["spec"].get("replicas", 0)) * int(annotations.get(lbl.GPUS, 0))
+    return total
+
+
 def _node_gpus(
     own: list[Obj],
     *,
@@ -107,16 +119,29 @@ def _node_gpus(
     return stranded, held
 
 
-def observe(kube: Kube, *, pools: Sequence[str], now: int) -> dict[str, PoolSnapshot]:
-    """Snapshots of every pool in ``pools``."""
+def observe(
+    kube: Kube, *, pools: Sequence[str], now: int, buffer_namespace: str | None = None
+) -> dict[str, PoolSnapshot]:
+    """Snapshots of every pool in ``pools`` (with our CapacityBuffers in ``buffer_namespace``)."""
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
     pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
+    buffers = (
+        kube.list_capacity_buffers(buffer_namespace, labels=lbl.owned_selector())
+        if buffer_namespace
+        else []
+    )
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
     snapshots = {}
     for pool in pools:
         try:
             snapshots[pool] = _snapshot(
-                kube, pool, nodes=nodes, pods=pods, node_pool=node_pool, now=now
+                kube,
+                pool,
+                nodes=nodes,
+                pods=pods,
+                node_pool=node_pool,
+                now=now,
+                buffer_gpus=_buffer_gpus(buffers, pool),
             )
         except (
             MalformedObjectError,
@@ -136,6 +161,7 @@ def _snapshot(
     pods: list[Obj],
     node_pool: dict[str, str],
     now: int,
+    buffer_gpus: int = 0,
 ) -> PoolSnapshot:
     """One pool's snapshot; a malformed object raises (the caller isolates the pool)."""
     own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
@@ -177,6 +203,14 @@ def _snapshot(
         paused=paused,
         unclaimed_launching=max(0, capacity[False] - pending),
     )
+    if buffer_gpus:
+        # buffer headroom holds no pods: it is prewarm of ours (not spare), and the pod-less
+        # nodes it keeps are billed to us, up to whole nodes for the buffer
+        placeholders += buffer_gpus
+        per_node = max((_allocatable(n) for n in own), default=0)
+        podless = sum(_allocatable(n) for n in own if n["metadata"]["name"] not in used_on)
+        if per_node and not paused:
+            held += min(podless, -(-buffer_gpus // per_node) * per_node)
     limit = None
     if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
         limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])

@@ -197,8 +197,14 @@ def build_reconciler(
                 name=settings.state_config_map,
             )
 
+        buffer_namespace = (
+            settings.planning.placeholders.namespace
+            if any(p.backend == "capacitybuffer" for p in settings.pools)
+            else None
+        )
+
         def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
-            return observe(live, pools=pools, now=now)
+            return observe(live, pools=pools, now=now, buffer_namespace=buffer_namespace)
 
         observer = observe_live
 

@@ -17,7 +17,7 @@ from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 @pytest.fixture
 def api() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble() as server:
+    with KubeApiDouble(capacity_buffers=True) as server:
         server.clock = float(T0)
         yield server
     assert server.invalid == []

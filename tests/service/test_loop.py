@@ -220,3 +220,38 @@ def test_an_unreadable_state_fails_closed_and_never_resets_the_ledger(
     record = restarted.tick(now + 30)
     assert "state" not in record.errors
     assert record.plan.gpu_hours_spent_last_day >= spent
+
+
+def test_capacity_buffer_spend_is_charged_and_capped_like_placeholders(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    loop = reconciler(
+        tmp_path,
+        api,
+        source,
+        planning={"budgets": {"max_total_prewarm_gpus": 48, "max_prewarm_gpu_hours_per_day": 24}},
+        pools=[{"name": POOL, "max_prewarm_gpus": 32, "backend": "capacitybuffer"}],
+    )
+    record = loop.tick(T0)
+    (buffer,) = api.objects("capacitybuffers", NS)
+    replicas = buffer["spec"]["replicas"]
+    assert replicas >= 1 and record.plan.pool(POOL).target_gpus == 8 * replicas
+    for _ in range(replicas):  # Karpenter keeps that headroom as pod-less nodes
+        sim.add_node(POOL)
+    now, targets, capped = T0, [], []
+    for _ in range(6):  # the buffer's nodes are billed to us, hour after hour
+        now += 3600
+        source.append(*[source.values[-1]] * 60)
+        api.clock = now
+        record = loop.tick(now)
+        targets.append(record.plan.pool(POOL).target_gpus)
+        capped.append(any("GPU-hours/day budget" in r for r in record.plan.pool(POOL).reasons))
+        view = record.pools[POOL].snapshot
+        assert view is not None
+        if view.placeholder_gpus:  # while the buffer holds: its headroom is prewarm, not spare
+            assert view.placeholder_gpus == 8 * replicas and view.spare_gpus == 0
+    assert spent_last_day(loop.state.ledger) >= 16  # two buffer hours at least were charged
+    first = capped.index(True)  # the GPU-hours cap bound, as for placeholders
+    assert targets[first] < targets[0], (targets, capped)
+    assert api.objects("capacitybuffers", NS)[0]["spec"]["replicas"] == 0
