@@ -93,6 +93,13 @@ MUTATIONS = (
         ("tests/service/test_loop.py",),
     ),
     Mutation(
+        "idle nodes kept by our NodePool pause are not billed",
+        "forecaster/actuators/observer.py",
+        "elif name in ours_on or (paused and _ready(node) and name not in used_on):",
+        "elif name in ours_on:",
+        ("tests/actuators/test_actuation.py",),
+    ),
+    Mutation(
         "unsafe PriorityClass accepted",
         "forecaster/actuators/placeholders.py",
         'if not isinstance(value, int) or not LOWEST_PRIORITY <= value < 0 or policy != "Never":',

@@ -461,3 +461,13 @@ def test_a_flapping_target_does_not_flap_the_nodepool(
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     act.apply(make_plan(snap, p95=16, now=now_of(api), policy=PAUSING), now=now_of(api))
     assert "annotations" not in api.objects("nodepools")[0]["metadata"]
+
+
+def test_empty_nodes_kept_by_our_pause_are_billed_to_us(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    setup_cluster(sim)
+    sim.add_node(POOL)  # an empty node: Karpenter would consolidate it, unless we pause
+    assert observe(kube, pools=[POOL], now=now_of(api))[POOL].held_gpus == 0
+    assert NodePools(kube).protect(POOL, consolidate_after="30m", now=now_of(api), seconds=3600)
+    assert observe(kube, pools=[POOL], now=now_of(api))[POOL].held_gpus == 8
