@@ -109,3 +109,6 @@ class Actuator:
             report.wasted_gpu_hours[name] = applied.wasted_gpu_hours
         if action is NodePoolAction.RESTORE and self.nodepools.restore(name):
             report.nodepool[name] = "restored"
+            conflict = self.nodepools.conflicts.pop(name, None)
+            if conflict is not None:  # reaches /api/v1/status and the errors metric
+                report.errors[name] = conflict

@@ -471,3 +471,18 @@ def test_empty_nodes_kept_by_our_pause_are_billed_to_us(
     assert observe(kube, pools=[POOL], now=now_of(api))[POOL].held_gpus == 0
     assert NodePools(kube).protect(POOL, consolidate_after="30m", now=now_of(api), seconds=3600)
     assert observe(kube, pools=[POOL], now=now_of(api))[POOL].held_gpus == 8
+
+
+def test_a_gitops_edit_during_the_pause_is_reported_by_the_tick(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    setup_cluster(sim)
+    act = ramp(api, sim, kube, policy=PAUSING)
+    edited = api.objects("nodepools")[0]
+    edited["spec"]["disruption"]["consolidateAfter"] = "5m"  # Argo CD syncs its own value
+    api.store.replace(("nodepools", "", POOL), edited)
+    snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
+    handed_off = make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF, policy=PAUSING)
+    report = act.apply(handed_off, now=now_of(api))
+    assert "consolidateAfter changed by someone else" in report.errors[POOL]
+    assert api.objects("nodepools")[0]["spec"]["disruption"]["consolidateAfter"] == "5m"
