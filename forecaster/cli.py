@@ -250,7 +250,11 @@ def _settings(path: Path | None) -> Settings:
 def _train(settings: Settings, *, pools: list[str] | None) -> int:
     for name in pools or []:
         settings.pool(name)
-    results = app.train(settings, pools=pools, clock=SystemClock())
+    mirror = None
+    if settings.models_store == "configmap":  # models are shared data, written even in dry-run
+        kube = app.connect(settings.model_copy(update={"dry_run": False}))
+        mirror = app.model_mirror(settings, kube)
+    results = app.train(settings, pools=pools, clock=SystemClock(), mirror=mirror)
     for line in training_report(results, baseline=FALLBACK):
         print(line)
     return 1 if any(r.status == "failed" for r in results) else 0

@@ -251,6 +251,11 @@ class Settings(_Strict):
     planning: PlanningSettings = PlanningSettings()
     slo: SloSettings = SloSettings()
     models_dir: Path = Path("models")
+    models_store: Literal["directory", "configmap"] = Field(
+        "directory",
+        description="configmap: models are shared through ConfigMaps (no ReadWriteMany volume);"
+        " models_dir is then each pod's scratch copy",
+    )
     dry_run: bool = Field(False, description="plan and report; send no write to the cluster")
     reconcile_every_seconds: int = Field(30, ge=5)
     state_config_map: str = "forecaster-state"

@@ -88,6 +88,27 @@ class ArtifactStore:
             self.set_current(pool, version)
         return version
 
+    def read_text(self, pool: str, version: str) -> str:
+        """The artifact file of ``version`` as stored (for mirroring it elsewhere)."""
+        self.load(pool, version)  # only verified artifacts leave the store
+        return (self._pool_dir(pool) / f"{version}.json").read_text()
+
+    def install(self, pool: str, version: str, text: str) -> None:
+        """Store an artifact received from elsewhere, verify it, then make it current.
+
+        A damaged or foreign artifact raises ``ModelError`` and CURRENT is left as it was.
+        """
+        _check_version(version)
+        directory = self._pool_dir(pool)
+        directory.mkdir(parents=True, exist_ok=True)
+        target = directory / f"{version}.json"
+        _atomic_write(target, text)
+        try:
+            self.set_current(pool, version)
+        except ModelError:
+            target.unlink(missing_ok=True)
+            raise
+
     def set_current(self, pool: str, version: str) -> None:
         """Point CURRENT at ``version`` (which must exist and verify)."""
         self.load(pool, version)

@@ -10,6 +10,7 @@ from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.observer import observe
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
@@ -89,8 +90,29 @@ def fetch_history(
     return series, report
 
 
-def train(settings: Settings, *, pools: list[str] | None, clock: Clock) -> list[PoolTraining]:
-    """Train every selected pool; a pool that fails is reported as failed, the others go on."""
+def train(
+    settings: Settings,
+    *,
+    pools: list[str] | None,
+    clock: Clock,
+    mirror: ModelConfigMaps | None = None,
+) -> list[PoolTraining]:
+    """Train every selected pool; a pool that fails is reported as failed, the others go on.
+
+    With a ``mirror`` (ConfigMap model store) the champions are fetched first and what became
+    current is published afterwards.
+    """
+    if mirror is not None:
+        fetch_models(settings, mirror)
+    results = _train_pools(settings, pools=pools, clock=clock)
+    if mirror is not None:
+        publish_models(settings, mirror, [r.pool for r in results])
+    return results
+
+
+def _train_pools(
+    settings: Settings, *, pools: list[str] | None, clock: Clock
+) -> list[PoolTraining]:
     source = build_source(settings)
     store = ArtifactStore(settings.models_dir)
     created = clock.now().strftime("%Y%m%dT%H%M%SZ")
@@ -248,6 +270,46 @@ def build_actuator(settings: Settings, kube: Kube) -> Actuator:
             for p in settings.pools
         },
     )
+
+
+def model_mirror(settings: Settings, kube: Kube) -> ModelConfigMaps | None:
+    """The ConfigMap model store when configured (``models_store: configmap``), else None."""
+    if settings.models_store != "configmap":
+        return None
+    return ModelConfigMaps(kube, namespace=settings.planning.placeholders.namespace)
+
+
+def fetch_models(settings: Settings, mirror: ModelConfigMaps) -> list[str]:
+    """Install every pool's published model into ``models_dir`` when it is new; what changed.
+
+    A pool whose published model cannot be read or verified keeps its current one (logged).
+    """
+    store = ArtifactStore(settings.models_dir)
+    changed = []
+    for pool in settings.pools:
+        try:
+            found = mirror.fetch(pool.name)
+            if found is None or found[0] == store.current_version(pool.name):
+                continue
+            store.install(pool.name, found[0], found[1])
+        except ForecasterError as exc:
+            log.error(
+                "pool %s: published model not installed, keeping the current: %s", pool.name, exc
+            )
+            continue
+        changed.append(f"{pool.name} {found[0]}")
+    return changed
+
+
+def publish_models(settings: Settings, mirror: ModelConfigMaps, pools: Sequence[str]) -> None:
+    """Publish the current local model of each pool in ``pools``."""
+    store = ArtifactStore(settings.models_dir)
+    for name in pools:
+        version = store.current_version(name)
+        if version is not None and mirror.publish(
+            name, version=version, text=store.read_text(name, version)
+        ):
+            log.info("pool %s: model %s published to its ConfigMap", name, version)
 
 
 def connect(settings: Settings, *, host: str | None = None) -> Kube:

@@ -26,6 +26,8 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.leases import LeaderElector
+from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.errors import ForecasterError
 from forecaster.service import app
 from forecaster.service.clock import Clock, SystemClock
 from forecaster.service.daemon import Daemon
@@ -47,6 +49,7 @@ class ClusterService:
     daemon: Daemon
     elector: LeaderElector
     clock: Clock
+    models: ModelConfigMaps | None = None
     scheduler: BackgroundScheduler | None = None
 
     def now(self) -> float:
@@ -61,7 +64,14 @@ class ClusterService:
         self.elector.try_acquire_or_renew()
 
     def reconcile(self) -> None:
-        """The ``reconcile`` job."""
+        """The ``reconcile`` job (first fetching newly published models, when shared by
+        ConfigMaps: the reconciler then hot-reloads them as usual)."""
+        if self.models is not None:
+            try:
+                for line in app.fetch_models(self.settings, self.models):
+                    log.info("model installed from its ConfigMap: %s", line)
+            except ForecasterError as exc:
+                log.error("could not fetch published models, keeping the current: %s", exc)
         self.daemon.reconcile(int(self.now()))
 
     def start(self) -> BackgroundScheduler:
@@ -111,7 +121,7 @@ def build_cluster_service(
         guardrails=[f"{g.code}{f' ({g.pool})' if g.pool else ''}: {g.message}" for g in findings],
         pools=tuple(p.name for p in settings.pools),
     )
-    return ClusterService(settings, daemon, elector, clock)
+    return ClusterService(settings, daemon, elector, clock, models=app.model_mirror(settings, kube))
 
 
 def serve_cluster(settings: Settings, *, port: int, host: str | None = None) -> int:

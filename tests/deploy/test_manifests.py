@@ -69,7 +69,6 @@ def test_overlay_renders_and_validates(overlay: str) -> None:
         "PriorityClass",
         "Deployment",
         "CronJob",
-        "PersistentVolumeClaim",
         "Service",
         "ServiceMonitor",
         "PrometheusRule",
@@ -219,6 +218,20 @@ def test_retraining_trains_every_configured_pool(
     )
     main([*container["args"][:1], "--config", str(path)])
     assert "pool a: training failed" in caplog.text and "pool b: training failed" in caplog.text
+
+
+def test_no_shared_volume_is_needed() -> None:
+    """Models travel through ConfigMaps: the manifests work with a ReadWriteOnce-only cluster."""
+    objects = render("live")
+    assert by_kind(objects, "PersistentVolumeClaim") == []
+    config = yaml.safe_load((ROOT / "deploy" / "base" / "forecaster.yaml").read_text())
+    assert config["models_store"] == "configmap"
+    for workload in [*by_kind(objects, "Deployment"), *by_kind(objects, "CronJob")]:
+        spec = (
+            workload["spec"].get("template") or workload["spec"]["jobTemplate"]["spec"]["template"]
+        )
+        for volume in spec["spec"]["volumes"]:
+            assert "persistentVolumeClaim" not in volume, workload["metadata"]["name"]
 
 
 def test_namespace_network_and_availability_are_locked_down() -> None:

@@ -1,0 +1,119 @@
+"""Models shared through ConfigMaps (``models_store: configmap``), on the API double.
+
+Cases: a trained model published by one store is installed, verified and made current in
+another (a replica's scratch copy) and the daemon hot-reloads it on its next tick; publishing
+the same version again writes nothing; a tampered artifact in the ConfigMap is refused and the
+replica keeps its current model; an artifact too large for a ConfigMap is refused with a clear
+error; ``forecaster train`` fetches the champion first and publishes what became current.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.errors import ActuationError
+from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.registry import build
+from forecaster.service import app
+from forecaster.service.clock import FakeClock
+from forecaster.service.scheduler import build_cluster_service
+from forecaster.settings import Settings
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from tests.service.test_loop import settings
+
+NS = "forecaster"
+
+
+def publish_a_model(store: ArtifactStore, created: str = "20260101T000000Z") -> str:
+    model = build("persistence", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95))
+    history, _ = LiveSource(T0 - 2 * 86400, calm_history()).fetch(
+        POOL, start=T0 - 86400, end=T0, step_seconds=60
+    )
+    return store.publish(
+        pool=POOL, model_name="persistence", model=model.fit(history), metadata={}, created=created
+    )
+
+
+def shared(tmp_path: Path, name: str) -> Settings:
+    return settings(tmp_path).model_copy(
+        update={"models_store": "configmap", "models_dir": tmp_path / name}
+    )
+
+
+def test_a_published_model_reaches_every_replica(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    trainer = shared(tmp_path, "cronjob")
+    version = publish_a_model(ArtifactStore(trainer.models_dir))
+    mirror = app.model_mirror(trainer, kube)
+    assert mirror is not None
+    app.publish_models(trainer, mirror, [POOL])
+    before = len(api.writes())
+    app.publish_models(trainer, mirror, [POOL])
+    assert len(api.writes()) == before  # same version: nothing written
+    replica = build_cluster_service(
+        shared(tmp_path, "replica"),
+        kube,
+        identity="replica-a",
+        clock=FakeClock(datetime.fromtimestamp(T0, tz=UTC)),
+    )
+    replica.daemon.reconciler.source = LiveSource(T0 - 2 * 86400, calm_history())
+    replica.renew()
+    replica.reconcile()
+    record = replica.daemon.last
+    assert record is not None
+    assert record.pools[POOL].model_version == version  # installed, verified, hot-reloaded
+    assert ArtifactStore(tmp_path / "replica").current_version(POOL) == version
+
+
+def test_a_tampered_published_model_is_refused(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    replica = ArtifactStore(tmp_path / "replica")
+    good = publish_a_model(replica)
+    trainer = ArtifactStore(tmp_path / "cronjob")
+    newer = publish_a_model(trainer, created="20260108T000000Z")
+    text = trainer.read_text(POOL, newer).replace('"persistence"', '"persistence-tampered"', 1)
+    ModelConfigMaps(kube, namespace=NS).publish(POOL, version=newer, text=text)
+    assert app.fetch_models(shared(tmp_path, "replica"), ModelConfigMaps(kube, namespace=NS)) == []
+    assert replica.current_version(POOL) == good
+    assert newer not in replica.versions(POOL)
+
+
+def test_an_artifact_too_large_for_a_configmap_is_refused(api: KubeApiDouble) -> None:
+    kube = Kube(api_client(host=api.url), dry_run=False)
+    with pytest.raises(ActuationError, match="more than a ConfigMap can hold"):
+        ModelConfigMaps(kube, namespace=NS).publish(
+            POOL, version="20260101T000000Z-00000000", text="x" * 1_000_000
+        )
+    assert api.writes() == []
+
+
+def test_training_fetches_the_champion_and_publishes_the_result(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    earlier = ArtifactStore(tmp_path / "earlier-run")
+    champion = publish_a_model(earlier)
+    ModelConfigMaps(kube, namespace=NS).publish(
+        POOL, version=champion, text=earlier.read_text(POOL, champion)
+    )
+    config = shared(tmp_path, "cronjob")
+    mirror = app.model_mirror(config, kube)
+    results = app.train(
+        config, pools=None, clock=FakeClock(datetime.fromtimestamp(T0, tz=UTC)), mirror=mirror
+    )
+    assert champion in ArtifactStore(config.models_dir).versions(POOL)  # fetched before training
+    published = ModelConfigMaps(kube, namespace=NS).fetch(POOL)
+    assert published is not None
+    assert published[0] == ArtifactStore(config.models_dir).current_version(POOL)
+    assert [r.pool for r in results] == [POOL]
