@@ -186,6 +186,20 @@ MUTATIONS = (
         ("tests/faults/test_data_faults.py",),
     ),
     Mutation(
+        "a save conflict does not re-read the other leader's state",
+        "forecaster/service/loop.py",
+        "            self._loaded = False\n        except ForecasterError as exc:",
+        "            pass\n        except ForecasterError as exc:",
+        ("tests/service/test_loop.py",),
+    ),
+    Mutation(
+        "a follower taking over acts on the state it read long ago",
+        "forecaster/service/loop.py",
+        "self._loaded = False  # a follower re-reads each tick: fresh when it takes over",
+        "pass",
+        ("tests/service/test_loop.py",),
+    ),
+    Mutation(
         "unreadable state starts from zero (fail open)",
         "forecaster/service/loop.py",
         "spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)",

@@ -10,6 +10,7 @@ forecast-only pools plan but never write; a tampered model artifact falls back t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from pathlib import Path
@@ -255,3 +256,39 @@ def test_capacity_buffer_spend_is_charged_and_capped_like_placeholders(
     first = capped.index(True)  # the GPU-hours cap bound, as for placeholders
     assert targets[first] < targets[0], (targets, capped)
     assert api.objects("capacitybuffers", NS)[0]["spec"]["replicas"] == 0
+
+
+def test_a_save_conflict_rereads_the_state_another_leader_wrote(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    a = reconciler(tmp_path, api, source)
+    b = reconciler(tmp_path, api, source)
+    a.tick(T0)
+    b.tick(T0 + 30)  # b (briefly leader) saves a newer state: a's resourceVersion is stale
+    b.state.pool(POOL).budget = dataclasses.replace(
+        b.state.pool(POOL).budget, mode=Mode.HANDED_OFF, reason="b handed it off"
+    )
+    b.tick(T0 + 60)
+    saved = json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"])
+    assert saved["pools"][POOL]["budget"]["mode"] != "predictive"
+    record = a.tick(T0 + 90)
+    assert "re-reading it" in record.errors["state"]
+    record = a.tick(T0 + 120)  # a now plans from what b wrote, not from its own memory
+    assert record.plan.pool(POOL).mode is not Mode.PREDICTIVE
+
+
+def test_a_follower_taking_over_acts_on_the_state_the_leader_left(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    leader, follower = reconciler(tmp_path, api, source), reconciler(tmp_path, api, source)
+    leader.tick(T0)
+    follower.tick(T0, act=False)  # reads the state once as a follower
+    leader.state.pool(POOL).budget = dataclasses.replace(
+        leader.state.pool(POOL).budget, mode=Mode.HANDED_OFF, reason="burning"
+    )
+    leader.tick(T0 + 30)  # the leader hands off, saves, then loses its Lease
+    record = follower.tick(T0 + 60)  # the follower now leads: fresh state, not its memory
+    assert record.plan.pool(POOL).mode is not Mode.PREDICTIVE
+    assert record.plan.pool(POOL).target_gpus == 0
