@@ -67,7 +67,7 @@ MUTATIONS = (
     Mutation(
         "caps charge placeholders, not the nodes they launch",
         "forecaster/core/planner.py",
-        "return -(-prewarm_gpus // per_node) * per_node",
+        "return whole_node_gpus(prewarm_gpus, gpus_per_node=policy.gpus_per_node)",
         "return prewarm_gpus",
         ("tests/core/test_planner.py",),
     ),
@@ -88,8 +88,8 @@ MUTATIONS = (
     Mutation(
         "CapacityBuffer spend never reaches the ledger",
         "forecaster/actuators/observer.py",
-        "    if buffer_gpus:\n",
-        "    if False:\n",
+        "if buffer_gpus and not paused:",
+        "if False:",
         ("tests/service/test_loop.py",),
     ),
     Mutation(

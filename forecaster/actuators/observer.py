@@ -31,7 +31,7 @@ from typing import Any
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
-from forecaster.core.cluster import PoolSnapshot, unobservable
+from forecaster.core.cluster import PoolSnapshot, unobservable, whole_node_gpus
 from forecaster.errors import ActuationError
 
 Obj = dict[str, Any]
@@ -101,6 +101,7 @@ def _node_gpus(
     busy: set[str],
     paused: bool,
     unclaimed_launching: int,
+    buffer_gpus: int,
 ) -> tuple[int, int]:
     """(stranded, held) GPUs of one pool's nodes; ``held`` follows the module's billing rule."""
     stranded = held = 0
@@ -112,10 +113,12 @@ def _node_gpus(
                 stranded += max(0, _allocatable(node) - used_on.get(name, 0))
         elif name in ours_on or (paused and _ready(node) and name not in used_on):
             held += _allocatable(node)  # only our pods, or empty and kept by our pause
-    pending_ours = ours_on.get("", 0)
     per_node = max((_allocatable(n) for n in own), default=0)
-    if pending_ours and per_node:
-        held += min(unclaimed_launching, -(-pending_ours // per_node) * per_node)
+    pending_ours = whole_node_gpus(ours_on.get("", 0), gpus_per_node=per_node)
+    held += min(unclaimed_launching, pending_ours)
+    if buffer_gpus and not paused:  # (a paused pool already pays for its pod-less nodes)
+        podless = sum(_allocatable(n) for n in own if n["metadata"]["name"] not in used_on)
+        held += min(podless, whole_node_gpus(buffer_gpus, gpus_per_node=per_node))
     return stranded, held
 
 
@@ -161,7 +164,7 @@ def _snapshot(
     pods: list[Obj],
     node_pool: dict[str, str],
     now: int,
-    buffer_gpus: int = 0,
+    buffer_gpus: int,
 ) -> PoolSnapshot:
     """One pool's snapshot; a malformed object raises (the caller isolates the pool)."""
     own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
@@ -189,28 +192,21 @@ def _snapshot(
         else:
             pending += gpus
     nodepool = kube.get_nodepool(pool)
-    paused = nodepool is not None and lbl.ORIGINAL_DISRUPTION in (
-        nodepool["metadata"].get("annotations") or {}
-    )
     paused_until = None
-    if paused and nodepool is not None:  # a damaged record makes this pool unobservable
+    if nodepool is not None and lbl.ORIGINAL_DISRUPTION in (
+        nodepool["metadata"].get("annotations") or {}
+    ):  # a damaged record makes this pool unobservable
         paused_until = int(pause_record(nodepool)["until"])
     stranded, held = _node_gpus(
         own,
         used_on=used_on,
         ours_on=ours_on,
         busy=busy,
-        paused=paused,
+        paused=paused_until is not None,
         unclaimed_launching=max(0, capacity[False] - pending),
+        buffer_gpus=buffer_gpus,
     )
-    if buffer_gpus:
-        # buffer headroom holds no pods: it is prewarm of ours (not spare), and the pod-less
-        # nodes it keeps are billed to us, up to whole nodes for the buffer
-        placeholders += buffer_gpus
-        per_node = max((_allocatable(n) for n in own), default=0)
-        podless = sum(_allocatable(n) for n in own if n["metadata"]["name"] not in used_on)
-        if per_node and not paused:
-            held += min(podless, -(-buffer_gpus // per_node) * per_node)
+    placeholders += buffer_gpus  # buffer headroom holds no pods: it is our prewarm, not spare
     limit = None
     if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
         limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])

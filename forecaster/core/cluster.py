@@ -90,6 +90,11 @@ def assumed_snapshot(
     )
 
 
+def whole_node_gpus(gpus: int, *, gpus_per_node: int) -> int:
+    """``gpus`` rounded up to whole nodes: GPUs are billed by the node they sit on."""
+    return -(-gpus // gpus_per_node) * gpus_per_node if gpus_per_node > 0 else 0
+
+
 def unobservable(pool: str, *, problem: str, now: int) -> PoolSnapshot:
     """A pool whose objects could not be read: nothing known, so nothing may be prewarmed."""
     return PoolSnapshot(

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from forecaster.core.cluster import DemandForecast, PoolSnapshot
+from forecaster.core.cluster import DemandForecast, PoolSnapshot, whole_node_gpus
 from forecaster.core.policy import Budgets, PoolPolicy
 
 
@@ -219,8 +219,7 @@ def billed_gpus(policy: PoolPolicy, prewarm_gpus: int) -> int:
     Placeholders pack onto nodes, so a 1-GPU placeholder that launches an 8-GPU node costs the
     whole node; the caps charge that, not the placeholder's share.
     """
-    per_node = policy.gpus_per_node
-    return -(-prewarm_gpus // per_node) * per_node
+    return whole_node_gpus(prewarm_gpus, gpus_per_node=policy.gpus_per_node)
 
 
 def _allocate(acting: list[_Draft], *, budgets: Budgets, spent: float) -> list[str]:

@@ -220,9 +220,7 @@ def build_reconciler(
             )
 
         buffer_namespace = (
-            settings.planning.placeholders.namespace
-            if any(p.backend == "capacitybuffer" for p in settings.pools)
-            else None
+            settings.planning.placeholders.namespace if _uses_buffers(settings) else None
         )
 
         def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
@@ -247,9 +245,8 @@ def build_actuator(settings: Settings, kube: Kube) -> Actuator:
     """Placeholders, CapacityBuffers (when any pool uses them) and NodePool patches."""
     ph = settings.planning.placeholders
     placeholders = Placeholders(kube, namespace=ph.namespace, priority_class=ph.priority_class)
-    wants_buffers = any(p.backend == "capacitybuffer" for p in settings.pools)
     buffers = None
-    if wants_buffers:
+    if _uses_buffers(settings):
         if not kube.serves_capacity_buffers(ph.namespace):
             raise ConfigError(
                 "a pool uses backend: capacitybuffer but the cluster does not serve"
@@ -270,6 +267,10 @@ def build_actuator(settings: Settings, kube: Kube) -> Actuator:
             for p in settings.pools
         },
     )
+
+
+def _uses_buffers(settings: Settings) -> bool:
+    return any(p.backend == "capacitybuffer" for p in settings.pools)
 
 
 def model_mirror(settings: Settings, kube: Kube) -> ModelConfigMaps | None:

@@ -31,6 +31,11 @@ from tests.service.test_loop import settings
 NS = "forecaster"
 
 
+@pytest.fixture
+def kube(api: KubeApiDouble) -> Kube:
+    return Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+
+
 def publish_a_model(store: ArtifactStore, created: str = "20260101T000000Z") -> str:
     model = build("persistence", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95))
     history, _ = LiveSource(T0 - 2 * 86400, calm_history()).fetch(
@@ -48,9 +53,8 @@ def shared(tmp_path: Path, name: str) -> Settings:
 
 
 def test_a_published_model_reaches_every_replica(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, kube: Kube
 ) -> None:
-    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     trainer = shared(tmp_path, "cronjob")
     version = publish_a_model(ArtifactStore(trainer.models_dir))
     mirror = app.model_mirror(trainer, kube)
@@ -75,9 +79,8 @@ def test_a_published_model_reaches_every_replica(
 
 
 def test_a_tampered_published_model_is_refused(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, kube: Kube
 ) -> None:
-    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     replica = ArtifactStore(tmp_path / "replica")
     good = publish_a_model(replica)
     trainer = ArtifactStore(tmp_path / "cronjob")
@@ -89,8 +92,7 @@ def test_a_tampered_published_model_is_refused(
     assert newer not in replica.versions(POOL)
 
 
-def test_an_artifact_too_large_for_a_configmap_is_refused(api: KubeApiDouble) -> None:
-    kube = Kube(api_client(host=api.url), dry_run=False)
+def test_an_artifact_too_large_for_a_configmap_is_refused(api: KubeApiDouble, kube: Kube) -> None:
     with pytest.raises(ActuationError, match="more than a ConfigMap can hold"):
         ModelConfigMaps(kube, namespace=NS).publish(
             POOL, version="20260101T000000Z-00000000", text="x" * 1_000_000
@@ -99,9 +101,8 @@ def test_an_artifact_too_large_for_a_configmap_is_refused(api: KubeApiDouble) ->
 
 
 def test_training_fetches_the_champion_and_publishes_the_result(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, kube: Kube
 ) -> None:
-    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     earlier = ArtifactStore(tmp_path / "earlier-run")
     champion = publish_a_model(earlier)
     ModelConfigMaps(kube, namespace=NS).publish(
