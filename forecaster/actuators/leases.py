@@ -17,6 +17,9 @@ this is a small loop of our own, judged the way client-go judges it:
 * Any error while renewing drops leadership at once; ``refuse_renewal`` (a stuck tick) lets the
   Lease lapse on purpose.
 * ``release()`` hands the Lease back on shutdown so a successor need not wait.
+* ``fence()`` (uninstall) takes the Lease from whoever holds it for a long hold, so no replica
+  acts again; once the previous holder's ``leaseDurationSeconds`` has passed, none can still
+  be inside its deadline, and what is undone afterwards stays undone.
 """
 
 from __future__ import annotations
@@ -30,6 +33,9 @@ from forecaster.actuators.kube import ConflictError, Kube, Obj
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
+
+LEASE_NAME = "forecaster-leader"
+LEASE_SECONDS = 15
 
 
 def micro_time(seconds: float) -> str:
@@ -110,12 +116,22 @@ class LeaderElector:
         except ActuationError as exc:
             log.warning("leader election: could not release the Lease: %s", exc)
 
+    def _body(self, now: float, *, transitions: int) -> Obj:
+        return lease_body(
+            self.namespace,
+            self.name,
+            self.identity,
+            self.lease_seconds,
+            now=now,
+            transitions=transitions,
+        )
+
     def _round(self, started: float) -> bool:
         lease = self.kube.get_lease(self.namespace, self.name)
         now = self.wall()
         if lease is None:
             try:
-                self.kube.create_lease(self.namespace, self._body(now, transitions=0, acquired=now))
+                self.kube.create_lease(self.namespace, self._body(now, transitions=0))
             except ConflictError:
                 return False
             return True
@@ -130,7 +146,7 @@ class LeaderElector:
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.identity else 1)
         acquired = spec.get("acquireTime") if holder == self.identity else None
-        body = self._body(now, transitions=transitions, acquired=now)
+        body = self._body(now, transitions=transitions)
         if acquired:
             body["spec"]["acquireTime"] = acquired
         body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
@@ -140,20 +156,66 @@ class LeaderElector:
             return False
         return True
 
-    def _body(self, now: float, *, transitions: int, acquired: float) -> Obj:
-        return {
-            "apiVersion": "coordination.k8s.io/v1",
-            "kind": "Lease",
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "labels": {lbl.MANAGED_BY: lbl.MANAGER},
-            },
-            "spec": {
-                "holderIdentity": self.identity,
-                "leaseDurationSeconds": self.lease_seconds,
-                "acquireTime": micro_time(acquired),
-                "renewTime": micro_time(now),
-                "leaseTransitions": transitions,
-            },
-        }
+
+def fence(
+    kube: Kube, *, namespace: str, identity: str, hold_seconds: int, wall: Callable[[], float]
+) -> int:
+    """Take the leader Lease from any holder for ``hold_seconds``; returns how long to wait.
+
+    A leader's deadline ends at most its ``leaseDurationSeconds`` after its last renewal was
+    sent, which was before this write; waiting that long after the fence means no replica can
+    still write. Replicas that see the new holder stay followers until the hold lapses
+    (``hold_seconds`` of unchanged record, judged on their own clocks). Conflicts (a renewal
+    racing us) are retried.
+    """
+    for _ in range(5):
+        lease = kube.get_lease(namespace, LEASE_NAME)
+        now = wall()
+        body = lease_body(namespace, LEASE_NAME, identity, hold_seconds, now=now, transitions=0)
+        if lease is None:
+            try:
+                kube.create_lease(namespace, body)
+            except ConflictError:
+                continue
+            return 0
+        spec = lease.get("spec", {})
+        holder = spec.get("holderIdentity") or ""
+        body["spec"]["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + 1
+        body["metadata"]["resourceVersion"] = lease["metadata"]["resourceVersion"]
+        try:
+            kube.replace_lease(namespace, body)
+        except ConflictError:
+            continue
+        if holder in ("", identity):
+            return 0
+        wait = int(spec.get("leaseDurationSeconds") or LEASE_SECONDS)
+        log.warning(
+            "fence: took the leader Lease from %s for %d s; waiting %d s for its deadline",
+            holder,
+            hold_seconds,
+            wait,
+        )
+        return wait
+    raise ActuationError("fence: the leader Lease kept changing; try again")
+
+
+def lease_body(
+    namespace: str, name: str, identity: str, duration: int, *, now: float, transitions: int
+) -> Obj:
+    """Our Lease object held by ``identity`` from ``now``."""
+    return {
+        "apiVersion": "coordination.k8s.io/v1",
+        "kind": "Lease",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {lbl.MANAGED_BY: lbl.MANAGER},
+        },
+        "spec": {
+            "holderIdentity": identity,
+            "leaseDurationSeconds": duration,
+            "acquireTime": micro_time(now),
+            "renewTime": micro_time(now),
+            "leaseTransitions": transitions,
+        },
+    }

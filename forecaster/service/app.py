@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 
 from forecaster.actuators import guardrails, labels
 from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.leases import fence
 from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.observer import observe
@@ -33,6 +35,8 @@ from forecaster.sources.files import CsvSource
 from forecaster.sources.prometheus import PrometheusSource
 
 log = logging.getLogger(__name__)
+UNINSTALL_IDENTITY = "forecaster-cleanup"
+UNINSTALL_HOLD_SECONDS = 3600  # replicas stay followers this long after `cleanup`
 DAY = 86400
 
 
@@ -338,11 +342,22 @@ def run_guardrails(settings: Settings, kube: Kube) -> list[Guardrail]:
     return findings
 
 
-def cleanup(settings: Settings, kube: Kube, *, expired_at: int | None = None) -> list[str]:
+def cleanup(
+    settings: Settings,
+    kube: Kube,
+    *,
+    expired_at: int | None = None,
+    wall: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+    hold_seconds: int = UNINSTALL_HOLD_SECONDS,
+) -> list[str]:
     """Uninstall: withdraw every placeholder and buffer change, restore every NodePool we touched.
 
+    First the leader Lease is fenced (taken for ``hold_seconds``) and the old leader's deadline
+    waited out, so a daemon that is still running cannot prewarm again behind our back while
+    the manifests are being deleted (Helm's pre-delete hook runs before the Deployment goes).
     Idempotent - a second run finds nothing to change. Leaves the PriorityClass and the state
-    ConfigMap to ``kubectl delete -k deploy/...``.
+    ConfigMap to ``kubectl delete -k deploy/...`` / ``helm uninstall``.
 
     With ``expired_at`` (``cleanup --expired``, the CronJob that works without the daemon):
     only what has outlived its deadline - buffers past ``expires-at`` are zeroed, NodePools past
@@ -362,6 +377,15 @@ def cleanup(settings: Settings, kube: Kube, *, expired_at: int | None = None) ->
     )
     if expired_at is not None:
         return expire(kube, buffers=buffers, now=expired_at)
+    wait = fence(
+        kube,
+        namespace=ph.namespace,
+        identity=UNINSTALL_IDENTITY,
+        hold_seconds=hold_seconds,
+        wall=wall,
+    )
+    if wait:
+        sleep(wait)
     changed = []
     for pool in settings.pools:
         changed += actuator.withdraw(pool.name)

@@ -25,7 +25,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.leases import LeaderElector
+from forecaster.actuators.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
 from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.errors import ForecasterError
 from forecaster.service import app
@@ -35,8 +35,6 @@ from forecaster.service.http import create_app
 from forecaster.settings import Settings
 
 log = logging.getLogger(__name__)
-LEASE_NAME = "forecaster-leader"
-LEASE_SECONDS = 15
 STUCK_AFTER_TICKS = 3
 """No tick completed for this many intervals: the replica is stuck (liveness fails, no renewal)."""
 

@@ -64,6 +64,7 @@ def deploy_settings(tmp_path: Path, **changes: object) -> Settings:
 
 def scenario(api: KubeApiDouble, settings: Settings) -> None:
     sim = ClusterSim(api)
+    api.store.objects.pop(("leases", "forecaster", "forecaster-leader"), None)  # a new install
     if api.store.objects.get(("nodepools", "", POOL)) is None:
         sim.add_nodepool(POOL, limit_gpus=200)
         sim.add_node(POOL)
@@ -102,7 +103,7 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     }
     api.store.objects.pop(("pods", "forecaster", legacy["metadata"]["name"]), None)
     api.put("pods", legacy)  # a bare placeholder from before placeholders were Jobs
-    app.cleanup(settings, kube)  # uninstall
+    app.cleanup(settings, kube, wall=lambda: T0 + 90.0)  # uninstall (fences the Lease first)
 
 
 def test_live_rbac_is_exactly_what_the_code_uses(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
 from forecaster.service.scheduler import build_cluster_service
@@ -121,3 +122,40 @@ def test_a_stuck_leader_fails_liveness_and_lets_its_lease_lapse(
     assert client.get("/healthz").status_code == 503
     a.renew()
     assert not a.daemon.is_leader()  # stepped down: the Lease is not renewed and lapses
+
+
+def test_uninstall_cleanup_fences_a_running_leader(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    """Helm's pre-delete hook (or `forecaster cleanup`) runs while the Deployment still does:
+    after it, the still-running replicas must not prewarm again."""
+    clock_a = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
+    clock_b = FakeClock(datetime.fromtimestamp(T0 + 7, tz=UTC))
+    a = replica(tmp_path, api, "replica-a", clock_a)
+    b = replica(tmp_path, api, "replica-b", clock_b)
+    a.renew()
+    b.renew()
+    a.reconcile()
+    assert api.objects("jobs", "forecaster")
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:  # the replicas keep running while cleanup waits
+        waited.append(seconds)
+        for clock in (clock_a, clock_b):
+            clock.advance(seconds)
+        a.renew()
+        b.renew()
+
+    kube = Kube(api_client(host=api.url), dry_run=False)
+    changed = app.cleanup(a.settings, kube, wall=lambda: T0 + 1.0, sleep=sleep)
+    assert waited == [15] and changed
+    assert api.objects("jobs", "forecaster") == []
+    for _ in range(20):  # ten minutes of both replicas trying to lead and prewarm
+        for clock in (clock_a, clock_b):
+            clock.advance(30)
+        a.renew()
+        b.renew()
+        a.reconcile()
+        b.reconcile()
+    assert not a.daemon.is_leader() and not b.daemon.is_leader()
+    assert api.objects("jobs", "forecaster") == []
