@@ -206,6 +206,20 @@ MUTATIONS = (
         "spent = spent_last_day(self.state.ledger)",
         ("tests/service/test_loop.py",),
     ),
+    Mutation(
+        "uninstall cleanup does not fence the running leader",
+        "forecaster/service/app.py",
+        "    if wait:\n        sleep(wait)\n",
+        "",
+        ("tests/service/test_cluster_service.py",),
+    ),
+    Mutation(
+        "the Helm chart drifts from the Kustomize base",
+        "deploy/helm/forecaster/templates/deployment.yaml",
+        "terminationGracePeriodSeconds: 60",
+        "terminationGracePeriodSeconds: 30",
+        ("tests/deploy/test_helm.py",),
+    ),
 )
 
 

