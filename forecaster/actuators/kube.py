@@ -4,6 +4,8 @@
 * 404 on a read -> ``None``; 409 -> ``ConflictError`` (callers re-read and retry);
   anything else -> ``ActuationError`` naming the verb and object, with the ApiException as cause.
 * 5xx, 429 and connection errors are retried with exponential backoff, a few times.
+* Every create, patch and replace carries ``fieldManager=forecaster`` (``managedFields`` then
+  name exactly our fields, so Argo CD / Flux can be told to ignore them; README).
 * With ``dry_run`` no write leaves the process: it is logged as "dry-run: would ..." instead.
 * With a write ``guard`` (the leader elector's ``remaining_seconds``), every attempt of every
   write first checks that this replica still leads for at least ``MIN_WRITE_SECONDS`` and cuts
@@ -23,6 +25,7 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from forecaster.actuators import labels as lbl
 from forecaster.errors import ActuationError, ConflictError, NotLeaderError
 
 log = logging.getLogger(__name__)
@@ -193,7 +196,7 @@ class Kube:
         self._write(
             f"create pod {namespace}/{body['metadata']['name']}",
             body,
-            lambda: self._core.create_namespaced_pod(namespace, body, **self._opts()),
+            lambda: self._core.create_namespaced_pod(namespace, body, **self._write_opts()),
         )
 
     def delete_pod(self, namespace: str, name: str) -> None:
@@ -211,7 +214,7 @@ class Kube:
         self._write(
             f"create job {namespace}/{body['metadata']['name']}",
             body,
-            lambda: self._batch.create_namespaced_job(namespace, body, **self._opts()),
+            lambda: self._batch.create_namespaced_job(namespace, body, **self._write_opts()),
         )
 
     def delete_job(self, namespace: str, name: str) -> None:
@@ -233,7 +236,7 @@ class Kube:
         self._write(
             f"create priorityclass {body['metadata']['name']}",
             body,
-            lambda: self._scheduling.create_priority_class(body, **self._opts()),
+            lambda: self._scheduling.create_priority_class(body, **self._write_opts()),
         )
 
     def patch_nodepool(self, name: str, body: Obj) -> None:
@@ -248,7 +251,7 @@ class Kube:
                 name,
                 body,
                 _content_type=MERGE_PATCH,
-                **self._opts(),
+                **self._write_opts(),
             ),
         )
 
@@ -257,7 +260,7 @@ class Kube:
             f"create capacitybuffer {namespace}/{body['metadata']['name']}",
             body,
             lambda: self._custom.create_namespaced_custom_object(
-                *BUFFERS, namespace, "capacitybuffers", body, **self._opts()
+                *BUFFERS, namespace, "capacitybuffers", body, **self._write_opts()
             ),
         )
 
@@ -273,7 +276,7 @@ class Kube:
                 name,
                 body,
                 _content_type=MERGE_PATCH,
-                **self._opts(),
+                **self._write_opts(),
             ),
         )
 
@@ -281,7 +284,9 @@ class Kube:
         self._write(
             f"create podtemplate {namespace}/{body['metadata']['name']}",
             body,
-            lambda: self._core.create_namespaced_pod_template(namespace, body, **self._opts()),
+            lambda: self._core.create_namespaced_pod_template(
+                namespace, body, **self._write_opts()
+            ),
         )
 
     def get_pod_template(self, namespace: str, name: str) -> Obj | None:
@@ -294,7 +299,7 @@ class Kube:
         self._write(
             f"create configmap {namespace}/{body['metadata']['name']}",
             body,
-            lambda: self._core.create_namespaced_config_map(namespace, body, **self._opts()),
+            lambda: self._core.create_namespaced_config_map(namespace, body, **self._write_opts()),
         )
 
     def replace_config_map(self, namespace: str, body: Obj) -> None:
@@ -302,7 +307,7 @@ class Kube:
             f"replace configmap {namespace}/{body['metadata']['name']}",
             body,
             lambda: self._core.replace_namespaced_config_map(
-                body["metadata"]["name"], namespace, body, **self._opts()
+                body["metadata"]["name"], namespace, body, **self._write_opts()
             ),
         )
 
@@ -320,7 +325,9 @@ class Kube:
         replica acts on nothing anyway.
         """
         self._retrying(
-            lambda: self._coordination.create_namespaced_lease(namespace, body, **self._opts()),
+            lambda: self._coordination.create_namespaced_lease(
+                namespace, body, **self._write_opts()
+            ),
             f"create lease {namespace}/{body['metadata']['name']}",
         )
 
@@ -328,7 +335,7 @@ class Kube:
         """Replace a Lease; its resourceVersion makes a concurrent change a 409."""
         self._retrying(
             lambda: self._coordination.replace_namespaced_lease(
-                body["metadata"]["name"], namespace, body, **self._opts()
+                body["metadata"]["name"], namespace, body, **self._write_opts()
             ),
             f"replace lease {namespace}/{body['metadata']['name']}",
         )
@@ -337,6 +344,10 @@ class Kube:
     def _opts(self) -> dict[str, Any]:
         timeout = getattr(self._local, "timeout", None) or self._timeout
         return {"_preload_content": False, "_request_timeout": timeout}
+
+    def _write_opts(self) -> dict[str, Any]:
+        """Every create, patch and replace names us as the field manager (GitOps recipe)."""
+        return {**self._opts(), "field_manager": lbl.FIELD_MANAGER}
 
     def _get(self, call: Callable[[], Any], what: str) -> Obj | None:
         try:

@@ -6,6 +6,7 @@ We only ever delete objects carrying ``MANAGED_BY`` and only restore NodePool fi
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "forecaster"
+FIELD_MANAGER = "forecaster"  # managedFields manager of everything we write
 POOL = "forecaster.io/pool"
 SLOT = "forecaster.io/slot"
 ROLE = "forecaster.io/role"

@@ -63,10 +63,17 @@ class DemandForecast:
 
     pool: str
     p50_gpus: float
-    p95_gpus: float
+    upper_gpus: float
     data_end: int
     """Timestamp of the newest usable sample behind the forecast (staleness is judged on it)."""
     model: str
+    quantile: float
+    """The quantile ``upper_gpus`` is (``forecast.target_quantile``): what the plan covers."""
+
+    @property
+    def upper_label(self) -> str:
+        """``P95`` for 0.95: how logs and reasons name the upper quantile."""
+        return f"P{self.quantile * 100:g}"
 
 
 def assumed_snapshot(

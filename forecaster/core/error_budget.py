@@ -66,12 +66,12 @@ class Evaluation:
 
     target_time: int
     actual_gpus: float
-    p95_gpus: float
+    upper_gpus: float
 
     @property
     def exceeded(self) -> bool:
         """True when demand went above the forecast."""
-        return self.actual_gpus > self.p95_gpus
+        return self.actual_gpus > self.upper_gpus
 
 
 @dataclass(frozen=True)

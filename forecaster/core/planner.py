@@ -61,7 +61,7 @@ class PoolPlan:
     pool: str
     mode: Mode
     acts: bool
-    demand_p95_gpus: float
+    demand_upper_gpus: float
     real_demand_gpus: int
     spare_gpus: int
     needed_gpus: int
@@ -165,10 +165,11 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         return _Draft(item, 0, 0, [f"cannot observe this pool ({snap.problem}): prewarm 0"])
     if forecast is None:
         return _Draft(item, 0, 0, ["no forecast for this pool: nothing to prewarm"])
-    shortfall = forecast.p95_gpus - snap.real_demand_gpus - snap.spare_gpus
+    shortfall = forecast.upper_gpus - snap.real_demand_gpus - snap.spare_gpus
     needed = max(0, math.ceil(shortfall / unit - 1e-9)) * unit if math.isfinite(shortfall) else 0
     reasons.append(
-        f"P95 demand {forecast.p95_gpus:.1f} GPUs at lead time ({forecast.model}) vs"
+        f"{forecast.upper_label} demand {forecast.upper_gpus:.1f} GPUs at lead time"
+        f" ({forecast.model}) vs"
         f" {snap.real_demand_gpus} requested now + {snap.spare_gpus} spare: need {needed}"
         f" ({needed // unit} x {unit}-GPU placeholder)"
     )
@@ -289,7 +290,7 @@ def _finish(d: _Draft, *, acts: bool, now: int) -> PoolPlan:
         pool=item.policy.pool,
         mode=mode,
         acts=acts,
-        demand_p95_gpus=item.forecast.p95_gpus if item.forecast else math.nan,
+        demand_upper_gpus=item.forecast.upper_gpus if item.forecast else math.nan,
         real_demand_gpus=item.snapshot.real_demand_gpus,
         spare_gpus=item.snapshot.spare_gpus,
         needed_gpus=d.needed,

@@ -203,6 +203,7 @@ def build_reconciler(
         PoolRuntime(
             policy=pool_policy(settings, pool),
             horizon_seconds=settings.horizon_for(pool),
+            target_quantile=settings.forecast.target_quantile,
             assumed_limit_headroom_gpus=pool.max_prewarm_gpus if what_if else None,
         )
         for pool in settings.pools

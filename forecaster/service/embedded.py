@@ -130,7 +130,9 @@ def summary(run: EmbeddedRun) -> str:
     view = record.pools[run.pool]
     snap = view.snapshot
     demand = f"{snap.real_demand_gpus} GPUs requested" if snap else "demand unknown"
-    p95 = f"P95 {view.demand.p95_gpus:.0f}" if view.demand else "no forecast"
+    p95 = (
+        f"{view.demand.upper_label} {view.demand.upper_gpus:.0f}" if view.demand else "no forecast"
+    )
     when = from_epoch_seconds(record.at).strftime("%Y-%m-%d %H:%MZ")
     return (
         f"[twin {when}] {run.pool}: {pool_plan.mode.value}, {demand}, {p95},"

@@ -1,6 +1,7 @@
 """Read-only inspection API and page (FastAPI; served by uvicorn).
 
-``GET /api/v1/forecast?pool=`` actual history, P50/P95 over the horizons, prewarm trail, model;
+``GET /api/v1/forecast?pool=`` actual history, P50 and the planned upper quantile (``upper``,
+``upper_quantile``) over the horizons, prewarm trail, model;
 ``/api/v1/plan`` the last plan with the reason for every number; ``/api/v1/status`` mode and
 budgets per pool; ``/metrics``; ``/healthz``; ``/readyz`` (503 until the first tick); ``/``
 a page charting actual demand against the forecast and the prewarm (no CDN: the drawing code is
@@ -92,7 +93,7 @@ def create_app(daemon: Daemon) -> FastAPI:
 
     @app.get(
         "/api/v1/forecast",
-        summary="actual demand, P50/P95 forecast and prewarm of one pool",
+        summary="actual demand, P50 and upper-quantile forecast and prewarm of one pool",
         responses={**NOT_READY, **UNKNOWN_POOL},
     )
     def forecast(pool: PoolQuery) -> dict[str, Any]:
@@ -117,7 +118,8 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "horizons_seconds": list(f.horizons_seconds),
                 "target_times": [iso_utc(origin + h) for h in f.horizons_seconds],
                 "p50": [float(v) for v in f.values_at_origin(0, quantile=0.5)],
-                "p95": [float(v) for v in f.values_at_origin(0, quantile=0.95)],
+                "upper_quantile": view.quantile,  # the quantile the plan prewarms for
+                "upper": [float(v) for v in f.values_at_origin(0, quantile=view.quantile)],
             }
         trail = [p for p in daemon.trail if pool in p.prewarm_gpus]
         return {
@@ -153,9 +155,9 @@ def create_app(daemon: Daemon) -> FastAPI:
                     "pool": p.pool,
                     "mode": p.mode.value,
                     "acts": p.acts,
-                    "demand_p95_gpus": None
-                    if not np.isfinite(p.demand_p95_gpus)
-                    else p.demand_p95_gpus,
+                    "demand_upper_gpus": None
+                    if not np.isfinite(p.demand_upper_gpus)
+                    else p.demand_upper_gpus,
                     "real_demand_gpus": p.real_demand_gpus,
                     "spare_gpus": p.spare_gpus,
                     "needed_gpus": p.needed_gpus,

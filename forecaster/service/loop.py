@@ -53,6 +53,8 @@ class PoolRuntime:
 
     policy: PoolPolicy
     horizon_seconds: int
+    target_quantile: float
+    """The forecast quantile the planner prewarms for (``forecast.target_quantile``)."""
     assumed_limit_headroom_gpus: int | None = None
     """With no cluster to observe: the what-if NodePool limit is the assumed nodes plus this."""
 
@@ -70,6 +72,8 @@ class PoolView:
     quality: tuple[str, ...]
     snapshot: PoolSnapshot | None
     evaluated: int
+    quantile: float
+    """The target quantile of ``forecast`` that the plan used (``DemandForecast.upper_gpus``)."""
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,7 @@ class Reconciler:
             except Exception as exc:  # a bug or malformed input harms only this pool
                 log.exception("pool %s: forecasting failed; the pool withdraws this tick", name)
                 errors[f"crash {name}"] = f"{type(exc).__name__}: {exc}"
-                view, evaluations = _no_forecast(name), []
+                view, evaluations = _no_forecast(runtime), []
             before = len(pool_state.budget.transitions)
             pool_state.budget = advance(
                 pool_state.budget,
@@ -222,7 +226,10 @@ class Reconciler:
         self, runtime: PoolRuntime, pool_state: PoolState, now: int, errors: dict[str, str]
     ) -> tuple[PoolView, list[Evaluation]]:
         name = runtime.policy.pool
-        empty = PoolView(name, None, None, None, self._last_demand.get(name), None, (), None, 0)
+        empty = PoolView(
+            name, None, None, None, self._last_demand.get(name), None, (), None, 0,
+            runtime.target_quantile,
+        )  # fmt: skip
         try:
             series, quality = self.source.fetch(
                 name, start=now - self.lookback_seconds, end=now, step_seconds=self.step_seconds
@@ -249,11 +256,12 @@ class Reconciler:
         except (ForecasterError, ValueError) as exc:
             errors[f"forecast {name}"] = str(exc)
             return PoolView(**{**empty.__dict__, "history": series}), evaluations
-        p95 = float(forecast.values_at(quantile=0.95, horizon_seconds=runtime.horizon_seconds)[0])
+        q = runtime.target_quantile
+        p95 = float(forecast.values_at(quantile=q, horizon_seconds=runtime.horizon_seconds)[0])
         p50 = float(forecast.values_at(quantile=0.5, horizon_seconds=runtime.horizon_seconds)[0])
         demand = self._last_demand.get(name)
         if math.isfinite(p95) and math.isfinite(p50):
-            demand = DemandForecast(name, p50, p95, data_end=origin, model=active.name)
+            demand = DemandForecast(name, p50, p95, data_end=origin, model=active.name, quantile=q)
             self._last_demand[name] = demand
             if not pool_state.pending or pool_state.pending[-1].origin < origin:
                 pool_state.pending.append(
@@ -269,6 +277,7 @@ class Reconciler:
             _lines(quality),
             None,
             len(evaluations),
+            q,
         )
         return view, evaluations
 
@@ -326,9 +335,10 @@ class Reconciler:
             log.error("%s", errors["state"])
 
 
-def _no_forecast(pool: str) -> PoolView:
+def _no_forecast(runtime: PoolRuntime) -> PoolView:
     """A pool whose forecasting failed: no demand, so the planner prewarms nothing."""
-    return PoolView(pool, None, None, None, None, None, (), None, 0)
+    name = runtime.policy.pool
+    return PoolView(name, None, None, None, None, None, (), None, 0, runtime.target_quantile)
 
 
 def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:
@@ -342,7 +352,7 @@ def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:
         index = (pending.target_time - series.start) // series.step_seconds
         if 0 <= index < len(series) and math.isfinite(series.values[index]):
             evaluations.append(
-                Evaluation(pending.target_time, float(series.values[index]), pending.p95_gpus)
+                Evaluation(pending.target_time, float(series.values[index]), pending.upper_gpus)
             )
     pool_state.pending = keep
     return evaluations

@@ -12,7 +12,7 @@ table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;paddin
 <p>Pool <select id="pool"></select> <span id="mode" class="mode"></span> <span id="at"></span></p>
 <canvas id="chart" width="1200" height="380"></canvas>
 <p class="legend"><span style="color:#222">&#9632; actual GPUs requested</span>
-<span style="color:#4477aa">&#9632; P50 forecast</span><span style="color:#ee7733">&#9632; P95 forecast</span>
+<span style="color:#4477aa">&#9632; P50 forecast</span><span style="color:#ee7733" id="upper-legend">&#9632; upper forecast</span>
 <span style="color:#ee6677">&#9632; prewarm GPUs</span></p>
 <h2>Plan</h2><div id="plan"></div>
 <script>
@@ -29,7 +29,8 @@ function draw(data) {
   const pre = data.prewarm.timestamps.map((s, i) => [t(s), data.prewarm.gpus[i]]);
   const f = data.forecast;
   const p50 = f ? f.target_times.map((s, i) => [t(s), f.p50[i]]) : [];
-  const p95 = f ? f.target_times.map((s, i) => [t(s), f.p95[i]]) : [];
+  const p95 = f ? f.target_times.map((s, i) => [t(s), f.upper[i]]) : [];
+  if (f) document.getElementById("upper-legend").textContent = "\u25a0 P" + Math.round(f.upper_quantile * 100) + " forecast";
   const all = pts.concat(pre, p50, p95);
   if (!all.length) { document.body.dataset.points = 0; return; }
   const x0 = Math.min(...all.map(p => p[0])), x1 = Math.max(...all.map(p => p[0]));

@@ -122,7 +122,12 @@ class Predictive:
         p50 = float(forecast.values_at(quantile=0.5, horizon_seconds=self.horizon_seconds)[0])
         if math.isfinite(p95) and math.isfinite(p50):
             self.forecast = DemandForecast(
-                "replay", p50, p95, data_end=origin, model=self.model_name
+                "replay",
+                p50,
+                p95,
+                data_end=origin,
+                model=self.model_name,
+                quantile=self.plan_quantile,
             )
             self.pending.append((origin + self.horizon_seconds, p95))
 

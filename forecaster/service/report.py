@@ -88,7 +88,8 @@ def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budget
             ahead = format_duration(horizons[pool_plan.pool])
             lines.append(
                 f"  forecast from {iso_utc(view.demand.data_end, minutes=True)} for +{ahead}:"
-                f" P50 {view.demand.p50_gpus:.1f}, P95 {view.demand.p95_gpus:.1f} GPUs"
+                f" P50 {view.demand.p50_gpus:.1f},"
+                f" {view.demand.upper_label} {view.demand.upper_gpus:.1f} GPUs"
             )
         if view.snapshot is not None:
             s = view.snapshot

@@ -26,7 +26,7 @@ class PendingForecast:
 
     origin: int
     target_time: int
-    p95_gpus: float
+    upper_gpus: float
 
 
 @dataclass
@@ -62,7 +62,7 @@ class ServiceState:
             "pools": {
                 name: {
                     "budget": p.budget.to_dict(),
-                    "pending": [[f.origin, f.target_time, f.p95_gpus] for f in p.pending],
+                    "pending": [[f.origin, f.target_time, f.upper_gpus] for f in p.pending],
                 }
                 for name, p in self.pools.items()
             },

@@ -91,7 +91,7 @@ class Oracle:
         last = min(self.demand.size, first + self.lead_seconds // 60 + 1)
         peak = float(self.demand[first:last].max()) if last > first else 0.0
         forecast = DemandForecast(
-            self.planner.policy.pool, peak, peak, data_end=now, model="oracle"
+            self.planner.policy.pool, peak, peak, data_end=now, model="oracle", quantile=1.0
         )
         decision, _ = self.planner.decide(view.snapshot(), forecast, mode=Mode.PREDICTIVE, now=now)
         return decision

@@ -61,7 +61,9 @@ def make_plan(
     mode: Mode = Mode.PREDICTIVE,
     policy: PoolPolicy = POLICY,
 ) -> Plan:
-    forecast = DemandForecast(POOL, p50_gpus=p95 - 4, p95_gpus=p95, data_end=now, model="test")
+    forecast = DemandForecast(
+        POOL, p50_gpus=p95 - 4, upper_gpus=p95, data_end=now, model="test", quantile=0.95
+    )
     return plan(
         [PoolInput(policy, snapshot, forecast, mode)],
         budgets=BUDGETS,

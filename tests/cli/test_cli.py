@@ -202,6 +202,20 @@ def test_plan_prints_every_number_with_its_reason(
     assert re.search(r"budgets: prewarm 8 of 8 GPUs; cost \$32\.00/h", out)
 
 
+def test_plan_for_a_p90_target_names_and_uses_p90(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """target_quantile 0.9 is a value the settings accept: it once ended in a KeyError."""
+    document = config(tmp_path)
+    document["pools"] = [{"name": "earth", "csv": str(HELIOS), "max_prewarm_gpus": 16}]
+    document["forecast"] = {"quantiles": [0.5, 0.9], "target_quantile": 0.9}
+    code, out, err = run(capsys, "plan", "--config", save(tmp_path, document))
+    assert code == 0, err
+    assert re.search(r"for \+15m: P50 [\d.]+, P90 [\d.]+ GPUs", out)
+    assert re.search(r"- P90 demand [\d.]+ GPUs at lead time", out)
+    assert "P95" not in out
+
+
 def test_plan_with_data_for_one_pool(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = run(capsys, "plan", "--data", str(ITP), "--pool", "itp")
     assert code == 0

@@ -37,7 +37,7 @@ def minutes(
     for i in range(count):
         now = start + 60 * (i + 1)
         miss = miss_every > 0 and i % miss_every == 0
-        ev = Evaluation(target_time=now, actual_gpus=110.0 if miss else 90.0, p95_gpus=100.0)
+        ev = Evaluation(target_time=now, actual_gpus=110.0 if miss else 90.0, upper_gpus=100.0)
         state = advance(state, evaluations=[ev], wasted_gpu_hours=waste, policy=POLICY, now=now)
     return state, now
 

@@ -52,7 +52,9 @@ def snapshot(pool: str = "a", **changes: object) -> PoolSnapshot:
 
 
 def forecast(p95: float, pool: str = "a", data_end: int = NOW - 60) -> DemandForecast:
-    return DemandForecast(pool=pool, p50_gpus=p95 * 0.9, p95_gpus=p95, data_end=data_end, model="m")
+    return DemandForecast(
+        pool=pool, p50_gpus=p95 * 0.9, upper_gpus=p95, data_end=data_end, model="m", quantile=0.95
+    )
 
 
 BIG = Budgets(
@@ -90,7 +92,7 @@ def test_nodepool_pause_only_when_opted_in_and_only_with_a_target() -> None:
     assert one(57.0, pol=opted).protect_nodepool
     # a rising P50 with nothing to prewarm no longer pauses the whole pool
     ramp = PoolInput(
-        opted, snapshot(), DemandForecast("a", 39.0, 39.0, NOW - 60, "m"), Mode.PREDICTIVE
+        opted, snapshot(), DemandForecast("a", 39.0, 39.0, NOW - 60, "m", 0.95), Mode.PREDICTIVE
     )
     result = plan([ramp], budgets=BIG, spent_gpu_hours_last_day=0, now=NOW).pools[0]
     assert result.target_gpus == 0 and not result.protect_nodepool
@@ -279,7 +281,7 @@ def test_a_larger_forecast_never_shrinks_that_pool(
     f = inputs[i].forecast
     assert f is not None
     bigger[i] = dataclasses.replace(
-        inputs[i], forecast=dataclasses.replace(f, p95_gpus=f.p95_gpus + extra)
+        inputs[i], forecast=dataclasses.replace(f, upper_gpus=f.upper_gpus + extra)
     )
     after = plan(bigger, budgets=budgets, spent_gpu_hours_last_day=spent, now=NOW)
     assert after.pools[i].target_gpus >= before.pools[i].target_gpus

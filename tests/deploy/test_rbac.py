@@ -146,3 +146,20 @@ def test_forecast_only_rbac_covers_a_dry_run_replica(name: str, tmp_path: Path) 
     granted = grants(RENDERS[name]())
     missing = {u for u in need if u not in granted and (u[0], u[1], u[2], "cluster") not in granted}
     assert missing == set()
+
+
+def test_every_write_names_forecaster_as_field_manager(tmp_path: Path) -> None:
+    """GitOps: managedFields then name exactly our fields (README: the ignoreDifferences
+    recipe), across the daemon's whole repertoire."""
+    with KubeApiDouble(capacity_buffers=True) as api:
+        scenario(api, deploy_settings(tmp_path))
+        buffers = deploy_settings(tmp_path, backend="capacitybuffer")
+        scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
+        ours = [
+            r
+            for r in api.requests
+            if r.method in ("POST", "PUT", "PATCH") and not used([r]) <= SETUP_WRITES
+        ]
+    assert {used([r]).pop()[1] for r in ours} >= {"jobs", "nodepools", "capacitybuffers", "leases"}
+    unnamed = [(r.method, r.path) for r in ours if r.query.get("fieldManager") != "forecaster"]
+    assert unnamed == []

@@ -51,4 +51,4 @@ def test_daemon_on_the_twin(tmp_path: Path) -> None:
         "itp"
     ].model_version == run.store.current_version("itp")
     client = TestClient(create_app(run.daemon))
-    assert client.get("/api/v1/forecast", params={"pool": "itp"}).json()["forecast"]["p95"]
+    assert client.get("/api/v1/forecast", params={"pool": "itp"}).json()["forecast"]["upper"]

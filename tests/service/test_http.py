@@ -40,7 +40,7 @@ def test_forecast_plan_status_and_metrics(daemon: Daemon) -> None:
     assert forecast["forecast"]["horizons_seconds"] == [300, 900, 1800]
     assert all(
         p95 >= p50
-        for p50, p95 in zip(forecast["forecast"]["p50"], forecast["forecast"]["p95"], strict=True)
+        for p50, p95 in zip(forecast["forecast"]["p50"], forecast["forecast"]["upper"], strict=True)
     )
     assert len(forecast["prewarm"]["gpus"]) == 2
     plan = client.get("/api/v1/plan").json()
