@@ -198,7 +198,10 @@ def _cleanup(settings: Settings, args: argparse.Namespace) -> int:
 
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """Guardrail findings, one per line; exit 1 when there are any."""
-    findings = app.run_guardrails(settings, app.connect(settings, host=args.kube_host))
+    kube = app.connect(settings, host=args.kube_host)
+    choice = app.backend_choice(settings, kube)
+    print(f"backend: {choice.backend} ({choice.reason})")
+    findings = app.run_guardrails(settings, kube)
     for finding in findings:
         where = f" [{finding.pool}]" if finding.pool else ""
         print(f"WARN {finding.code}{where}: {finding.message}")

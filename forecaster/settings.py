@@ -66,7 +66,9 @@ class PoolSettings(_Strict):
     max_prewarm_gpus: int = Field(32, ge=0)
     prices: Prices = Prices()
     capacity_type: Literal["on-demand", "spot"] = "on-demand"
-    backend: Literal["placeholders", "capacitybuffer"] = "placeholders"
+    backend: Literal["placeholders", "capacitybuffer"] | None = Field(
+        None, description="this pool's own backend; default: planning.actuation"
+    )
     allow_unlimited_nodepool: bool = Field(
         False, description="act even if the NodePool has no nvidia.com/gpu limit"
     )
@@ -124,6 +126,10 @@ class PlanningSettings(_Strict):
     placeholders: PlaceholderSettings = PlaceholderSettings()
     stale_after_seconds: int = Field(300, gt=0, description="older data: no new prewarm")
     hold_seconds: int = Field(900, ge=0, description="then existing prewarm is held this long")
+    actuation: Literal["auto", "capacitybuffer", "placeholders"] = Field(
+        "auto",
+        description="auto: CapacityBuffers where an autoscaler serves them, else placeholder pods",
+    )
     protect_nodepools: bool = Field(
         False,
         description="opt-in: also pause consolidation NodePool-wide while prewarming",

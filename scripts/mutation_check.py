@@ -220,6 +220,20 @@ MUTATIONS = (
         "terminationGracePeriodSeconds: 30",
         ("tests/deploy/test_helm.py",),
     ),
+    Mutation(
+        "auto keeps buffers nobody serves",
+        "forecaster/actuators/backends.py",
+        "if waited >= UNSERVED_AFTER_SECONDS:",
+        "if False:",
+        ("tests/actuators/test_backends.py",),
+    ),
+    Mutation(
+        "a buffer's own headroom counted as spare",
+        "forecaster/actuators/observer.py",
+        "    placeholders += buffer_gpus",
+        "    placeholders += 0",
+        ("tests/actuators/test_backends.py",),
+    ),
 )
 
 

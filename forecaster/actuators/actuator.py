@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Literal
 
+from forecaster.actuators.backends import Backend, BackendChoice, BackendDetector
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
@@ -26,7 +26,6 @@ from forecaster.core.planner import Mode, NodePoolAction, Plan, PoolPlan
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
-Backend = Literal["placeholders", "capacitybuffer"]
 
 
 @dataclass(frozen=True)
@@ -34,7 +33,10 @@ class PoolActuation:
     """How one pool is actuated."""
 
     spec: PlaceholderSpec
-    backend: Backend = "placeholders"
+    backend: Backend | None = None
+    """The pool's own backend; None: the cluster-wide choice (``BackendDetector``)."""
+    limit_gpus: int | None = None
+    """A buffer's ``limits`` (the pool's max_prewarm_gpus): a server-side second cap."""
     protect_consolidate_after: str = "30m"
     protect_seconds: int = 3600
     """Deadline of a NodePool protection; past it ``cleanup --expired`` restores it."""
@@ -50,11 +52,24 @@ class Actuator:
         nodepools: NodePools,
         buffers: CapacityBuffers | None,
         pools: dict[str, PoolActuation],
+        detector: BackendDetector | None = None,
     ) -> None:
+        """``buffers`` None: the cluster serves no CapacityBuffers; ``detector`` None: every
+        pool without a backend of its own uses placeholders."""
         self.placeholders = placeholders
         self.nodepools = nodepools
         self.buffers = buffers
         self.pools = pools
+        self.detector = detector
+
+    def backend(self, pool: str, *, now: int) -> BackendChoice:
+        """The backend ``pool`` uses at ``now``, and why."""
+        own = self.pools[pool].backend
+        if own is not None:
+            return BackendChoice(own, f"configured for the pool: backend {own}")
+        if self.detector is None:
+            return BackendChoice("placeholders", "configured: actuation placeholders")
+        return self.detector.current(now)
 
     def apply(self, plan: Plan, *, now: int) -> ActuationReport:
         """Act on every acting pool; errors are per pool (see module docstring)."""
@@ -86,6 +101,14 @@ class Actuator:
             changed.append(f"NodePool {pool} restored to its recorded original")
         return changed
 
+    def _converge_placeholders(
+        self, name: str, config: PoolActuation, target: int, report: ActuationReport, *, now: int
+    ) -> None:
+        applied = self.placeholders.apply(config.spec, target=target, now=now)
+        report.created[name] = list(applied.created)
+        report.deleted[name] = list(applied.deleted)
+        report.wasted_gpu_hours[name] = applied.wasted_gpu_hours
+
     def _apply_pool(self, pool_plan: PoolPlan, report: ActuationReport, *, now: int) -> None:
         name = pool_plan.pool
         config = self.pools[name]
@@ -98,15 +121,19 @@ class Actuator:
             seconds=config.protect_seconds,
         ):
             report.nodepool[name] = "protected"
-        if config.backend == "capacitybuffer":
+        choice = self.backend(name, now=now)
+        report.backend[name] = f"{choice.backend} ({choice.reason})"
+        if choice.backend == "capacitybuffer":
             if self.buffers is None:
                 raise ActuationError(f"pool {name}: CapacityBuffers are not served by this cluster")
-            self.buffers.apply(config.spec, replicas=target, now=now)
+            # the other backend first: after a switch no prewarm is held twice
+            self._converge_placeholders(name, config, 0, report, now=now)
+            self.buffers.apply(config.spec, replicas=target, now=now, limit_gpus=config.limit_gpus)
+            report.buffer_status[name] = self.buffers.describe(name)
         else:
-            applied = self.placeholders.apply(config.spec, target=target, now=now)
-            report.created[name] = list(applied.created)
-            report.deleted[name] = list(applied.deleted)
-            report.wasted_gpu_hours[name] = applied.wasted_gpu_hours
+            if self.buffers is not None:
+                self.buffers.apply(config.spec, replicas=0, now=now)
+            self._converge_placeholders(name, config, target, report, now=now)
         if action is NodePoolAction.RESTORE and self.nodepools.restore(name):
             report.nodepool[name] = "restored"
             conflict = self.nodepools.conflicts.pop(name, None)

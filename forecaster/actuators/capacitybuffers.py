@@ -39,32 +39,58 @@ class CapacityBuffers:
         self.namespace = namespace
         self.priority_class = priority_class
 
-    def apply(self, spec: PlaceholderSpec, *, replicas: int, now: int) -> bool:
-        """Make the buffer hold ``replicas`` chunks until ``now + ttl``; True if written."""
+    def apply(
+        self, spec: PlaceholderSpec, *, replicas: int, now: int, limit_gpus: int | None = None
+    ) -> bool:
+        """Make the buffer hold ``replicas`` chunks until ``now + ttl``; True if written.
+
+        ``limit_gpus`` becomes the buffer's ``limits`` (``nvidia.com/gpu``): the autoscaler
+        itself then never holds more, whatever ``replicas`` says.
+        """
         name = buffer_name(spec.pool)
         buffer = self.kube.get_capacity_buffer(self.namespace, name)
         expires = str(now + spec.ttl_seconds)
+        limits = {lbl.GPU_RESOURCE: str(limit_gpus)} if limit_gpus is not None else None
         if buffer is None:
             if replicas == 0:
                 return False
             self._ensure_template(spec)
-            self.kube.create_capacity_buffer(self.namespace, self._buffer(spec, replicas, expires))
+            body = self._buffer(spec, replicas, expires)
+            if limits:
+                body["spec"]["limits"] = limits
+            self.kube.create_capacity_buffer(self.namespace, body)
             return True
         if buffer["metadata"].get("labels", {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
             raise ActuationError(f"CapacityBuffer {self.namespace}/{name} exists but is not ours")
         current = int(buffer["spec"].get("replicas", 0))
         left = _expires_at(buffer) - now
-        if current == replicas and (replicas == 0 or left >= spec.ttl_seconds // 2):
+        same_limits = limits is None or buffer["spec"].get("limits") == limits
+        if current == replicas and same_limits and (replicas == 0 or left >= spec.ttl_seconds // 2):
             return False
-        patch = {
+        patch: Obj = {
             "metadata": {
                 "resourceVersion": buffer["metadata"]["resourceVersion"],
                 "annotations": {lbl.EXPIRES_AT: expires},
             },
-            "spec": {"replicas": replicas},
+            "spec": {"replicas": replicas, **({"limits": limits} if limits else {})},
         }
         self.kube.patch_capacity_buffer(self.namespace, name, patch)
         return True
+
+    def describe(self, pool: str) -> str:
+        """What the autoscaler reports on the pool's buffer, for the status page and logs."""
+        buffer = self.kube.get_capacity_buffer(self.namespace, buffer_name(pool))
+        if buffer is None:
+            return "no buffer"
+        status = buffer.get("status") or {}
+        wanted = int(buffer["spec"].get("replicas", 0))
+        parts = [f"{status.get('replicas', 'no')} of {wanted} chunk(s) reported by the autoscaler"]
+        for condition in status.get("conditions") or []:
+            reason = f" ({condition['reason']})" if condition.get("reason") else ""
+            parts.append(f"{condition.get('type')}={condition.get('status')}{reason}")
+        if len(parts) == 1:
+            parts.append("no conditions yet")
+        return "; ".join(parts)
 
     def zero_expired(self, *, now: int) -> list[str]:
         """Set ``replicas: 0`` on every buffer of ours whose deadline has passed."""

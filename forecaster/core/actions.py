@@ -14,4 +14,8 @@ class ActuationReport:
     wasted_gpu_hours: dict[str, float] = field(default_factory=dict)
     """GPU-hours of prewarm that ended without being used by a real pod."""
     nodepool: dict[str, str] = field(default_factory=dict)
+    backend: dict[str, str] = field(default_factory=dict)
+    """The backend each pool used and why (``capacitybuffer (auto: ...)``)."""
+    buffer_status: dict[str, str] = field(default_factory=dict)
+    """What the autoscaler reports on a pool's CapacityBuffer (status.replicas, conditions)."""
     errors: dict[str, str] = field(default_factory=dict)

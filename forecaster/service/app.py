@@ -8,6 +8,12 @@ from collections.abc import Callable, Mapping, Sequence
 
 from forecaster.actuators import guardrails, labels
 from forecaster.actuators.actuator import Actuator, PoolActuation
+from forecaster.actuators.backends import (
+    AUTOSCALER_HINT,
+    BackendChoice,
+    BackendDetector,
+    choose_backend,
+)
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube, api_client
@@ -224,9 +230,8 @@ def build_reconciler(
                 name=settings.state_config_map,
             )
 
-        buffer_namespace = (
-            settings.planning.placeholders.namespace if _uses_buffers(settings) else None
-        )
+        # buffers of ours are charged whatever the configured backend (auto may switch)
+        buffer_namespace = settings.planning.placeholders.namespace
 
         def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
             return observe(live, pools=pools, now=now, buffer_namespace=buffer_namespace)
@@ -247,25 +252,36 @@ def build_reconciler(
 
 
 def build_actuator(settings: Settings, kube: Kube) -> Actuator:
-    """Placeholders, CapacityBuffers (when any pool uses them) and NodePool patches."""
+    """Placeholders, CapacityBuffers (where served) and NodePool patches.
+
+    The backend is chosen at start-up and re-checked every 5 minutes (``BackendDetector``): a
+    cluster that asks for buffers explicitly but does not serve them refuses to start.
+    """
     ph = settings.planning.placeholders
     placeholders = Placeholders(kube, namespace=ph.namespace, priority_class=ph.priority_class)
-    buffers = None
-    if _uses_buffers(settings):
-        if not kube.serves_capacity_buffers(ph.namespace):
-            raise ConfigError(
-                "a pool uses backend: capacitybuffer but the cluster does not serve"
-                " autoscaling.x-k8s.io CapacityBuffers (Karpenter >= 1.14 with the gate on)"
-            )
-        buffers = CapacityBuffers(kube, namespace=ph.namespace, priority_class=ph.priority_class)
+    served = kube.serves_capacity_buffers(ph.namespace)
+    wanted = [p.name for p in settings.pools if p.backend == "capacitybuffer"]
+    if wanted and not served:
+        raise ConfigError(
+            f"pools {wanted} use backend: capacitybuffer but the cluster does not serve"
+            f" autoscaling.x-k8s.io/v1beta1 CapacityBuffers ({AUTOSCALER_HINT})"
+        )
+    detector = BackendDetector(kube, ph.namespace, settings.planning.actuation)
+    detector.current(0)  # decide (and refuse a bad explicit choice) before the first tick
     return Actuator(
         placeholders=placeholders,
         nodepools=NodePools(kube),
-        buffers=buffers,
+        buffers=(
+            CapacityBuffers(kube, namespace=ph.namespace, priority_class=ph.priority_class)
+            if served
+            else None
+        ),
+        detector=detector,
         pools={
             p.name: PoolActuation(
                 placeholder_spec(settings, p),
                 backend=p.backend,
+                limit_gpus=p.max_prewarm_gpus,
                 protect_consolidate_after=settings.planning.protect_consolidate_after,
                 protect_seconds=settings.planning.protect_seconds,
             )
@@ -274,8 +290,10 @@ def build_actuator(settings: Settings, kube: Kube) -> Actuator:
     )
 
 
-def _uses_buffers(settings: Settings) -> bool:
-    return any(p.backend == "capacitybuffer" for p in settings.pools)
+def backend_choice(settings: Settings, kube: Kube) -> BackendChoice:
+    """The prewarm backend pools without their own would use now, and why (``doctor``)."""
+    ph = settings.planning.placeholders
+    return choose_backend(kube, ph.namespace, settings.planning.actuation, now=int(time.time()))
 
 
 def model_mirror(settings: Settings, kube: Kube) -> ModelConfigMaps | None:

@@ -176,6 +176,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         record = daemon.last
         state = daemon.reconciler.state
         pools = {}
+        actuation = record.actuation if record else None  # None on followers
         for name in daemon.pools:
             pool_state = state.pool(name)
             view = record.pools.get(name) if record else None
@@ -193,6 +194,8 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "waste_gpu_hours_24h": waste_last_day(pool_state.budget, now=now),
                 "model": view.model if view else None,
                 "model_version": view.model_version if view else None,
+                "backend": actuation.backend.get(name) if actuation else None,
+                "buffer": actuation.buffer_status.get(name) if actuation else None,
                 "errors": [
                     f"{k.split(' ')[0]}: {v}"
                     for k, v in (record.errors.items() if record else [])

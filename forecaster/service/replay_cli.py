@@ -70,6 +70,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         "--quantile", type=float, default=0.95, help="forecast quantile the predictive plans for"
     )
     parser.add_argument("--no-warm-image", action="store_true", help="placeholders run pause only")
+    parser.add_argument(
+        "--backend",
+        choices=("placeholders", "capacitybuffer"),
+        default="placeholders",
+        help="how prewarm is held: placeholder pods (preempted) or a CapacityBuffer (refills)",
+    )
     parser.add_argument("--price", type=float, default=4.10, help="on-demand $ per GPU-hour")
     parser.add_argument("--spot-price", type=float, default=1.60, help="spot $ per GPU-hour")
 
@@ -104,6 +110,7 @@ def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
         consolidate_after_seconds=args.consolidate_after,
         warm_image=not args.no_warm_image,
         max_prewarm_gpus=cap,
+        capacity_buffer=args.backend == "capacitybuffer",
     )
     budgets = Budgets(
         max_total_prewarm_gpus=cap,

@@ -5,7 +5,8 @@
   are free at once (gang admission, as Volcano/Kueue do). Pending jobs are retried whenever
   capacity frees up (any pending job that fits may start: no head-of-line blocking).
 * A job that does not fit may preempt placeholders (each holds a whole node); it starts after
-  ``preempt_grace_seconds``.
+  ``preempt_grace_seconds``. With ``capacity_buffer`` the prewarm is a CapacityBuffer instead:
+  no grace, the buffer refills within a provisioning batch, and its virtual pods pull nothing.
 * Reactive Karpenter: pods pending for ``batch_seconds`` make it launch nodes for what launching
   nodes will not hold; a node is Ready after ``provision_seconds``. The workload image takes
   ``image_pull_seconds`` to pull on a node the first time - except on a node whose placeholder
@@ -51,6 +52,11 @@ class TwinConfig:
     nodepool_limit_gpus: int | None = None
     max_prewarm_gpus: int | None = None
     """Cap on placeholder GPUs; a tick above it (or above the NodePool limit) is a breach."""
+    capacity_buffer: bool = False
+    """Prewarm is a CapacityBuffer, not placeholder pods: a real pod uses its capacity with no
+    preemption grace (nothing is evicted), and the buffer refills at once - the autoscaler
+    brings the next chunk within its batch, not at the daemon's next tick. Its pods are
+    virtual, so they pull no image: a buffer node is warm for nodes, cold for images."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +178,7 @@ class Twin:
         self._waiting = np.zeros(minutes)
         self._next_id = 0
         self._provision_queued = False
+        self._target = 0  # prewarm chunks the last decision asked for
 
     # ---- TwinView ---------------------------------------------------------------------------
     def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
@@ -258,7 +265,8 @@ class Twin:
     def _tick(self) -> None:
         minute = int((self.now - self._minute_start) // 60)
         decision = self.policy.decide(self)
-        self._set_placeholders(decision.placeholder_gpus // self.cfg.gpus_per_node)
+        self._target = decision.placeholder_gpus // self.cfg.gpus_per_node
+        self._set_placeholders(self._target)
         self.protect = decision.protect
         self._expire_placeholders()
         self._consolidate()
@@ -354,7 +362,8 @@ class Twin:
             node.placeholder = pid
             node.free = 0
             node.empty_since = None
-            if self.cfg.warm_image and node.pulled_at == math.inf:
+            warm = self.cfg.warm_image and not self.cfg.capacity_buffer  # buffer pods are virtual
+            if warm and node.pulled_at == math.inf:
                 node.pulled_at = self.now + self.cfg.image_pull_seconds
             self.placeholders[pid].node = node.id
         self.pending_placeholders = remaining
@@ -386,7 +395,11 @@ class Twin:
 
     def _start(self, j: int, nodes: list[_Node], *, preempted: bool) -> bool:
         gpus = int(self.jobs.gpus[j])
-        start = self.now + (self.cfg.preempt_grace_seconds if preempted else 0.0)
+        grace = self.cfg.preempt_grace_seconds if preempted and not self.cfg.capacity_buffer else 0
+        start = self.now + grace
+        if preempted and self.cfg.capacity_buffer:  # the buffer refills by itself
+            self._set_placeholders(self._target)
+            self._queue_provision()
         for node in nodes:
             if node.pulled_at == math.inf:
                 node.pulled_at = max(self.now, node.ready_at) + self.cfg.image_pull_seconds

@@ -57,7 +57,7 @@ def test_helm_lint_passes(values: tuple[str, ...]) -> None:
     [
         ("budgets.max_total_gpus=3", "/budgets"),  # a typo of max_total_prewarm_gpus
         ("image.digest=latest", "/image/digest"),
-        ("backend=buffers", "/backend"),
+        ("actuation=buffers", "/actuation"),
         ("pools[0].name=GPU_A100", "/pools/0/name"),
     ],
 )

@@ -112,7 +112,7 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
 @pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])
 def test_live_rbac_is_exactly_what_the_code_uses(name: str, tmp_path: Path) -> None:
     with KubeApiDouble(capacity_buffers=True) as api:
-        scenario(api, deploy_settings(tmp_path))
+        scenario(api, deploy_settings(tmp_path, backend="placeholders"))
         buffers = deploy_settings(tmp_path, backend="capacitybuffer")
         scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
         need = used(api.requests) - SETUP_WRITES
@@ -152,7 +152,7 @@ def test_every_write_names_forecaster_as_field_manager(tmp_path: Path) -> None:
     """GitOps: managedFields then name exactly our fields (README: the ignoreDifferences
     recipe), across the daemon's whole repertoire."""
     with KubeApiDouble(capacity_buffers=True) as api:
-        scenario(api, deploy_settings(tmp_path))
+        scenario(api, deploy_settings(tmp_path, backend="placeholders"))
         buffers = deploy_settings(tmp_path, backend="capacitybuffer")
         scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
         ours = [

@@ -36,7 +36,9 @@ def write_config(path: Path, **pool: object) -> Path:
                 "source": {"kind": "prometheus"},
                 "models_dir": str(path.parent / "models"),
                 "planning": {"protect_nodepools": True},
-                "pools": [{"name": POOL, "max_prewarm_gpus": 32, **pool}],
+                "pools": [
+                    {"name": POOL, "max_prewarm_gpus": 32, "backend": "placeholders", **pool}
+                ],
             }
         )
     )
@@ -65,8 +67,13 @@ def test_cleanup_undoes_everything_and_is_idempotent(
         sim.submit("job", POOL, 8)
         sim.step()
         original = copy.deepcopy(api.objects("nodepools")[0])
-        prewarm(api, write_config(tmp_path / "a.yaml"))
         prewarm(api, write_config(tmp_path / "b.yaml", backend="capacitybuffer"))
+        buffer = copy.deepcopy(api.objects("capacitybuffers", NS)[0])
+        prewarm(api, write_config(tmp_path / "a.yaml"))  # switching backend zeroes the buffer
+        assert api.objects("capacitybuffers", NS)[0]["spec"]["replicas"] == 0
+        api.store.objects.pop(("capacitybuffers", NS, buffer["metadata"]["name"]))
+        buffer["metadata"].pop("resourceVersion")
+        api.put("capacitybuffers", buffer)  # as if the switch had been cut off half-way
         sim.step()
         legacy = copy.deepcopy(api.objects("pods", NS)[0])  # a bare pod from before 0.2
         legacy["metadata"] = {

@@ -34,7 +34,7 @@ def settings(tmp_path: Path) -> Settings:
             "models_dir": str(tmp_path / "models"),
             "planning": {"protect_nodepools": True},
             "pools": [
-                {"name": "gpu-a", "max_prewarm_gpus": 32},
+                {"name": "gpu-a", "max_prewarm_gpus": 32, "backend": "placeholders"},
                 {"name": "gpu-b", "max_prewarm_gpus": 32, "backend": "capacitybuffer"},
             ],
         }

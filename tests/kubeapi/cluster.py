@@ -72,9 +72,13 @@ class ClusterSim:
         provision_seconds: float = 60,
         gpus_per_node: int = 8,
         priority_class: bool = True,
+        buffer_controller: bool = False,
     ) -> None:
-        """``priority_class``: install the placeholder PriorityClass as deploy/ does."""
+        """``priority_class``: install the placeholder PriorityClass as deploy/ does;
+        ``buffer_controller``: Karpenter acts on CapacityBuffers (its feature gate is on)."""
         self.api = api
+        self.buffer_controller = buffer_controller
+        self._buffer_gpus: dict[str, int] = {}
         self.provision_seconds = provision_seconds
         self.gpus_per_node = gpus_per_node
         self.preempted: list[str] = []
@@ -225,6 +229,7 @@ class ClusterSim:
             self._run_jobs()
             self._expire_pods()
             self._schedule()
+            self._serve_buffers()
             self._provision()
             self._consolidate()
 
@@ -466,6 +471,48 @@ class ClusterSim:
                 return node
         return None
 
+    def _serve_buffers(self) -> None:
+        """Karpenter's CapacityBuffer controller: per buffer, min(replicas, limits) chunks of its
+        PodTemplate become virtual pods that new capacity is provisioned for and that keep
+        empty nodes from consolidation; status.replicas and the conditions report it."""
+        self._buffer_gpus = {}
+        if not self.buffer_controller:
+            return
+        pods = self.api.store.list("pods", None)
+        nodes = self.api.store.list("nodes", None)
+        for buffer in self.api.store.list("capacitybuffers", None):
+            meta, spec = buffer["metadata"], buffer["spec"]
+            ref = spec.get("podTemplateRef", {}).get("name", "")
+            try:
+                template = self.api.store.get(("podtemplates", meta["namespace"], ref))
+            except ApiError:
+                continue
+            chunk = pod_gpus(template["template"])
+            pool = template["template"]["spec"].get("nodeSelector", {}).get(POOL_LABEL, "")
+            chunks = int(spec.get("replicas", 0))
+            limit = spec.get("limits", {}).get(GPU)
+            if limit is not None and chunk:
+                chunks = min(chunks, int(limit) // chunk)
+            need = chunks * chunk
+            self._buffer_gpus[pool] = self._buffer_gpus.get(pool, 0) + need
+            free = sum(
+                self._free(n, pods)
+                for n in nodes
+                if n["metadata"]["labels"].get(POOL_LABEL) == pool
+            )
+            at = self.api.store.timestamp()
+            buffer["status"] = {
+                "replicas": chunks,
+                "conditions": [
+                    {"type": "ReadyForProvisioning", "status": "True", "reason": "Ready",
+                     "message": "", "lastTransitionTime": at},
+                    {"type": "Provisioning", "status": "True",
+                     "reason": "FitsExistingCapacity" if free >= need else "RequiresNewCapacity",
+                     "message": "", "lastTransitionTime": at},
+                ],
+            }  # fmt: skip
+            self._save("capacitybuffers", buffer)
+
     def _provision(self) -> None:
         pods = self.api.store.list("pods", None)
         nodes = self.api.store.list("nodes", None)
@@ -485,6 +532,10 @@ class ClusterSim:
                 if n["status"]["conditions"][0]["status"] != "True"
             )
             deficit = waiting - launching
+            buffered = self._buffer_gpus.get(name, 0)
+            if buffered:  # pods and buffer chunks beyond the free GPUs of ready + launching nodes
+                free = sum(self._free(n, pods) for n in pool_nodes)
+                deficit = max(deficit, waiting + buffered - free)
             limit = pool["spec"].get("limits", {}).get(GPU)
             total = sum(int(n["status"]["allocatable"][GPU]) for n in pool_nodes)
             while deficit > 0 and (limit is None or total + self.gpus_per_node <= int(limit)):
@@ -495,6 +546,7 @@ class ClusterSim:
     def _consolidate(self) -> None:
         pods = self.api.store.list("pods", None)
         pools = {p["metadata"]["name"]: p for p in self.api.store.list("nodepools", None)}
+        held = dict(self._buffer_gpus)  # empty nodes holding buffer chunks are kept
         for node in self.api.store.list("nodes", None):
             annotations = node["metadata"]["annotations"]
             empty = not any(
@@ -509,7 +561,11 @@ class ClusterSim:
                 annotations["sim/empty-since"] = str(self.api.clock)
                 self._save("nodes", node)
                 continue
-            pool = pools.get(node["metadata"]["labels"][POOL_LABEL])
+            pool_name = node["metadata"]["labels"][POOL_LABEL]
+            if held.get(pool_name, 0) > 0:
+                held[pool_name] -= int(node["status"]["allocatable"][GPU])
+                continue
+            pool = pools.get(pool_name)
             if pool is None or self._blocked(pool):
                 continue
             after = duration_seconds(pool["spec"]["disruption"].get("consolidateAfter", "0s"))

@@ -37,6 +37,7 @@ def settings(tmp_path: Path, **changes: object) -> Settings:
         "source": {"kind": "prometheus"},
         "models_dir": str(tmp_path / "models"),
         "planning": {
+            "actuation": "placeholders",  # the CapacityBuffer path: test_backends.py
             "budgets": {"max_total_prewarm_gpus": 48},
             "stale_after_seconds": 300,
             "hold_seconds": 900,

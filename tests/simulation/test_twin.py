@@ -2,9 +2,11 @@
 
 Cases: reactive wait = batch + provisioning + image pull; a job fitting free GPUs starts at
 once; a gang job waits for all its nodes; a warm placeholder is preempted after the grace
-period (a cold one still costs the image pull); empty nodes are consolidated unless protected;
-placeholders are renewed at their TTL (counted unused) and preempted ones count as used; GPU-hour
-metrics on a tiny case; the node-pool limit is never exceeded.
+period (a cold one still costs the image pull); a CapacityBuffer is used with no grace and
+refills within a batch, not at the next tick (but pre-pulls no image); empty nodes are
+consolidated unless protected; placeholders are renewed at their TTL (counted unused) and
+preempted ones count as used; GPU-hour metrics on a tiny case; the node-pool limit is never
+exceeded.
 """
 
 from __future__ import annotations
@@ -59,6 +61,21 @@ def test_warm_placeholder_is_preempted_after_the_grace_period() -> None:
     record = run(trace((1200, 600, 8)), Static(8))
     assert waits(record) == [CFG.preempt_grace_seconds]
     assert [p[3] for p in record.placeholders if p[0] < T0 + 1200] == [True]
+
+
+def test_a_capacity_buffer_is_used_at_once_and_refills() -> None:
+    """No preemption grace (nothing to evict), and the next chunk is launched within a batch,
+    not at the daemon's next tick; but its pods are virtual, so no image is pre-pulled."""
+    first = trace((1200, 3600, 8))
+    assert waits(run(first, Static(8), capacity_buffer=True)) == [CFG.image_pull_seconds]
+    assert waits(run(first, Static(8))) == [CFG.preempt_grace_seconds]  # warm placeholder
+    second = trace((1230, 3600, 8), (1320, 3600, 8))
+    buffer = run(second, Static(8), capacity_buffer=True, warm_image=False)
+    pods = run(second, Static(8), warm_image=False)
+    # buffer: the next chunk launches at 1230 + batch and is Ready at 1300, before the job
+    assert waits(buffer) == [CFG.image_pull_seconds] * 2
+    # pods: recreated at the tick of 1260, launched at the tick of 1320, Ready at 1380
+    assert waits(pods)[1] == 1380 - 1320 + CFG.image_pull_seconds
 
 
 def test_cold_placeholder_still_costs_the_image_pull() -> None:

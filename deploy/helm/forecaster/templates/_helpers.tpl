@@ -44,17 +44,14 @@ checkov.io/skip3: "CKV_K8S_38=this pod talks to the API server (placeholders, Le
 
 {{/* forecaster.yaml, built from the values (the keys of config/forecaster.yaml). */}}
 {{- define "forecaster.config" -}}
-{{- $pools := list -}}
-{{- range .Values.pools -}}
-{{- $pools = append $pools (merge (deepCopy .) (dict "backend" $.Values.backend)) -}}
-{{- end -}}
+{{- $pools := deepCopy .Values.pools -}}
 {{- $config := dict -}}
 {{- $_ := set $config "source" (dict "kind" "prometheus" "prometheus" (dict "url" .Values.prometheus.url)) -}}
 {{- $_ = set $config "models_dir" "/var/lib/forecaster/models" -}}
 {{- $_ = set $config "models_store" "configmap" -}}
 {{- $_ = set $config "dry_run" false -}}
 {{- $_ = set $config "reconcile_every_seconds" .Values.reconcileEverySeconds -}}
-{{- $planning := dict "budgets" (deepCopy .Values.budgets) "placeholders" (dict "namespace" .Release.Namespace) "protect_nodepools" .Values.protectNodePools -}}
+{{- $planning := dict "budgets" (deepCopy .Values.budgets) "placeholders" (dict "namespace" .Release.Namespace) "protect_nodepools" .Values.protectNodePools "actuation" .Values.actuation -}}
 {{- $_ = set $config "planning" $planning -}}
 {{- $_ = set $config "pools" $pools -}}
 {{- toYaml (mergeOverwrite $config (deepCopy .Values.extraConfig)) -}}
