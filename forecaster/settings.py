@@ -53,6 +53,17 @@ class Prices(_Strict):
     spot: float = Field(1.5, ge=0, allow_inf_nan=False)
 
 
+class KueuePoolSettings(_Strict):
+    """Kueue admits this pool's work: prewarm no more than its quota could still admit."""
+
+    flavors: tuple[str, ...] = Field(
+        (), description="ResourceFlavors of this pool; empty: those whose nodeLabels select it"
+    )
+    cluster_queues: tuple[str, ...] = Field(
+        (), description="ClusterQueues to count; empty: all with GPU quota on those flavors"
+    )
+
+
 class PoolSettings(_Strict):
     """One Karpenter NodePool whose GPU demand we forecast (and may prewarm)."""
 
@@ -71,6 +82,9 @@ class PoolSettings(_Strict):
     )
     allow_unlimited_nodepool: bool = Field(
         False, description="act even if the NodePool has no nvidia.com/gpu limit"
+    )
+    kueue: KueuePoolSettings | None = Field(
+        None, description="Kueue gates this pool: cap prewarm at what its quota could admit"
     )
     warm_image: str | None = Field(None, description="run this image (pre-pulls it) not pause")
     warm_command: tuple[str, ...] = ("sleep", "infinity")

@@ -234,6 +234,13 @@ MUTATIONS = (
         "    placeholders += 0",
         ("tests/actuators/test_backends.py",),
     ),
+    Mutation(
+        "Kueue quota cap dropped",
+        "forecaster/core/planner.py",
+        "    if snap.kueue is not None:",
+        "    if False:",
+        ("tests/actuators/test_kueue.py",),
+    ),
 )
 
 

@@ -92,6 +92,30 @@ class CapacityBuffers:
             parts.append("no conditions yet")
         return "; ".join(parts)
 
+    def remove(self, pool: str) -> bool | None:
+        """Delete the pool's buffer and PodTemplate once drained; True if deleted, None if there
+        is nothing to delete, False while it still holds capacity.
+
+        Karpenter can leave nodes stuck when a buffer is deleted on an idle cluster, so only a
+        buffer already at ``replicas: 0`` whose autoscaler reports no replicas (or nothing at
+        all: no autoscaler acts on it) is deleted; zero it first (``apply(replicas=0)``).
+        """
+        name = buffer_name(pool)
+        buffer = self.kube.get_capacity_buffer(self.namespace, name)
+        if buffer is None:
+            if self.kube.get_pod_template(self.namespace, name) is None:
+                return None
+            self.kube.delete_pod_template(self.namespace, name)
+            return True
+        if buffer["metadata"].get("labels", {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
+            return None
+        reported = (buffer.get("status") or {}).get("replicas")
+        if int(buffer["spec"].get("replicas", 0)) > 0 or int(reported or 0) > 0:
+            return False
+        self.kube.delete_capacity_buffer(self.namespace, name)
+        self.kube.delete_pod_template(self.namespace, name)
+        return True
+
     def zero_expired(self, *, now: int) -> list[str]:
         """Set ``replicas: 0`` on every buffer of ours whose deadline has passed."""
         zeroed = []

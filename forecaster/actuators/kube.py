@@ -181,6 +181,21 @@ class Kube:
         )
         return list(found["items"]) if found else []
 
+    def list_kueue(self, plural: str) -> tuple[str, list[Obj]] | None:
+        """Kueue objects of every namespace as (version, items): v1beta2, else v1beta1; None
+        when the cluster serves neither (Kueue not installed)."""
+        for version in ("v1beta2", "v1beta1"):
+
+            def call(version: str = version) -> Any:
+                return self._custom.list_cluster_custom_object(
+                    "kueue.x-k8s.io", version, plural, **self._opts()
+                )
+
+            found = self._get(call, f"list {plural}.kueue.x-k8s.io/{version}")
+            if found is not None:
+                return version, list(found["items"])
+        return None
+
     def serves_capacity_buffers(self, namespace: str) -> bool:
         """Does the cluster serve CapacityBuffers? (A 404 on list means it does not.)"""
         found = self._get(
@@ -278,6 +293,25 @@ class Kube:
                 _content_type=MERGE_PATCH,
                 **self._write_opts(),
             ),
+        )
+
+    def delete_capacity_buffer(self, namespace: str, name: str) -> None:
+        """Delete a CapacityBuffer (zero its replicas first: see CapacityBuffers.remove)."""
+        self._write(
+            f"delete capacitybuffer {namespace}/{name}",
+            None,
+            lambda: self._custom.delete_namespaced_custom_object(
+                *BUFFERS, namespace, "capacitybuffers", name, **self._opts()
+            ),
+            missing_ok=True,
+        )
+
+    def delete_pod_template(self, namespace: str, name: str) -> None:
+        self._write(
+            f"delete podtemplate {namespace}/{name}",
+            None,
+            lambda: self._core.delete_namespaced_pod_template(name, namespace, **self._opts()),
+            missing_ok=True,
         )
 
     def create_pod_template(self, namespace: str, body: Obj) -> None:

@@ -23,33 +23,20 @@ apart from real demand. Free GPUs on Ready nodes that run real pods are reported
 
 from __future__ import annotations
 
-import math
-import re
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
+from forecaster.actuators.kueue import KueueScope, read_rooms
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
+from forecaster.actuators.quantities import MalformedObjectError, gpu_quantity
 from forecaster.core.cluster import PoolSnapshot, unobservable, whole_node_gpus
-from forecaster.errors import ActuationError
+from forecaster.core.kueue import KueueRoom
 
 Obj = dict[str, Any]
-_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([kKMG]?)$")
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
-
-
-class MalformedObjectError(ActuationError):
-    """An object of the cluster cannot be read as expected (it harms only its own pool)."""
-
-
-def gpu_quantity(value: object) -> int:
-    """A GPU count from a Kubernetes quantity ('8', 8, '1k'); fractional GPUs round down."""
-    match = _QUANTITY.match(str(value).strip())
-    if not match:
-        raise MalformedObjectError(f"unsupported nvidia.com/gpu quantity {value!r}")
-    scale = {"": 1, "k": 1000, "K": 1000, "M": 10**6, "G": 10**9}[match.group(2)]
-    return math.floor(float(match.group(1)) * scale)
 
 
 def pod_gpus(pod: Obj) -> int:
@@ -123,9 +110,15 @@ def _node_gpus(
 
 
 def observe(
-    kube: Kube, *, pools: Sequence[str], now: int, buffer_namespace: str | None = None
+    kube: Kube,
+    *,
+    pools: Sequence[str],
+    now: int,
+    buffer_namespace: str | None = None,
+    kueue: Sequence[KueueScope] = (),
 ) -> dict[str, PoolSnapshot]:
-    """Snapshots of every pool in ``pools`` (with our CapacityBuffers in ``buffer_namespace``)."""
+    """Snapshots of every pool in ``pools`` (with our CapacityBuffers in ``buffer_namespace``
+    and, for the pools in ``kueue``, what Kueue's quota could still admit)."""
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
     pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
     buffers = (
@@ -134,6 +127,14 @@ def observe(
         else []
     )
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
+    rooms: dict[str, KueueRoom] = {}
+    kueue_problem = None
+    if kueue:
+        try:
+            rooms = read_rooms(kube, kueue)
+        except (MalformedObjectError, *_MALFORMED) as exc:  # quota unknown: those pools withdraw
+            kueue_problem = f"malformed Kueue object: {type(exc).__name__}: {exc}"
+    gated = {scope.pool for scope in kueue}
     snapshots = {}
     for pool in pools:
         try:
@@ -146,6 +147,18 @@ def observe(
                 now=now,
                 buffer_gpus=_buffer_gpus(buffers, pool),
             )
+            if pool in gated:
+                if kueue_problem:
+                    raise MalformedObjectError(kueue_problem)
+                room = rooms.get(pool)
+                snapshots[pool] = dataclasses.replace(
+                    snapshots[pool],
+                    kueue=room,
+                    problem=snapshots[pool].problem
+                    or (
+                        None if room else "Kueue gates this pool but the cluster does not serve it"
+                    ),
+                )
         except (
             MalformedObjectError,
             NodePoolConflictError,
@@ -189,7 +202,7 @@ def _snapshot(
         elif node_name:
             running += gpus
             busy.add(node_name)
-        else:
+        elif not pod["spec"].get("schedulingGates"):  # gated pods (Kueue) start no node
             pending += gpus
     nodepool = kube.get_nodepool(pool)
     paused_until = None

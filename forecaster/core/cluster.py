@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from forecaster.core.kueue import KueueRoom
+
 
 @dataclass(frozen=True)
 class PoolSnapshot:
@@ -35,6 +37,8 @@ class PoolSnapshot:
     """Deadline of our opt-in NodePool consolidation pause, when one is in place."""
     problem: str | None = None
     """Why this pool could not be observed (a malformed object); the planner then withdraws."""
+    kueue: KueueRoom | None = None
+    """What Kueue could still admit onto this pool; None when Kueue does not gate it."""
 
     @property
     def billed_gpus(self) -> int:

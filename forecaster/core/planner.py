@@ -13,7 +13,9 @@ Per pool (see ``PoolPlan``):
    data nothing new is prewarmed - existing prewarm is held for ``hold_seconds``, then 0.
 3. Per-pool caps: ``max_prewarm_gpus`` and the NodePool's own GPU limit minus what is in use
    (Karpenter can overshoot its limit in a fast scale-out, so we never lean on it). A NodePool
-   without a GPU limit gets nothing unless explicitly allowed.
+   without a GPU limit gets nothing unless explicitly allowed. Where Kueue gates the pool, what
+   its quota could still admit (``core.kueue``); workloads holding quota with no pods yet are
+   demand.
 4. Shared caps, allocated one placeholder at a time round-robin over the pools (fair, and a pool
    whose forecast grows never gets less): total prewarm GPUs, cost per hour, and GPU-hours per
    rolling day (each GPU charged its commitment up front). Caps are charged whole nodes
@@ -165,7 +167,15 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         return _Draft(item, 0, 0, [f"cannot observe this pool ({snap.problem}): prewarm 0"])
     if forecast is None:
         return _Draft(item, 0, 0, ["no forecast for this pool: nothing to prewarm"])
-    shortfall = forecast.upper_gpus - snap.real_demand_gpus - snap.spare_gpus
+    demand = forecast.upper_gpus
+    reserved = snap.kueue.reserved_gpus if snap.kueue else 0
+    if reserved and snap.real_demand_gpus + reserved > demand:
+        demand = snap.real_demand_gpus + reserved
+        reasons.append(
+            f"Kueue: {reserved} GPUs of workloads hold quota but have no pods yet:"
+            f" demand at least {demand:.0f}"
+        )
+    shortfall = demand - snap.real_demand_gpus - snap.spare_gpus
     needed = max(0, math.ceil(shortfall / unit - 1e-9)) * unit if math.isfinite(shortfall) else 0
     reasons.append(
         f"{forecast.upper_label} demand {forecast.upper_gpus:.1f} GPUs at lead time"
@@ -192,6 +202,9 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
             reasons.append(f"data {age}s old, stale beyond the {policy.hold_seconds}s hold: 0")
     cap = _cap(cap, policy.max_prewarm_gpus, unit, "pool max_prewarm_gpus", reasons)
     cap = _cap(cap, _limit_room(policy, snap, reasons), unit, "NodePool GPU limit", reasons)
+    if snap.kueue is not None:  # work that quota would hold back needs no warm node
+        room = snap.kueue.admissible_gpus + snap.kueue.reserved_gpus
+        cap = _cap(cap, room, unit, f"Kueue {snap.kueue.scope} quota", reasons)
     return _Draft(item, needed, cap, reasons)
 
 

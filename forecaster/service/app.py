@@ -17,6 +17,7 @@ from forecaster.actuators.backends import (
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.kueue import KueueScope
 from forecaster.actuators.leases import fence
 from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.actuators.nodepools import NodePools
@@ -233,8 +234,16 @@ def build_reconciler(
         # buffers of ours are charged whatever the configured backend (auto may switch)
         buffer_namespace = settings.planning.placeholders.namespace
 
+        kueue = [
+            KueueScope(p.name, p.kueue.flavors, p.kueue.cluster_queues)
+            for p in settings.pools
+            if p.kueue is not None
+        ]
+
         def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
-            return observe(live, pools=pools, now=now, buffer_namespace=buffer_namespace)
+            return observe(
+                live, pools=pools, now=now, buffer_namespace=buffer_namespace, kueue=kueue
+            )
 
         observer = observe_live
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from forecaster import __version__
 from forecaster.core.error_budget import budget_remaining, waste_last_day
+from forecaster.core.kueue import KueueRoom
 from forecaster.core.series import iso_utc
 from forecaster.service.daemon import Daemon
 from forecaster.service.page import PAGE
@@ -196,6 +197,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "model_version": view.model_version if view else None,
                 "backend": actuation.backend.get(name) if actuation else None,
                 "buffer": actuation.buffer_status.get(name) if actuation else None,
+                "kueue": _kueue(view.snapshot.kueue if view and view.snapshot else None),
                 "errors": [
                     f"{k.split(' ')[0]}: {v}"
                     for k, v in (record.errors.items() if record else [])
@@ -223,3 +225,21 @@ def create_app(daemon: Daemon) -> FastAPI:
         return HTMLResponse(PAGE.replace("__POOLS__", ",".join(daemon.pools)))
 
     return app
+
+
+def _kueue(room: KueueRoom | None) -> dict[str, Any] | None:
+    """What Kueue could still admit onto the pool and how its queues fare (None: not gated)."""
+    if room is None:
+        return None
+    return {
+        "admissible_gpus": room.admissible_gpus,
+        "scope": room.scope,
+        "reserved_gpus": room.reserved_gpus,
+        "queues": {
+            h.name: {
+                "admission_wait_p95_seconds": h.admission_wait_p95_s,
+                "pods_ready_timeout_evictions": h.pods_ready_timeouts,
+            }
+            for h in room.health
+        },
+    }

@@ -59,6 +59,24 @@ class Metrics:
         self.spent = Gauge(
             "forecaster_prewarm_gpu_hours_last_day", "Prewarm GPU-hours spent in 24 h", registry=r
         )
+        self.kueue_room = Gauge(
+            "forecaster_kueue_admissible_gpus",
+            "GPUs Kueue's quota could still admit onto the pool (Kueue-gated pools)",
+            ["pool"],
+            registry=r,
+        )
+        self.kueue_wait = Gauge(
+            "forecaster_kueue_admission_wait_p95_seconds",
+            "P95 of workload creation to Admitted, per ClusterQueue",
+            ["cluster_queue"],
+            registry=r,
+        )
+        self.kueue_timeouts = Gauge(
+            "forecaster_kueue_pods_ready_timeout_evictions",
+            "Workloads evicted for PodsReadyTimeout, per ClusterQueue",
+            ["cluster_queue"],
+            registry=r,
+        )
         self.leader = Gauge("forecaster_leader", "1 when this replica is the leader", registry=r)
         self.duration = Histogram(
             "forecaster_reconcile_duration_seconds",
@@ -100,6 +118,18 @@ class Metrics:
                 budget_remaining(pool_state.budget, slo, now=record.at)
             )
             self.waste.labels(pool=name).set(waste_last_day(pool_state.budget, now=record.at))
+            snapshot = record.pools[name].snapshot
+            room = snapshot.kueue if snapshot else None
+            if room is not None:
+                self.kueue_room.labels(pool=name).set(room.admissible_gpus)
+                for health in room.health:
+                    self.kueue_timeouts.labels(cluster_queue=health.name).set(
+                        health.pods_ready_timeouts
+                    )
+                    if health.admission_wait_p95_s is not None:
+                        self.kueue_wait.labels(cluster_queue=health.name).set(
+                            health.admission_wait_p95_s
+                        )
             forecast = record.pools[name].forecast
             if forecast is not None:
                 for j, horizon in enumerate(forecast.horizons_seconds):

@@ -76,6 +76,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         default="placeholders",
         help="how prewarm is held: placeholder pods (preempted) or a CapacityBuffer (refills)",
     )
+    parser.add_argument(
+        "--kueue-quota-gpus",
+        type=int,
+        default=None,
+        help="Kueue admits at most this many GPUs at once; the rest wait as workloads",
+    )
     parser.add_argument("--price", type=float, default=4.10, help="on-demand $ per GPU-hour")
     parser.add_argument("--spot-price", type=float, default=1.60, help="spot $ per GPU-hour")
 
@@ -111,6 +117,7 @@ def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
         warm_image=not args.no_warm_image,
         max_prewarm_gpus=cap,
         capacity_buffer=args.backend == "capacitybuffer",
+        kueue_quota_gpus=args.kueue_quota_gpus,
     )
     budgets = Budgets(
         max_total_prewarm_gpus=cap,

@@ -31,6 +31,7 @@ import numpy as np
 
 from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.jobs import JobTrace
+from forecaster.core.kueue import KueueRoom
 
 ARRIVE, FINISH, READY, TICK, PROVISION = range(5)
 
@@ -57,6 +58,10 @@ class TwinConfig:
     preemption grace (nothing is evicted), and the buffer refills at once - the autoscaler
     brings the next chunk within its batch, not at the daemon's next tick. Its pods are
     virtual, so they pull no image: a buffer node is warm for nodes, cold for images."""
+    kueue_quota_gpus: int | None = None
+    """Kueue admits at most this many GPUs at once (one ClusterQueue, BestEffortFIFO): jobs
+    beyond it wait as workloads, with no pods, so nothing provisions for them - and the planner
+    sees the room left (``PoolSnapshot.kueue``)."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +184,8 @@ class Twin:
         self._next_id = 0
         self._provision_queued = False
         self._target = 0  # prewarm chunks the last decision asked for
+        self.queued: list[int] = []  # workloads Kueue holds back (no pods yet)
+        self.admitted_gpus = 0
 
     # ---- TwinView ---------------------------------------------------------------------------
     def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
@@ -209,6 +216,13 @@ class Twin:
             placeholder_gpus=held,
             nodepool_limit_gpus=self.cfg.nodepool_limit_gpus,
             stranded_gpus=stranded,
+            kueue=(
+                None
+                if self.cfg.kueue_quota_gpus is None
+                else KueueRoom(
+                    max(0, self.cfg.kueue_quota_gpus - self.admitted_gpus), "replay quota"
+                )
+            ),
         )
 
     def wasted_gpu_hours(self, *, since: float) -> float:
@@ -242,12 +256,14 @@ class Twin:
             event_time, _, kind, ref = heapq.heappop(self._events)
             self.now = event_time
             if kind == ARRIVE:
-                self.requested += int(self.jobs.gpus[ref])
-                self.pending.append(ref)
+                self.queued.append(ref)
+                self._admit()
                 self._schedule()
                 self._queue_provision()
             elif kind == FINISH:
                 self._finish(ref)
+                if self._admit():
+                    self._queue_provision()
                 self._schedule()
             elif kind == READY:
                 self._schedule()
@@ -412,7 +428,23 @@ class Twin:
         self._push(start + float(self.jobs.duration[j]), FINISH, j)
         return True
 
+    def _admit(self) -> bool:
+        """Kueue: queued workloads whose GPUs fit the quota become pods (all, without one)."""
+        quota = self.cfg.kueue_quota_gpus
+        admitted = False
+        for j in list(self.queued):
+            gpus = int(self.jobs.gpus[j])
+            if quota is not None and self.admitted_gpus + gpus > quota:
+                continue
+            self.queued.remove(j)
+            self.admitted_gpus += gpus
+            self.requested += gpus
+            self.pending.append(j)
+            admitted = True
+        return admitted
+
     def _finish(self, j: int) -> None:
+        self.admitted_gpus -= int(self.jobs.gpus[j])
         self.requested -= int(self.jobs.gpus[j])
         for nid in self.job_nodes.pop(j):
             node = self.nodes[nid]

@@ -22,7 +22,8 @@ from forecaster.core.planner import Mode
 from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import build_cluster_service
-from forecaster.settings import Settings, load_settings
+from forecaster.settings import KueuePoolSettings, Settings, load_settings
+from tests.actuators.test_kueue import cluster_queue, flavor
 from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT
 from tests.deploy.test_manifests import grants
 from tests.kubeapi.cluster import ClusterSim
@@ -30,6 +31,7 @@ from tests.kubeapi.server import _PATH, RESOURCES, KubeApiDouble, Request
 from tests.service.fakes import T0, LiveSource, calm_history
 
 POOL = "gpu-a100"
+KUEUE = KueuePoolSettings()  # a Kueue-gated pool reads quota, flavors and workloads
 SETUP_WRITES = {
     # what the test itself (and the double's scheduler/Karpenter) writes, not the daemon
     ("karpenter.sh", "nodepools", "create", "cluster"),
@@ -68,6 +70,9 @@ def deploy_settings(tmp_path: Path, **changes: object) -> Settings:
 def scenario(api: KubeApiDouble, settings: Settings) -> None:
     sim = ClusterSim(api)
     api.store.objects.pop(("leases", "forecaster", "forecaster-leader"), None)  # a new install
+    if api.kueue and ("resourceflavors", "", "a100") not in api.store.objects:
+        api.put("resourceflavors", flavor("a100", POOL))
+        api.put("clusterqueues", cluster_queue("research", "all", 64, 8))
     if api.store.objects.get(("nodepools", "", POOL)) is None:
         sim.add_nodepool(POOL, limit_gpus=200)
         sim.add_node(POOL)
@@ -111,8 +116,8 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
 
 @pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])
 def test_live_rbac_is_exactly_what_the_code_uses(name: str, tmp_path: Path) -> None:
-    with KubeApiDouble(capacity_buffers=True) as api:
-        scenario(api, deploy_settings(tmp_path, backend="placeholders"))
+    with KubeApiDouble(capacity_buffers=True, kueue=True) as api:
+        scenario(api, deploy_settings(tmp_path, backend="placeholders", kueue=KUEUE))
         buffers = deploy_settings(tmp_path, backend="capacitybuffer")
         scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
         need = used(api.requests) - SETUP_WRITES
@@ -151,8 +156,8 @@ def test_forecast_only_rbac_covers_a_dry_run_replica(name: str, tmp_path: Path) 
 def test_every_write_names_forecaster_as_field_manager(tmp_path: Path) -> None:
     """GitOps: managedFields then name exactly our fields (README: the ignoreDifferences
     recipe), across the daemon's whole repertoire."""
-    with KubeApiDouble(capacity_buffers=True) as api:
-        scenario(api, deploy_settings(tmp_path, backend="placeholders"))
+    with KubeApiDouble(capacity_buffers=True, kueue=True) as api:
+        scenario(api, deploy_settings(tmp_path, backend="placeholders", kueue=KUEUE))
         buffers = deploy_settings(tmp_path, backend="capacitybuffer")
         scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
         ours = [

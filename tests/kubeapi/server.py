@@ -45,6 +45,9 @@ RESOURCES = {
     "leases": Resource("coordination.k8s.io/v1", "Lease", True),
     "nodepools": Resource("karpenter.sh/v1", "NodePool", False),
     "capacitybuffers": Resource("autoscaling.x-k8s.io/v1beta1", "CapacityBuffer", True),
+    "clusterqueues": Resource("kueue.x-k8s.io/v1beta2", "ClusterQueue", False),
+    "resourceflavors": Resource("kueue.x-k8s.io/v1beta2", "ResourceFlavor", False),
+    "workloads": Resource("kueue.x-k8s.io/v1beta2", "Workload", True),
 }
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 _PATH = re.compile(
@@ -105,11 +108,17 @@ class KubeApiDouble:
     """Start with ``with KubeApiDouble() as api:``; ``api.url`` is the server address."""
 
     def __init__(
-        self, *, capacity_buffers: bool = False, start_time: float = 1_800_000_000.0
+        self,
+        *,
+        capacity_buffers: bool = False,
+        kueue: bool = False,
+        start_time: float = 1_800_000_000.0,
     ) -> None:
+        """``capacity_buffers``/``kueue``: serve those CRDs (else 404, as without them)."""
         self.clock = start_time
         self.store = Store(now=lambda: self.clock)
         self.capacity_buffers = capacity_buffers
+        self.kueue = kueue
         self.requests: list[Request] = []
         self.invalid: list[tuple[str, list[str]]] = []
         self.faults = Faults()
@@ -183,9 +192,7 @@ class KubeApiDouble:
         resource = match.group("resource")
         spec = RESOURCES[resource]
         group_version = match.group("core") or f"{match.group('group')}/{match.group('version')}"
-        if group_version != spec.group_version or (
-            resource == "capacitybuffers" and not self.capacity_buffers
-        ):
+        if group_version != spec.group_version or not self._serves(resource):
             return 404, ApiError(404, "NotFound", f"the server could not find {path}").status()
         namespace, name = match.group("ns") or "", match.group("name")
         try:
@@ -250,11 +257,18 @@ class KubeApiDouble:
             return 200, deleted
         raise ApiError(405, "MethodNotAllowed", method)
 
+    def _serves(self, resource: str) -> bool:
+        if resource == "capacitybuffers":
+            return self.capacity_buffers
+        if RESOURCES[resource].group_version.startswith("kueue.x-k8s.io/"):
+            return self.kueue
+        return True
+
     def _discovery(self, path: str) -> tuple[int, Obj] | None:
         groups = {
             r.group_version
             for name, r in RESOURCES.items()
-            if "/" in r.group_version and (name != "capacitybuffers" or self.capacity_buffers)
+            if "/" in r.group_version and self._serves(name)
         }
         if path == "/apis":
             return 200, {

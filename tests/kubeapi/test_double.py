@@ -127,8 +127,18 @@ def test_vendored_crds_match_the_shared_release() -> None:
         "monitoring.coreos.com_prometheusrules.yaml": (
             "78be98554b9c8506ab2b4f4feb91c5f3a56e536a0a510f3a8e876a459970d56d"
         ),
+        # Kueue v0.19.2
+        "kueue.x-k8s.io_clusterqueues.yaml": (
+            "e0a5fc9b370c70f3d993d4f599865817338ecf94187b30b15b12ff33c579bd55"
+        ),
+        "kueue.x-k8s.io_resourceflavors.yaml": (
+            "19e339c47e9ca3fa2c9eeddd27715a512f765c4794ed859733408a9715720173"
+        ),
+        "kueue.x-k8s.io_workloads.yaml": (
+            "1970ff6fcc5dc1a29e3f290ed736032c5d4509c94efe2c642d64a244ad1b8aa5"
+        ),
     }
-    shared_dirs = {"monitoring": "prometheus-operator-v0.93.0"}
+    shared_dirs = {"monitoring": "prometheus-operator-v0.93.0", "kueue": "kueue"}
     for name, digest in pinned.items():
         assert hashlib.sha256((CRDS / name).read_bytes()).hexdigest() == digest
         folder = shared_dirs.get(name.split(".")[0], "")

@@ -195,3 +195,31 @@ def test_replay_command_writes_json_and_report(
     assert "at equal GPU-hours" in out
     html = (tmp_path / "r.html").read_text()
     assert html.count("data:image/png;base64,") == 3 and "<table>" in html
+
+
+def test_with_a_kueue_quota_no_prewarm_goes_beyond_what_it_admits() -> None:
+    """Kueue in the twin: jobs beyond the quota wait as workloads (no pods, no nodes), and the
+    planned prewarm never exceeds the room the quota leaves."""
+    jobs = synthetic(2, seed=4)
+    s = setup(2)
+    s = dataclasses.replace(s, twin=dataclasses.replace(s.twin, kueue_quota_gpus=40))
+    oracle = make_policy("oracle", s, jobs)
+    seen: list[tuple[int, int]] = []
+
+    class Watch:
+        name = "oracle"
+
+        def decide(self, view: TwinView) -> Decision:
+            room = view.snapshot().kueue
+            assert room is not None
+            decision = oracle.decide(view)
+            seen.append((decision.placeholder_gpus, room.admissible_gpus))
+            return decision
+
+    result = replay(jobs, Watch(), s)  # type: ignore[arg-type]
+    assert all(prewarm <= room for prewarm, room in seen)
+    assert any(prewarm > 0 for prewarm, _ in seen)
+    assert any(room < 8 for _, room in seen)  # the quota did bind
+    assert result.record.demand.max() <= 40  # only admitted work has pods
+    unlimited = replay(jobs, make_policy("oracle", setup(2), jobs), setup(2))
+    assert result.record.prewarm.sum() < unlimited.record.prewarm.sum()

@@ -1,0 +1,183 @@
+"""Read Kueue's quota and workloads for the pools it gates (``core.kueue`` does the arithmetic).
+
+Per pool (``KueueScope``): its ResourceFlavors - the configured names, else every flavor whose
+``nodeLabels`` select ``karpenter.sh/nodepool=<pool>`` - and the ClusterQueues with
+``nvidia.com/gpu`` quota on them (the configured names, else all). From each queue: its cohort
+(``cohortName``; ``cohort`` in v1beta1), nominal quota and borrowing limit on those flavors, and
+the quota reserved (``status.flavorsReservation``). From Workloads: those holding quota on the
+pool (``QuotaReserved``) but not yet ``Admitted`` - their pods are about to exist - and, for the
+status page, admission waits and ``PodsReadyTimeout`` evictions per ClusterQueue.
+
+v1beta2 is read where served, v1beta1 otherwise. Reads only; a cluster without Kueue gives no
+room (the pool is then planned without a Kueue cap, and the status says why).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from forecaster.actuators import labels as lbl
+from forecaster.actuators.kube import Kube, Obj
+from forecaster.actuators.quantities import MalformedObjectError, gpu_quantity
+from forecaster.core.kueue import KueueRoom, QueueHealth, QueueQuota, room
+
+
+@dataclass(frozen=True)
+class KueueScope:
+    """Which Kueue objects gate one pool (empty tuples: discover)."""
+
+    pool: str
+    flavors: tuple[str, ...] = ()
+    cluster_queues: tuple[str, ...] = ()
+
+
+@dataclass
+class _Seen:
+    admission_waits_s: list[float] = field(default_factory=list)
+    pods_ready_timeouts: int = 0
+
+
+def read_rooms(kube: Kube, scopes: Sequence[KueueScope]) -> dict[str, KueueRoom]:
+    """Room (with its queues' health) per pool; empty when Kueue is not served."""
+    found_flavors = kube.list_kueue("resourceflavors")
+    found_queues = kube.list_kueue("clusterqueues")
+    found_workloads = kube.list_kueue("workloads")
+    if found_flavors is None or found_queues is None:
+        return {}
+    flavors, queues = found_flavors[1], found_queues[1]
+    workloads = found_workloads[1] if found_workloads else []
+    rooms = {}
+    seen = _health(workloads)
+    for scope in scopes:
+        mine = _pool_flavors(scope, flavors)
+        quotas = [
+            q
+            for cq in queues
+            if not scope.cluster_queues or cq["metadata"]["name"] in scope.cluster_queues
+            for q in [_quota(cq, mine)]
+            if q is not None
+        ]
+        names = {q.name for q in quotas}
+        health = [
+            QueueHealth(name, _p95(seen[name].admission_waits_s), seen[name].pods_ready_timeouts)
+            for name in sorted(names & set(seen))
+        ]
+        rooms[scope.pool] = room(
+            quotas, reserved_gpus=_reserved(workloads, names, mine), health=health
+        )
+    return rooms
+
+
+def _p95(values: list[float]) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def _pool_flavors(scope: KueueScope, flavors: list[Obj]) -> set[str]:
+    if scope.flavors:
+        return set(scope.flavors)
+    return {
+        f["metadata"]["name"]
+        for f in flavors
+        if (f.get("spec", {}).get("nodeLabels") or {}).get(lbl.NODEPOOL_LABEL) == scope.pool
+    }
+
+
+def _quota(cq: Obj, flavors: set[str]) -> QueueQuota | None:
+    spec = cq.get("spec", {})
+    nominal, borrowing, limited, any_quota = 0, 0, True, False
+    for group in spec.get("resourceGroups") or []:
+        for flavor in group.get("flavors") or []:
+            if flavor.get("name") not in flavors:
+                continue
+            for resource in flavor.get("resources") or []:
+                if resource.get("name") != lbl.GPU_RESOURCE:
+                    continue
+                any_quota = True
+                nominal += gpu_quantity(resource.get("nominalQuota", 0))
+                if "borrowingLimit" in resource:
+                    borrowing += gpu_quantity(resource["borrowingLimit"])
+                else:
+                    limited = False
+    if not any_quota:
+        return None
+    status = cq.get("status") or {}
+    used = sum(
+        gpu_quantity(r.get("total", 0))
+        for usage in status.get("flavorsReservation") or status.get("flavorsUsage") or []
+        if usage.get("name") in flavors
+        for r in usage.get("resources") or []
+        if r.get("name") == lbl.GPU_RESOURCE
+    )
+    cohort = spec.get("cohortName") or spec.get("cohort") or None
+    return QueueQuota(cq["metadata"]["name"], cohort, nominal, borrowing if limited else None, used)
+
+
+def _condition(obj: Obj, kind: str) -> Obj | None:
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == kind:
+            return dict(condition)
+    return None
+
+
+def _true(obj: Obj, kind: str) -> bool:
+    condition = _condition(obj, kind)
+    return condition is not None and condition.get("status") == "True"
+
+
+def _reserved(workloads: list[Obj], queues: set[str], flavors: set[str]) -> int:
+    """GPUs of workloads holding quota on these queues and flavors, with no pods yet."""
+    total = 0
+    for wl in workloads:
+        admission = (wl.get("status") or {}).get("admission") or {}
+        if admission.get("clusterQueue") not in queues:
+            continue
+        if not _true(wl, "QuotaReserved") or _true(wl, "Admitted"):
+            continue
+        pod_sets = {p.get("name"): p for p in wl.get("spec", {}).get("podSets") or []}
+        for assignment in admission.get("podSetAssignments") or []:
+            if (assignment.get("flavors") or {}).get(lbl.GPU_RESOURCE) not in flavors:
+                continue
+            pod_set = pod_sets.get(assignment.get("name"), {})
+            count = int(assignment.get("count") or pod_set.get("count") or 1)
+            total += count * _template_gpus(pod_set.get("template") or {})
+    return total
+
+
+def _template_gpus(template: Obj) -> int:
+    total = 0
+    for container in (template.get("spec") or {}).get("containers") or []:
+        resources = container.get("resources") or {}
+        value = (resources.get("requests") or {}).get(lbl.GPU_RESOURCE)
+        if value is None:
+            value = (resources.get("limits") or {}).get(lbl.GPU_RESOURCE, 0)
+        total += gpu_quantity(value)
+    return total
+
+
+def _health(workloads: list[Obj]) -> dict[str, _Seen]:
+    health: dict[str, _Seen] = {}
+    for wl in workloads:
+        queue = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
+        evicted = _condition(wl, "Evicted")
+        if evicted is not None and evicted.get("reason") == "PodsReadyTimeout" and queue:
+            health.setdefault(queue, _Seen()).pods_ready_timeouts += 1
+        admitted = _condition(wl, "Admitted")
+        if queue and admitted is not None and admitted.get("status") == "True":
+            try:
+                wait = _time(admitted["lastTransitionTime"]) - _time(
+                    wl["metadata"]["creationTimestamp"]
+                )
+            except (KeyError, ValueError) as exc:
+                raise MalformedObjectError(f"Workload {wl['metadata'].get('name')}: {exc}") from exc
+            health.setdefault(queue, _Seen()).admission_waits_s.append(max(0.0, wait))
+    return health
+
+
+def _time(text: str) -> float:
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()

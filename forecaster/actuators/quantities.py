@@ -1,0 +1,27 @@
+"""Reading GPU quantities out of Kubernetes objects, and the error for an object we cannot read.
+
+A malformed object harms only the pool it belongs to (the observer isolates it), so reading it
+raises ``MalformedObjectError`` rather than a bare ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+from forecaster.errors import ActuationError
+
+_QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([kKMG]?)$")
+
+
+class MalformedObjectError(ActuationError):
+    """An object of the cluster cannot be read as expected (it harms only its own pool)."""
+
+
+def gpu_quantity(value: object) -> int:
+    """A GPU count from a Kubernetes quantity ('8', 8, '1k'); fractional GPUs round down."""
+    match = _QUANTITY.match(str(value).strip())
+    if not match:
+        raise MalformedObjectError(f"unsupported nvidia.com/gpu quantity {value!r}")
+    scale = {"": 1, "k": 1000, "K": 1000, "M": 10**6, "G": 10**9}[match.group(2)]
+    return math.floor(float(match.group(1)) * scale)

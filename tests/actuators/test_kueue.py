@@ -1,0 +1,234 @@
+"""Kueue-aware prewarm through the daemon's reconciler and the API double serving Kueue's CRDs.
+
+Cases (every Kueue object is validated against the vendored v1beta2 CRDs): a cohort whose quota
+is lower than the forecast caps the prewarm and the plan says so; a workload holding quota with
+no pods yet counts as demand; pods gated by Kueue are not pending demand; queue health
+(admission wait, PodsReadyTimeout evictions) is read per ClusterQueue; a pool configured for
+Kueue on a cluster without it withdraws and says why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.kueue import KueueScope, read_rooms
+from forecaster.core.kueue import QueueHealth
+from forecaster.service import app
+from forecaster.service.daemon import Daemon
+from forecaster.service.http import create_app
+from forecaster.settings import Settings
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import POOL, T0, LiveSource
+
+V = "kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+
+
+def flavor(name: str, pool: str) -> dict[str, Any]:
+    return {
+        "apiVersion": V,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {"nodeLabels": {"karpenter.sh/nodepool": pool}},
+    }
+
+
+def cluster_queue(name: str, cohort: str, nominal: int, used: int, **limits: int) -> dict[str, Any]:
+    resource: dict[str, Any] = {"name": GPU, "nominalQuota": nominal}
+    if "borrowing" in limits:
+        resource["borrowingLimit"] = limits["borrowing"]
+    return {
+        "apiVersion": V,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "cohortName": cohort,
+            "resourceGroups": [
+                {"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [resource]}]}
+            ],
+        },
+        "status": {
+            "flavorsReservation": [
+                {"name": "a100", "resources": [{"name": GPU, "total": used, "borrowed": 0}]}
+            ]
+        },
+    }
+
+
+def workload(
+    name: str, gpus_per_pod: int, count: int, *conditions: tuple[str, str, str]
+) -> dict[str, Any]:
+    return {
+        "apiVersion": V,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "ml", "creationTimestamp": "2027-01-15T08:00:00Z"},
+        "spec": {
+            "queueName": "research",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": count,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "train",
+                                    "resources": {"requests": {GPU: gpus_per_pod}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            ],
+        },
+        "status": {
+            "admission": {
+                "clusterQueue": "research-a",
+                "podSetAssignments": [{"name": "main", "flavors": {GPU: "a100"}, "count": count}],
+            },
+            "conditions": [
+                {
+                    "type": t,
+                    "status": s,
+                    "reason": r,
+                    "message": "",
+                    "lastTransitionTime": "2027-01-15T08:05:00Z",
+                }
+                for t, s, r in conditions
+            ],
+        },
+    }
+
+
+@pytest.fixture
+def api() -> Iterator[KubeApiDouble]:
+    with KubeApiDouble(kueue=True) as server:
+        server.clock = float(T0)
+        sim = ClusterSim(server)
+        sim.add_nodepool(POOL, limit_gpus=400)
+        for _ in range(2):
+            sim.add_node(POOL)
+        for i in range(2):
+            sim.submit(f"job-{i}", POOL, 8)
+        sim.step()
+        server.put("resourceflavors", flavor("a100", POOL))
+        yield server
+    assert server.invalid == [], server.invalid
+
+
+def settings(tmp_path: Path, **pool: object) -> Settings:
+    return Settings.model_validate(
+        {
+            "source": {"kind": "prometheus"},
+            "models_dir": str(tmp_path / "models"),
+            "planning": {"actuation": "placeholders", "budgets": {"max_total_prewarm_gpus": 64}},
+            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 64, **pool}],
+        }
+    )
+
+
+def surge() -> LiveSource:
+    """Demand that climbed fast: the forecast wants several nodes."""
+    values = [16.0] * 2800 + [16.0 + 2 * i for i in range(40)]
+    return LiveSource(T0 - 60 * (len(values) - 1), values)
+
+
+def tick(tmp_path: Path, api: KubeApiDouble, source: LiveSource | None = None, **pool: object):  # type: ignore[no-untyped-def]
+    config = settings(tmp_path, **pool)
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    return app.build_reconciler(config, source=source or surge(), kube=kube).tick(T0)
+
+
+def test_a_cohort_quota_below_the_forecast_caps_the_prewarm(
+    tmp_path: Path, api: KubeApiDouble
+) -> None:
+    api.put("clusterqueues", cluster_queue("research-a", "research", 16, 16, borrowing=16))
+    api.put("clusterqueues", cluster_queue("research-b", "research", 16, 0))
+    plan = tick(tmp_path, api, kueue={}).plan.pool(POOL)
+    assert plan.target_gpus == 16  # 64 without Kueue: max_prewarm_gpus binds (reason above)
+    assert "capped by pool max_prewarm_gpus (64 GPUs): 80 -> 64" in plan.reasons
+    assert "capped by Kueue cohort `research` quota (16 GPUs): 64 -> 16" in plan.reasons
+
+
+def test_quota_reserved_without_pods_is_demand_and_gated_pods_are_not(
+    tmp_path: Path, api: KubeApiDouble
+) -> None:
+    api.put("clusterqueues", cluster_queue("research-a", "research", 64, 16))
+    api.put(
+        "workloads",
+        workload("waiting-check", 8, 2, ("QuotaReserved", "True", "QuotaReserved")),
+    )
+    gated = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "gated", "namespace": "ml"},
+        "spec": {
+            "schedulingGates": [{"name": "kueue.x-k8s.io/admission"}],
+            "nodeSelector": {"karpenter.sh/nodepool": POOL},
+            "containers": [{"name": "c", "image": "train", "resources": {"requests": {GPU: "8"}}}],
+        },
+    }
+    api.put("pods", gated)
+    record = tick(tmp_path, api, LiveSource(T0 - 2 * 86400, [16.0] * 2881), kueue={})
+    snapshot = record.pools[POOL].snapshot
+    assert snapshot is not None and snapshot.pending_gpus == 0  # the gated pod starts no node
+    assert snapshot.kueue is not None and snapshot.kueue.reserved_gpus == 16
+    reasons = record.plan.pool(POOL).reasons
+    assert any(
+        r.startswith("Kueue: 16 GPUs of workloads hold quota but have no pods yet") for r in reasons
+    )
+
+
+def test_queue_health_counts_admission_waits_and_pods_ready_timeouts(api: KubeApiDouble) -> None:
+    api.put("clusterqueues", cluster_queue("research-a", "research", 64, 16))
+    api.put(
+        "workloads",
+        workload(
+            "ok", 8, 1, ("QuotaReserved", "True", "QuotaReserved"), ("Admitted", "True", "Admitted")
+        ),
+    )
+    api.put("workloads", workload("slow", 8, 1, ("Evicted", "True", "PodsReadyTimeout")))
+    kube = Kube(api_client(host=api.url), dry_run=True)
+    rooms = read_rooms(kube, [KueueScope(POOL)])
+    assert rooms[POOL].admissible_gpus == 48
+    assert rooms[POOL].health == (QueueHealth("research-a", 300.0, 1),)
+
+
+def test_a_kueue_pool_on_a_cluster_without_kueue_withdraws(tmp_path: Path) -> None:
+    with KubeApiDouble() as api:
+        api.clock = float(T0)
+        sim = ClusterSim(api)
+        sim.add_nodepool(POOL, limit_gpus=400)
+        sim.add_node(POOL)
+        sim.step()
+        plan = tick(tmp_path, api, kueue={}).plan.pool(POOL)
+    assert plan.target_gpus == 0
+    assert any("Kueue gates this pool but the cluster does not serve it" in r for r in plan.reasons)
+
+
+def test_status_and_metrics_show_the_kueue_room(tmp_path: Path, api: KubeApiDouble) -> None:
+    api.put("clusterqueues", cluster_queue("research-a", "research", 16, 16, borrowing=16))
+    api.put("clusterqueues", cluster_queue("research-b", "research", 16, 0))
+    api.put("workloads", workload("slow", 8, 1, ("Evicted", "True", "PodsReadyTimeout")))
+    config = settings(tmp_path, kueue={})
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    reconciler = app.build_reconciler(config, source=surge(), kube=kube)
+    daemon = Daemon(reconciler=reconciler, slo=app.slo_policy(config), pools=(POOL,))
+    daemon.reconcile(T0)
+    client = TestClient(create_app(daemon))
+    kueue = client.get("/api/v1/status").json()["pools"][POOL]["kueue"]
+    assert kueue["admissible_gpus"] == 16 and kueue["scope"] == "cohort `research`"
+    assert kueue["queues"]["research-a"]["pods_ready_timeout_evictions"] == 1
+    metrics = client.get("/metrics").text
+    assert f'forecaster_kueue_admissible_gpus{{pool="{POOL}"}} 16.0' in metrics
+    assert (
+        'forecaster_kueue_pods_ready_timeout_evictions{cluster_queue="research-a"} 1.0' in metrics
+    )
