@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from forecaster.actuators.backends import Backend, BackendChoice, BackendDetector
 from forecaster.actuators.capacitybuffers import CapacityBuffers
+from forecaster.actuators.events import Events
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.actions import ActuationReport
@@ -61,6 +62,7 @@ class Actuator:
         self.buffers = buffers
         self.pools = pools
         self.detector = detector
+        self.events = Events(placeholders.kube, placeholders.namespace)
 
     def backend(self, pool: str, *, now: int) -> BackendChoice:
         """The backend ``pool`` uses at ``now``, and why."""
@@ -137,5 +139,6 @@ class Actuator:
         if action is NodePoolAction.RESTORE and self.nodepools.restore(name):
             report.nodepool[name] = "restored"
             conflict = self.nodepools.conflicts.pop(name, None)
-            if conflict is not None:  # reaches /api/v1/status and the errors metric
+            if conflict is not None:  # reaches /api/v1/status, the errors metric and an Event
                 report.errors[name] = conflict
+                self.events.nodepool_conflict(name, conflict, now=now)

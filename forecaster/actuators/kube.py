@@ -329,6 +329,13 @@ class Kube:
             f"get podtemplate {namespace}/{name}",
         )
 
+    def create_event(self, namespace: str, body: Obj) -> None:
+        self._write(
+            f"create event {namespace}/{body['metadata']['name']}",
+            body,
+            lambda: self._core.create_namespaced_event(namespace, body, **self._write_opts()),
+        )
+
     def create_config_map(self, namespace: str, body: Obj) -> None:
         self._write(
             f"create configmap {namespace}/{body['metadata']['name']}",

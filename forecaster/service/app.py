@@ -44,6 +44,7 @@ from forecaster.sources.prometheus import PrometheusSource
 log = logging.getLogger(__name__)
 UNINSTALL_IDENTITY = "forecaster-cleanup"
 UNINSTALL_HOLD_SECONDS = 3600  # replicas stay followers this long after `cleanup`
+BUFFER_DRAIN_CHECKS, BUFFER_DRAIN_SECONDS = 12, 5.0  # up to a minute for buffers to drain
 DAY = 86400
 
 
@@ -417,6 +418,34 @@ def cleanup(
     changed = []
     for pool in settings.pools:
         changed += actuator.withdraw(pool.name)
+    if buffers is not None:
+        changed += _remove_buffers(buffers, [p.name for p in settings.pools], sleep=sleep)
+    return changed
+
+
+def _remove_buffers(
+    buffers: CapacityBuffers, pools: list[str], *, sleep: Callable[[float], None]
+) -> list[str]:
+    """Delete our zeroed buffers once the autoscaler has let their capacity go (bounded wait)."""
+    changed, waiting = [], list(pools)
+    for attempt in range(BUFFER_DRAIN_CHECKS):
+        still = []
+        for pool in waiting:
+            removed = buffers.remove(pool)
+            if removed:
+                changed.append(f"CapacityBuffer of {pool} deleted (after 0 replicas)")
+            elif removed is False:
+                still.append(pool)
+        waiting = still
+        if not waiting:
+            break
+        if attempt < BUFFER_DRAIN_CHECKS - 1:
+            sleep(BUFFER_DRAIN_SECONDS)
+    changed += [
+        f"CapacityBuffer of {pool} left at 0 replicas: the autoscaler still reports replicas;"
+        " run cleanup again to delete it"
+        for pool in waiting
+    ]
     return changed
 
 

@@ -488,3 +488,11 @@ def test_a_gitops_edit_during_the_pause_is_reported_by_the_tick(
     report = act.apply(handed_off, now=now_of(api))
     assert "consolidateAfter changed by someone else" in report.errors[POOL]
     assert api.objects("nodepools")[0]["spec"]["disruption"]["consolidateAfter"] == "5m"
+    (event,) = api.objects("events", NS)  # kubectl describe nodepool shows it
+    assert event["type"] == "Warning" and event["reason"] == "RestoreConflict"
+    assert event["involvedObject"] == {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "name": POOL,
+    }
+    assert event["message"] == report.errors[POOL]

@@ -8,7 +8,8 @@ buffer's own headroom is not counted as spare (the target does not oscillate ove
 its nodes are charged to the ledger; without the CRD, placeholders and the reason; with the CRD
 but no autoscaler acting on it, placeholders take over after 5 minutes and the buffer is
 zeroed; an explicit ``capacitybuffer`` on a cluster without it refuses to start with the field
-named; ``doctor`` prints the choice and why.
+named; ``doctor`` prints the choice and why; uninstall zeroes a buffer and deletes it only once
+the autoscaler reports it drained (else leaves it at 0 replicas and says so).
 """
 
 from __future__ import annotations
@@ -167,3 +168,39 @@ def test_doctor_says_which_backend_and_why(
         path.write_text(yaml.safe_dump(settings(tmp_path).model_dump(mode="json")))
         main(["doctor", "--config", str(path), "--kube-host", api.url])
     assert expected in capsys.readouterr().out
+
+
+def test_uninstall_zeroes_the_buffer_and_deletes_it_once_drained(
+    tmp_path: Path, buffers_api: KubeApiDouble
+) -> None:
+    """Karpenter's stuck-node bug: never delete a buffer that still holds capacity."""
+    api = buffers_api
+    sim = cluster(api, buffer_controller=True)
+    daemon(tmp_path, api).reconcile(T0)
+    sim.step()
+    (buffer,) = api.objects("capacitybuffers", NS)
+    assert buffer["status"]["replicas"] > 0
+    steps: list[float] = []
+
+    def sleep(seconds: float) -> None:  # Karpenter catches up while cleanup waits
+        steps.append(seconds)
+        sim.step()
+
+    kube = Kube(api_client(host=api.url), dry_run=False)
+    changed = app.cleanup(settings(tmp_path), kube, wall=lambda: float(T0), sleep=sleep)
+    assert steps == [5.0] and "CapacityBuffer of gpu-a deleted (after 0 replicas)" in changed
+    assert api.objects("capacitybuffers", NS) == [] and api.objects("podtemplates", NS) == []
+
+
+def test_a_buffer_karpenter_has_not_drained_is_left_at_zero(
+    tmp_path: Path, buffers_api: KubeApiDouble
+) -> None:
+    api = buffers_api
+    sim = cluster(api, buffer_controller=True)
+    daemon(tmp_path, api).reconcile(T0)
+    sim.step()
+    kube = Kube(api_client(host=api.url), dry_run=False)
+    changed = app.cleanup(settings(tmp_path), kube, wall=lambda: float(T0), sleep=lambda s: None)
+    (buffer,) = api.objects("capacitybuffers", NS)  # Karpenter never caught up: not deleted
+    assert buffer["spec"]["replicas"] == 0 and buffer["status"]["replicas"] > 0
+    assert any("left at 0 replicas" in line for line in changed)

@@ -89,6 +89,10 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     service.reconcile()  # second tick: the state ConfigMap is updated
     state = service.daemon.reconciler.state.pool(POOL)
     state.budget = dataclasses.replace(state.budget, mode=Mode.HANDED_OFF)
+    nodepool = api.objects("nodepools")[0]
+    if settings.planning.protect_nodepools and not settings.dry_run:  # Argo CD edits it
+        nodepool["spec"]["disruption"]["consolidateAfter"] = "7m"  # (restore: an Event)
+        api.store.replace(("nodepools", "", POOL), nodepool)
     clock.set(datetime.fromtimestamp(T0 + 60, tz=UTC))
     service.renew()
     service.reconcile()  # hand-off: placeholders deleted, NodePool restored

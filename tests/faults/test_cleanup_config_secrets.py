@@ -92,7 +92,12 @@ def test_cleanup_undoes_everything_and_is_idempotent(
         assert "deleted placeholder" in out and "restored to its recorded original" in out
         assert "CapacityBuffer of gpu-a set to 0 replicas" in out
         assert api.objects("pods", NS) == [] and api.objects("jobs", NS) == []
-        assert api.objects("capacitybuffers", NS)[0]["spec"]["replicas"] == 0
+        assert "CapacityBuffer of gpu-a deleted (after 0 replicas)" in out  # zeroed first
+        assert api.objects("capacitybuffers", NS) == [] and api.objects("podtemplates", NS) == []
+        zeroed = [r for r in api.requests if r.method == "PATCH" and "capacitybuffers" in r.path]
+        deleted = [r for r in api.requests if r.method == "DELETE" and "capacitybuffers" in r.path]
+        assert zeroed[-1].body["spec"]["replicas"] == 0
+        assert api.requests.index(zeroed[-1]) < api.requests.index(deleted[0])
         restored = api.objects("nodepools")[0]
         assert restored["spec"] == original["spec"]
         assert restored["metadata"].get("annotations") == original["metadata"].get("annotations")

@@ -1,0 +1,60 @@
+"""Kubernetes Events for what an operator must see in ``kubectl describe``/``get events``.
+
+Only conflicts are recorded: a NodePool field that a person or a GitOps tool changed while our
+opt-in pause was on is left as they set it, and a Warning Event on that NodePool says so (besides
+``/api/v1/status`` and ``forecaster_reconcile_errors_total``). Events live in our namespace
+(the involved NodePool is cluster-scoped), so the RBAC stays namespaced. Best effort: an Event
+that cannot be written is logged, never fails the tick.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from forecaster.actuators import labels as lbl
+from forecaster.actuators.kube import Kube, Obj
+from forecaster.errors import ActuationError
+
+log = logging.getLogger(__name__)
+
+
+def nodepool_event(namespace: str, nodepool: str, *, reason: str, message: str, now: int) -> Obj:
+    """A Warning Event about ``nodepool`` at ``now``."""
+    stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": f"{nodepool}.forecaster.{now}",
+            "namespace": namespace,
+            "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: nodepool},
+        },
+        "involvedObject": {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": nodepool},
+        "reason": reason,
+        "message": message,
+        "type": "Warning",
+        "source": {"component": lbl.MANAGER},
+        "reportingComponent": lbl.MANAGER,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+class Events:
+    """Writes our Events into ``namespace``."""
+
+    def __init__(self, kube: Kube, namespace: str) -> None:
+        self.kube = kube
+        self.namespace = namespace
+
+    def nodepool_conflict(self, nodepool: str, message: str, *, now: int) -> None:
+        """Record that a NodePool field was changed by someone else during our pause."""
+        body = nodepool_event(
+            self.namespace, nodepool, reason="RestoreConflict", message=message, now=now
+        )
+        try:
+            self.kube.create_event(self.namespace, body)
+        except ActuationError as exc:
+            log.warning("could not record an Event for NodePool %s: %s", nodepool, exc)
