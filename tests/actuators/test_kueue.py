@@ -232,3 +232,17 @@ def test_status_and_metrics_show_the_kueue_room(tmp_path: Path, api: KubeApiDoub
     assert (
         'forecaster_kueue_pods_ready_timeout_evictions{cluster_queue="research-a"} 1.0' in metrics
     )
+
+
+def test_kueue_v1beta1_is_read_where_v1beta2_is_not_served() -> None:
+    with KubeApiDouble(kueue="v1beta1") as api:
+        old = flavor("a100", POOL) | {"apiVersion": "kueue.x-k8s.io/v1beta1"}
+        api.put("resourceflavors", old)
+        queue = cluster_queue("research-a", "research", 16, 4)
+        queue["apiVersion"] = "kueue.x-k8s.io/v1beta1"
+        queue["spec"]["cohort"] = queue["spec"].pop("cohortName")  # v1beta1's field name
+        api.put("clusterqueues", queue)
+        kube = Kube(api_client(host=api.url), dry_run=True)
+        rooms = read_rooms(kube, [KueueScope(POOL)])
+        assert api.invalid == []
+    assert rooms[POOL].admissible_gpus == 12 and rooms[POOL].scope == "cohort `research`"

@@ -111,14 +111,16 @@ class KubeApiDouble:
         self,
         *,
         capacity_buffers: bool = False,
-        kueue: bool = False,
+        kueue: bool | str = False,
         start_time: float = 1_800_000_000.0,
     ) -> None:
-        """``capacity_buffers``/``kueue``: serve those CRDs (else 404, as without them)."""
+        """``capacity_buffers``/``kueue``: serve those CRDs (else 404, as without them);
+        ``kueue="v1beta1"`` serves Kueue's older API version only."""
         self.clock = start_time
         self.store = Store(now=lambda: self.clock)
         self.capacity_buffers = capacity_buffers
-        self.kueue = kueue
+        self.kueue = bool(kueue)
+        self.kueue_version = kueue if isinstance(kueue, str) else "v1beta2"
         self.requests: list[Request] = []
         self.invalid: list[tuple[str, list[str]]] = []
         self.faults = Faults()
@@ -192,7 +194,10 @@ class KubeApiDouble:
         resource = match.group("resource")
         spec = RESOURCES[resource]
         group_version = match.group("core") or f"{match.group('group')}/{match.group('version')}"
-        if group_version != spec.group_version or not self._serves(resource):
+        expected = spec.group_version
+        if expected.startswith("kueue.x-k8s.io/"):
+            expected = f"kueue.x-k8s.io/{self.kueue_version}"
+        if group_version != expected or not self._serves(resource):
             return 404, ApiError(404, "NotFound", f"the server could not find {path}").status()
         namespace, name = match.group("ns") or "", match.group("name")
         try:
