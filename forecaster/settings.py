@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from forecaster.core.policy import covering_horizon, prewarm_window_seconds
 from forecaster.errors import ConfigError
 
 ENV_PREFIX = "FORECASTER_"
@@ -314,8 +315,10 @@ class Settings(_Strict):
         )
 
     def horizon_for(self, pool: PoolSettings) -> int:
-        """The shortest forecast horizon that covers the pool's lead time."""
-        return min(h for h in self.forecast.horizons_seconds if h >= pool.lead_time.total_seconds)
+        """The shortest forecast horizon that covers the pool's prewarm window (lead time +
+        reconcile interval + Karpenter's batch: ``core.policy.prewarm_window_seconds``)."""
+        window = prewarm_window_seconds(pool.lead_time.total_seconds, self.reconcile_every_seconds)
+        return covering_horizon(window, self.forecast.horizons_seconds)
 
 
 def load_settings(path: Path, *, env: Mapping[str, str] | None = None) -> Settings:

@@ -63,3 +63,31 @@ class Budgets:
         _finite_non_negative(self.max_prewarm_gpu_hours_per_day, "max_prewarm_gpu_hours_per_day")
         _finite_non_negative(self.max_cost_per_hour, "max_cost_per_hour")
         _require(self.commitment_seconds > 0, "commitment_seconds must be > 0")
+
+
+KARPENTER_BATCH_SECONDS = 10
+"""Karpenter batches pending pods for about this long before it launches nodes for them."""
+
+
+def prewarm_window_seconds(
+    lead_seconds: int, decision_interval_seconds: int, batch_seconds: int = KARPENTER_BATCH_SECONDS
+) -> int:
+    """How far ahead a decision must cover: the one rule for the daemon, replay and the oracle.
+
+    Capacity asked for now is usable after ``lead_seconds`` (launch, Ready, image pull) plus
+    Karpenter's batch; work that arrives just after this decision is only seen at the next one,
+    ``decision_interval_seconds`` later. Prewarming for less leaves the jobs of that gap waiting
+    on nodes that are still pulling.
+    """
+    return lead_seconds + decision_interval_seconds + batch_seconds
+
+
+def covering_horizon(window_seconds: int, horizons_seconds: tuple[int, ...]) -> int:
+    """The shortest forecast horizon that covers ``window_seconds``."""
+    covering = [h for h in horizons_seconds if h >= window_seconds]
+    _require(
+        bool(covering),
+        f"no forecast horizon covers the prewarm window of {window_seconds} s"
+        f" (horizons {list(horizons_seconds)})",
+    )
+    return min(covering)

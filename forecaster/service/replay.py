@@ -19,7 +19,7 @@ from forecaster.core.cluster import DemandForecast
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, SloPolicy, advance
 from forecaster.core.jobs import JobTrace
 from forecaster.core.planner import Mode
-from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.core.policy import Budgets, PoolPolicy, covering_horizon, prewarm_window_seconds
 from forecaster.core.series import DemandSeries
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.base import Forecaster
@@ -164,9 +164,16 @@ class ReplaySetup:
         return int(self.twin.provision_seconds + self.twin.image_pull_seconds)
 
     @property
+    def window_seconds(self) -> int:
+        """What a decision must cover: lead + the twin's decision interval + Karpenter's batch."""
+        return prewarm_window_seconds(
+            self.lead_seconds, int(self.twin.tick_seconds), int(self.twin.batch_seconds)
+        )
+
+    @property
     def horizon_seconds(self) -> int:
-        """The shortest forecast horizon covering the lead time."""
-        return min(h for h in self.horizons_seconds if h >= self.lead_seconds)
+        """The shortest forecast horizon covering the prewarm window."""
+        return covering_horizon(self.window_seconds, self.horizons_seconds)
 
     def planner(self) -> PlannedPrewarm:
         """A fresh planner with the setup's caps."""
@@ -195,7 +202,7 @@ def make_policy(name: str, setup: ReplaySetup, jobs: JobTrace, *, static_gpus: i
     if name == "oracle":
         start = setup.start - setup.start % 60
         demand = jobs.demand(start=start, end=setup.end + 3600)
-        return Oracle(setup.planner(), setup.lead_seconds, start, demand)
+        return Oracle(setup.planner(), setup.window_seconds, start, demand)
     if name == "predictive":
         return Predictive(
             setup.planner(),

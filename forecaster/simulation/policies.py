@@ -75,20 +75,24 @@ class PlannedPrewarm:
 
 @dataclass
 class Oracle:
-    """Knows true demand: prewarms the peak of the next lead time (the zero-wait lower bound)."""
+    """Knows true demand: prewarms the peak over the next prewarm window (the zero-wait bound).
+
+    The window is the lead time plus the decision interval plus Karpenter's batch
+    (``core.policy.prewarm_window_seconds``): covering the lead alone leaves the jobs that
+    arrive between two decisions waiting on nodes that are still pulling."""
 
     planner: PlannedPrewarm
-    lead_seconds: int
+    window_seconds: int
     demand_start: int
     demand: np.ndarray
     """True per-minute demand (every job started on submission), including the future."""
     name: str = "oracle"
 
     def decide(self, view: TwinView) -> Decision:
-        """P50 = P95 = the true maximum demand over [now, now + lead]."""
+        """P50 = P95 = the true maximum demand over [now, now + window]."""
         now = int(view.now)
         first = max(0, (now - self.demand_start) // 60)
-        last = min(self.demand.size, first + self.lead_seconds // 60 + 1)
+        last = min(self.demand.size, first + self.window_seconds // 60 + 1)
         peak = float(self.demand[first:last].max()) if last > first else 0.0
         forecast = DemandForecast(
             self.planner.policy.pool, peak, peak, data_end=now, model="oracle", quantile=1.0

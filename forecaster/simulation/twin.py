@@ -315,6 +315,7 @@ class Twin:
             self.placeholders[placeholder.id] = placeholder
             self.pending_placeholders.append(placeholder.id)
             live.append(placeholder)
+            self._queue_provision()  # Karpenter sees a pending placeholder within its batch
         if len(live) > target:
             # pending ones first, then the youngest
             live.sort(key=lambda p: (p.node is not None, -p.created))
