@@ -223,7 +223,7 @@ MUTATIONS = (
     Mutation(
         "auto keeps buffers nobody serves",
         "forecaster/actuators/backends.py",
-        "if waited >= UNSERVED_AFTER_SECONDS:",
+        "if asked and not conditions and waited >= UNSERVED_AFTER_SECONDS:",
         "if False:",
         ("tests/actuators/test_backends.py",),
     ),
