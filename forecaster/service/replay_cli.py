@@ -16,6 +16,7 @@ from forecaster.core.policy import Budgets
 from forecaster.durations import parse_duration
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
+from forecaster.service.frontier import frontier, parse_days
 from forecaster.service.replay import POLICIES, ReplayResult, ReplaySetup, make_policy, replay
 from forecaster.simulation.report import ReportRun, render
 from forecaster.simulation.twin import TwinConfig
@@ -76,6 +77,14 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         default="placeholders",
         help="how prewarm is held: placeholder pods (preempted) or a CapacityBuffer (refills)",
     )
+    parser.add_argument(
+        "--frontier",
+        action="store_true",
+        help="sweep static K and predictive's quantile; choose on --tune-days, judge on"
+        " --eval-days",
+    )
+    parser.add_argument("--tune-days", default="10-30", help="tuning window (with --frontier)")
+    parser.add_argument("--eval-days", default="30-50", help="evaluation window (with --frontier)")
     parser.add_argument(
         "--kueue-quota-gpus",
         type=int,
@@ -209,6 +218,8 @@ def against_sweep(results: list[ReplayResult], sweep: list[ReplayResult]) -> lis
 
 def replay_command(args: argparse.Namespace) -> int:
     """The ``replay`` subcommand."""
+    if args.frontier:
+        return frontier_command(args)
     jobs, epoch = load_trace(args)
     setup = setup_from(args, epoch)
     names = [n.strip() for n in args.policy.split(",") if n.strip()]
@@ -254,4 +265,28 @@ def replay_command(args: argparse.Namespace) -> int:
             )
         )
         print(f"wrote {args.report}")
+    return 0
+
+
+def frontier_command(args: argparse.Namespace) -> int:
+    """``replay --frontier`` (see ``service.frontier``)."""
+    tune = parse_days(args.tune_days, "--tune-days")
+    evaluate = parse_days(args.eval_days, "--eval-days")
+    if args.json is not None and not args.json.parent.exists():
+        raise ConfigError(f"--json: folder {args.json.parent} does not exist")
+    jobs, epoch = load_trace(args)
+    args.warmup_days, args.end_day = tune[0] - args.start_day, evaluate[1]
+    setup = setup_from(args, epoch)
+
+    def progress(name: str) -> None:
+        print(f"frontier: running {name}", file=sys.stderr)
+
+    document, lines = frontier(
+        jobs, setup, epoch=epoch, tune=tune, evaluate=evaluate, progress=progress
+    )
+    for line in lines:
+        print(line)
+    if args.json:
+        args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
+        print(f"wrote {args.json}")
     return 0

@@ -26,6 +26,7 @@ class ReplayMetrics:
     p50_wait_s: float
     p95_wait_s: float
     p99_wait_s: float
+    share_waiting_over_60s: float
     share_waiting_over_5min: float
     gpu_hours: float
     idle_gpu_hours: float
@@ -87,6 +88,7 @@ def measure(
         p50_wait_s=_pct(waits, 50),
         p95_wait_s=_pct(waits, 95),
         p99_wait_s=_pct(waits, 99),
+        share_waiting_over_60s=float(np.mean(waits > 60)) if waits.size else 0.0,
         share_waiting_over_5min=float(np.mean(waits > 300)) if waits.size else 0.0,
         gpu_hours=provisioned,
         idle_gpu_hours=max(0.0, provisioned - used_hours),
@@ -94,7 +96,7 @@ def measure(
         prewarm_gpu_hours_expired=float(held[~preempted].sum()),
         cost=provisioned * price_on_demand,
         cost_spot=provisioned * price_spot,
-        cap_breaches=record.breaches,
+        cap_breaches=sum(1 for t in record.breach_times if lo <= t < hi),
         handoffs=handoffs,
     )
 

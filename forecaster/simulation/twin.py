@@ -141,6 +141,8 @@ class TwinRecord:
     waiting: np.ndarray
     breaches: int
     end: float
+    breach_times: tuple[float, ...] = ()
+    """When each breached tick happened (so a window counts only its own)."""
 
 
 class Twin:
@@ -175,6 +177,7 @@ class Twin:
         self.requested = 0
         self.protect = False
         self.breaches = 0
+        self._breach_times: list[float] = []
         minutes = int((end - start) // 60) + 1
         self._minute_start = int(start - start % 60)
         self._demand = np.zeros(minutes)
@@ -302,6 +305,7 @@ class Twin:
                 cap is not None and self._prewarm[minute] > cap
             ):
                 self.breaches += 1
+                self._breach_times.append(self.now)
         if self.progress is not None:
             self.progress(self.now)
         self._push(self.now + self.cfg.tick_seconds, TICK, 0)
@@ -544,5 +548,6 @@ class Twin:
             prewarm=self._prewarm,
             waiting=self._waiting,
             breaches=self.breaches,
+            breach_times=tuple(self._breach_times),
             end=self.end,
         )

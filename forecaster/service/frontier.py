@@ -1,0 +1,189 @@
+"""``forecaster replay --frontier``: predictive against static headroom at equal GPU-hours.
+
+Static headroom (an overprovisioner of K GPUs) is the strongest simple alternative, and it is
+a curve, not a point: each K buys a wait for some GPU-hours. So we sweep K, sweep predictive's
+knob (the forecast quantile it plans for), and compare at equal GPU-hours by interpolating the
+static curve. Every run covers the trace from its start (history to learn from) to the end of
+the evaluation window and is measured twice: on the **tuning** window, where the operating
+point for a GPU-hours budget (+5 %, +10 % over reactive) is chosen, and on the later
+**evaluation** window, where it is judged - no choice looks at evaluation outcomes.
+
+JSON (``--json``): evaluation-window metrics
+``{"reactive": M, "oracle": M, "static": [M + {"knob": K}], "predictive": [M + {"knob": q}],
+"chosen": {"5": M + {"knob": q}, "10": ...}}`` with ``M`` = gpu_hours, p95_wait_s, mean_wait_s,
+share_waiting_over_60s, share_waiting_over_5min, cap_breaches; plus the same under ``"tune"``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from forecaster.core.jobs import JobTrace
+from forecaster.errors import ConfigError
+from forecaster.service.replay import ReplaySetup, make_policy, replay
+from forecaster.simulation.metrics import ReplayMetrics, measure
+
+STATIC_KNOBS = (0, 8, 16, 24, 32, 48, 64, 96)
+PREDICTIVE_KNOBS = (0.8, 0.9, 0.95, 0.98)
+BUDGETS_PERCENT = (5, 10)
+KEYS = (
+    "gpu_hours",
+    "p95_wait_s",
+    "mean_wait_s",
+    "share_waiting_over_60s",
+    "share_waiting_over_5min",
+    "cap_breaches",
+)
+COMPARED = ("share_waiting_over_5min", "mean_wait_s", "p95_wait_s")
+DAY = 86400
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run: its knob and its metrics on both windows."""
+
+    knob: float
+    tune: ReplayMetrics
+    eval: ReplayMetrics
+
+
+def parse_days(text: str, flag: str) -> tuple[float, float]:
+    """``"10-30"`` -> (10.0, 30.0)."""
+    try:
+        first, last = (float(part) for part in text.split("-", 1))
+    except ValueError:
+        raise ConfigError(f"{flag}: expected FIRST-LAST days, e.g. 10-30, got {text!r}") from None
+    if not 0 <= first < last:
+        raise ConfigError(f"{flag}: {text!r} is not a window (first < last)")
+    return first, last
+
+
+def choose(
+    points: Sequence[Point], *, reactive_gpu_hours: float, budget_percent: float
+) -> Point | None:
+    """The operating point for a budget, judged on the tuning window only: the lowest tuning
+    mean wait among knobs within ``budget_percent`` more GPU-hours than reactive."""
+    limit = reactive_gpu_hours * (1 + budget_percent / 100)
+    within = [p for p in points if p.tune.gpu_hours <= limit]
+    return min(within, key=lambda p: (p.tune.mean_wait_s, p.tune.gpu_hours)) if within else None
+
+
+def interpolate(curve: Sequence[ReplayMetrics], gpu_hours: float, key: str) -> float | None:
+    """``key`` of the static curve at ``gpu_hours`` (linear); None outside the swept range."""
+    points = sorted((m.gpu_hours, float(getattr(m, key))) for m in curve)
+    if not points or not points[0][0] <= gpu_hours <= points[-1][0]:
+        return None
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
+        if x0 <= gpu_hours <= x1:
+            return y0 if x1 == x0 else y0 + (gpu_hours - x0) / (x1 - x0) * (y1 - y0)
+    return points[-1][1]
+
+
+def _m(metrics: ReplayMetrics, **extra: float) -> dict[str, Any]:
+    return {k: getattr(metrics, k) for k in KEYS} | extra
+
+
+def frontier(
+    jobs: JobTrace,
+    setup: ReplaySetup,
+    *,
+    epoch: int,
+    tune: tuple[float, float],
+    evaluate: tuple[float, float],
+    static_knobs: Sequence[int] = STATIC_KNOBS,
+    predictive_knobs: Sequence[float] = PREDICTIVE_KNOBS,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Run the sweeps; the JSON document and the lines to print."""
+    if tune[1] > evaluate[0]:
+        raise ConfigError("--tune-days must end before --eval-days begin")
+    setup = dataclasses.replace(
+        setup, warmup_end=int(epoch + tune[0] * DAY), end=int(epoch + evaluate[1] * DAY)
+    )
+    windows = {
+        "tune": (epoch + tune[0] * DAY, epoch + tune[1] * DAY),
+        "eval": (epoch + evaluate[0] * DAY, epoch + evaluate[1] * DAY),
+    }
+
+    def run(name: str, knob: float, which: ReplaySetup) -> Point:
+        if progress is not None:
+            progress(name)
+        record = replay(jobs, make_policy(name, which, jobs), which).record
+        measured = {
+            key: measure(
+                record,
+                window=window,
+                price_on_demand=which.price_on_demand,
+                price_spot=which.price_spot,
+            )
+            for key, window in windows.items()
+        }
+        return Point(knob, measured["tune"], measured["eval"])
+
+    reactive = run("reactive", 0, setup)
+    oracle = run("oracle", 0, setup)
+    static = [run(f"static:{k}", k, setup) for k in static_knobs]
+    predictive = [
+        run("predictive", q, dataclasses.replace(setup, plan_quantile=q)) for q in predictive_knobs
+    ]
+    document: dict[str, Any] = {"chosen": {}, "tune": {}}
+    for window in ("eval", "tune"):
+        target = document if window == "eval" else document["tune"]
+        target["reactive"] = _m(getattr(reactive, window))
+        target["oracle"] = _m(getattr(oracle, window))
+        target["static"] = [_m(getattr(p, window), knob=p.knob) for p in static]
+        target["predictive"] = [_m(getattr(p, window), knob=p.knob) for p in predictive]
+    lines = [
+        f"windows: tune days {tune[0]:g}-{tune[1]:g},"
+        f" evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
+    ]
+    for window in ("tune", "eval"):
+        base = getattr(reactive, window).gpu_hours
+        lines.append(
+            f"-- {window} window (GPU-hours vs reactive, P95 / mean wait, > 60 s, > 5 min)"
+        )
+        for label, points in (
+            ("reactive", [reactive]),
+            ("oracle", [oracle]),
+            ("static", static),
+            ("predictive", predictive),
+        ):
+            for p in points:
+                m = getattr(p, window)
+                knob = "" if label in ("reactive", "oracle") else f":{p.knob:g}"
+                lines.append(
+                    f"{label + knob:>16} {m.gpu_hours / base - 1:+7.2%} {m.p95_wait_s:6.0f} s"
+                    f" {m.mean_wait_s:7.1f} s {m.share_waiting_over_60s:7.1%}"
+                    f" {m.share_waiting_over_5min:7.1%}"
+                )
+    for budget in BUDGETS_PERCENT:
+        point = choose(
+            predictive, reactive_gpu_hours=reactive.tune.gpu_hours, budget_percent=budget
+        )
+        if point is None:
+            lines.append(f"+{budget} %: no predictive knob fits this budget on the tuning window")
+            continue
+        document["chosen"][str(budget)] = _m(point.eval, knob=point.knob)
+        ratios = []
+        for key in COMPARED:
+            static_value = interpolate([p.eval for p in static], point.eval.gpu_hours, key)
+            mine = float(getattr(point.eval, key))
+            if static_value is None:
+                ratios.append(f"{key} n/a (outside the static curve)")
+            elif static_value == 0:
+                ratios.append(f"{key} {mine:g} vs 0")
+            else:
+                ratios.append(f"{key} {mine / static_value:.2f}x")
+        overhead = point.eval.gpu_hours / reactive.eval.gpu_hours - 1
+        lines.append(
+            f"+{budget} % budget: predictive q={point.knob:g} (chosen on tuning) at {overhead:+.2%}"
+            " GPU-hours in evaluation, against static at the same GPU-hours: " + ", ".join(ratios)
+        )
+    if not math.isfinite(reactive.eval.gpu_hours):  # pragma: no cover - defensive
+        raise ConfigError("the evaluation window holds no GPU-hours")
+    return document, lines
