@@ -8,9 +8,14 @@ the evaluation window and is measured twice: on the **tuning** window, where the
 point for a GPU-hours budget (+5 %, +10 % over reactive) is chosen, and on the later
 **evaluation** window, where it is judged - no choice looks at evaluation outcomes.
 
+The ``burst`` baseline (floor + alpha x GPUs of pods created in the last 15 min, re-planned
+every 15 s; ``simulation.policies.Burst``) is swept over alpha the same way: the product's model
+must do at least as well at the same GPU-hours.
+
 JSON (``--json``): evaluation-window metrics
 ``{"reactive": M, "oracle": M, "static": [M + {"knob": K}], "predictive": [M + {"knob": q}],
-"chosen": {"5": M + {"knob": q}, "10": ...}}`` with ``M`` = gpu_hours, p95_wait_s, mean_wait_s,
+"burst": [M + {"knob": alpha}], "chosen": {"5": M + {"knob": q}, "10": ...},
+"chosen_burst": {...}}`` with ``M`` = gpu_hours, p95_wait_s, mean_wait_s,
 share_waiting_over_60s, share_waiting_over_5min, cap_breaches; plus the same under ``"tune"``.
 """
 
@@ -18,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +34,7 @@ from forecaster.simulation.metrics import ReplayMetrics, measure
 
 STATIC_KNOBS = (0, 8, 16, 24, 32, 48, 64, 96)
 PREDICTIVE_KNOBS = (0.8, 0.9, 0.95, 0.98)
+BURST_KNOBS = (0.5, 1.0, 2.0, 4.0, 8.0)
 BUDGETS_PERCENT = (5, 10)
 KEYS = (
     "gpu_hours",
@@ -97,6 +102,7 @@ def frontier(
     evaluate: tuple[float, float],
     static_knobs: Sequence[int] = STATIC_KNOBS,
     predictive_knobs: Sequence[float] = PREDICTIVE_KNOBS,
+    burst_knobs: Sequence[float] = BURST_KNOBS,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Run the sweeps; the JSON document and the lines to print."""
@@ -131,13 +137,15 @@ def frontier(
     predictive = [
         run("predictive", q, dataclasses.replace(setup, plan_quantile=q)) for q in predictive_knobs
     ]
-    document: dict[str, Any] = {"chosen": {}, "tune": {}}
+    burst = [run(f"burst:{a:g}", a, setup) for a in burst_knobs]
+    document: dict[str, Any] = {"chosen": {}, "chosen_burst": {}, "tune": {}}
     for window in ("eval", "tune"):
         target = document if window == "eval" else document["tune"]
         target["reactive"] = _m(getattr(reactive, window))
         target["oracle"] = _m(getattr(oracle, window))
         target["static"] = [_m(getattr(p, window), knob=p.knob) for p in static]
         target["predictive"] = [_m(getattr(p, window), knob=p.knob) for p in predictive]
+        target["burst"] = [_m(getattr(p, window), knob=p.knob) for p in burst]
     lines = [
         f"windows: tune days {tune[0]:g}-{tune[1]:g},"
         f" evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
@@ -152,6 +160,7 @@ def frontier(
             ("oracle", [oracle]),
             ("static", static),
             ("predictive", predictive),
+            ("burst", burst),
         ):
             for p in points:
                 m = getattr(p, window)
@@ -162,28 +171,43 @@ def frontier(
                     f" {m.share_waiting_over_5min:7.1%}"
                 )
     for budget in BUDGETS_PERCENT:
-        point = choose(
-            predictive, reactive_gpu_hours=reactive.tune.gpu_hours, budget_percent=budget
-        )
-        if point is None:
-            lines.append(f"+{budget} %: no predictive knob fits this budget on the tuning window")
-            continue
-        document["chosen"][str(budget)] = _m(point.eval, knob=point.knob)
-        ratios = []
-        for key in COMPARED:
-            static_value = interpolate([p.eval for p in static], point.eval.gpu_hours, key)
-            mine = float(getattr(point.eval, key))
-            if static_value is None:
-                ratios.append(f"{key} n/a (outside the static curve)")
-            elif static_value == 0:
-                ratios.append(f"{key} {mine:g} vs 0")
-            else:
-                ratios.append(f"{key} {mine / static_value:.2f}x")
-        overhead = point.eval.gpu_hours / reactive.eval.gpu_hours - 1
-        lines.append(
-            f"+{budget} % budget: predictive q={point.knob:g} (chosen on tuning) at {overhead:+.2%}"
-            " GPU-hours in evaluation, against static at the same GPU-hours: " + ", ".join(ratios)
-        )
-    if not math.isfinite(reactive.eval.gpu_hours):  # pragma: no cover - defensive
-        raise ConfigError("the evaluation window holds no GPU-hours")
+        for label, points, key in (
+            ("predictive", predictive, "chosen"),
+            ("burst", burst, "chosen_burst"),
+        ):
+            point = choose(
+                points, reactive_gpu_hours=reactive.tune.gpu_hours, budget_percent=budget
+            )
+            if point is None:
+                lines.append(f"+{budget} %: no {label} knob fits this budget on the tuning window")
+                continue
+            document[key][str(budget)] = _m(point.eval, knob=point.knob)
+            overhead = point.eval.gpu_hours / reactive.eval.gpu_hours - 1
+            lines.append(
+                f"+{budget} % budget: {label} {point.knob:g} (chosen on tuning) at {overhead:+.2%}"
+                " GPU-hours in evaluation; against static at the same GPU-hours: "
+                + _ratios(point.eval, [p.eval for p in static])
+            )
+        mine = document["chosen"].get(str(budget))
+        if mine is not None:
+            chosen = next(p for p in predictive if p.knob == mine["knob"])
+            lines.append(
+                f"+{budget} % budget: predictive against burst at the same GPU-hours: "
+                + _ratios(chosen.eval, [p.eval for p in burst])
+            )
     return document, lines
+
+
+def _ratios(point: ReplayMetrics, curve: Sequence[ReplayMetrics]) -> str:
+    """``point`` over ``curve`` interpolated at its GPU-hours, per compared metric."""
+    out = []
+    for key in COMPARED:
+        other = interpolate(curve, point.gpu_hours, key)
+        mine = float(getattr(point, key))
+        if other is None:
+            out.append(f"{key} n/a (outside the curve)")
+        elif other == 0:
+            out.append(f"{key} {mine:g} vs 0")
+        else:
+            out.append(f"{key} {mine / other:.2f}x")
+    return ", ".join(out)

@@ -25,12 +25,19 @@ from forecaster.errors import ForecasterError
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import build
 from forecaster.simulation.metrics import ReplayMetrics, measure
-from forecaster.simulation.policies import Oracle, PlannedPrewarm, Reactive, Schedule, Static
+from forecaster.simulation.policies import (
+    Burst,
+    Oracle,
+    PlannedPrewarm,
+    Reactive,
+    Schedule,
+    Static,
+)
 from forecaster.simulation.twin import Decision, Policy, Twin, TwinConfig, TwinRecord, TwinView
 
 log = logging.getLogger(__name__)
 DAY = 86400
-POLICIES = ("reactive", "static", "schedule", "predictive", "oracle")
+POLICIES = ("reactive", "static", "schedule", "burst", "predictive", "oracle")
 
 
 @dataclass
@@ -199,6 +206,17 @@ def make_policy(name: str, setup: ReplaySetup, jobs: JobTrace, *, static_gpus: i
         return Static(gpus, name=f"static:{gpus}")
     if name == "schedule":
         return Schedule(lead_seconds=setup.lead_seconds, gpus_per_node=setup.twin.gpus_per_node)
+    if name.startswith("burst"):
+        alpha = float(name.split(":", 1)[1]) if ":" in name else 1.0
+        return Burst(
+            window_seconds=prewarm_window_seconds(
+                setup.lead_seconds, int(Burst.tick_seconds), int(setup.twin.batch_seconds)
+            ),
+            gpus_per_node=setup.twin.gpus_per_node,
+            max_gpus=setup.max_prewarm_gpus,
+            alpha=alpha,
+            name=f"burst:{alpha:g}",
+        )
     if name == "oracle":
         start = setup.start - setup.start % 60
         demand = jobs.demand(start=start, end=setup.end + 3600)

@@ -47,7 +47,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--series", type=Path, help="or a per-minute demand CSV (1-GPU pods)")
     parser.add_argument(
-        "--policy", default=",".join(POLICIES), help="comma-separated; static:K too"
+        "--policy", default=",".join(POLICIES), help="comma-separated; static:K and burst:ALPHA too"
     )
     parser.add_argument("--sweep", default="", help="static headrooms to sweep, e.g. 0,16,32,64,96")
     parser.add_argument(

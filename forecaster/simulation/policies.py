@@ -1,4 +1,4 @@
-"""Replay policies that need no forecasting model: reactive, static, schedule and oracle.
+"""Replay policies that need no forecasting model: reactive, static, schedule, burst, oracle.
 
 (The predictive policy uses the real forecaster and lives in ``service/replay.py``, the layer
 that may import both the models and the twin.) Policies that plan use ``PlannedPrewarm``: the
@@ -145,3 +145,49 @@ class Schedule:
         for key in np.unique(keys):
             table[int(key)] = float(np.quantile(rise[keys == key], self.quantile))
         self._table = table
+
+
+@dataclass
+class Burst:
+    """The hand-built baseline the product's model must beat: burst continuation.
+
+    Jobs arrive in batch submissions that land within one lead time, so the GPUs requested by
+    pods created in the last ``recent_seconds`` say more about the next minutes than the level
+    does. Keep a floor learned from the past (the median rise of demand within one prewarm
+    window over the last four weeks, relearned daily) plus ``alpha`` times the GPUs of pods
+    created in the last 15 minutes, beyond what is spare; re-planned every ``tick_seconds``
+    (15 s: a watch on new pods, not a scrape). Whole nodes, at most ``max_gpus``.
+    """
+
+    window_seconds: int
+    gpus_per_node: int
+    max_gpus: int
+    alpha: float = 1.0
+    recent_seconds: int = 900
+    tick_seconds: float = 15.0
+    name: str = "burst"
+    _floor: float = 0.0
+    _next: float = -math.inf
+
+    def decide(self, view: TwinView) -> Decision:
+        """floor + alpha x recent arrivals - spare, in whole nodes, capped."""
+        if view.now >= self._next:
+            self._learn(view)
+            self._next = view.now + 86400
+        recent = view.created_gpus(since=view.now - self.recent_seconds)
+        snapshot = view.snapshot()
+        want = self._floor + self.alpha * recent - snapshot.spare_gpus  # spare excludes ours
+        nodes = max(0, math.ceil(want / self.gpus_per_node - 1e-9))
+        return Decision(
+            min(
+                nodes * self.gpus_per_node, self.max_gpus // self.gpus_per_node * self.gpus_per_node
+            )
+        )
+
+    def _learn(self, view: TwinView) -> None:
+        _, demand = view.demand_history(since=view.now - 4 * WEEK)
+        steps = max(1, self.window_seconds // 60)
+        if demand.size <= steps:
+            return
+        windows = np.lib.stride_tricks.sliding_window_view(demand, steps + 1)
+        self._floor = float(np.median(windows.max(axis=1) - demand[: windows.shape[0]]))

@@ -21,6 +21,7 @@ they ended (preempted = used prewarm; removed or expired = unused), per-minute d
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from collections.abc import Callable
@@ -87,6 +88,10 @@ class TwinView(Protocol):
 
     def wasted_gpu_hours(self, *, since: float) -> float:
         """GPU-hours of placeholders that ended unused (not preempted) after ``since``."""
+        ...
+
+    def created_gpus(self, *, since: float) -> int:
+        """GPUs requested by pods created after ``since`` (their creation time is public)."""
         ...
 
 
@@ -169,7 +174,10 @@ class Twin:
         self._seq = 0
         self.nodes: dict[int, _Node] = {}
         self.live: dict[int, _Node] = {}  # nodes not removed yet
-        self.placeholders: dict[int, _Placeholder] = {}
+        self.placeholders: dict[int, _Placeholder] = {}  # every one ever (the record)
+        self.live_placeholders: dict[int, _Placeholder] = {}  # not ended yet
+        self._ended: list[_Placeholder] = []  # in the order they ended (times ascending)
+        self._ended_at: list[float] = []
         self.pending: list[int] = []  # real jobs, FIFO
         self.pending_placeholders: list[int] = []
         self.job_start = np.full(len(jobs), np.nan)
@@ -188,6 +196,8 @@ class Twin:
         self._provision_queued = False
         self._target = 0  # prewarm chunks the last decision asked for
         self.queued: list[int] = []  # workloads Kueue holds back (no pods yet)
+        self._created_at: list[float] = []  # pod creation times (admission), ascending
+        self._created_cum: list[int] = [0]  # GPUs created up to each of them
         self.admitted_gpus = 0
 
     # ---- TwinView ---------------------------------------------------------------------------
@@ -207,7 +217,7 @@ class Twin:
                 launching += self.cfg.gpus_per_node
         running = sum(int(self.jobs.gpus[j]) for j in self.job_nodes)
         pending = sum(int(self.jobs.gpus[j]) for j in self.pending)
-        held = sum(self.cfg.gpus_per_node for p in self.placeholders.values() if p.ended is None)
+        held = self.cfg.gpus_per_node * len(self.live_placeholders)
         stranded = sum(n.free for n in self.live.values() if n.jobs and n.ready_at <= self.now)
         return PoolSnapshot(
             pool=self.cfg.pool,
@@ -228,12 +238,18 @@ class Twin:
             ),
         )
 
+    def created_gpus(self, *, since: float) -> int:
+        """GPUs requested by pods created in (``since``, now]."""
+        first = bisect.bisect_right(self._created_at, since)
+        return self._created_cum[-1] - self._created_cum[first]
+
     def wasted_gpu_hours(self, *, since: float) -> float:
         """GPU-hours of placeholders that ended unused (not preempted) after ``since``."""
+        first = bisect.bisect_right(self._ended_at, since)
         return sum(
             (p.ended - p.created) * self.cfg.gpus_per_node / 3600
-            for p in self.placeholders.values()
-            if p.ended is not None and p.ended > since and not p.preempted
+            for p in self._ended[first:]
+            if p.ended is not None and not p.preempted
         )
 
     # ---- the event loop ------------------------------------------------------------------------
@@ -294,10 +310,7 @@ class Twin:
         if 0 <= minute < self._demand.size:
             self._demand[minute] = self.requested
             self._capacity[minute] = len(self.live) * self.cfg.gpus_per_node
-            self._prewarm[minute] = (
-                sum(1 for p in self.placeholders.values() if p.ended is None)
-                * self.cfg.gpus_per_node
-            )
+            self._prewarm[minute] = len(self.live_placeholders) * self.cfg.gpus_per_node
             self._waiting[minute] = len(self.pending)
             limit = self.cfg.nodepool_limit_gpus
             cap = self.cfg.max_prewarm_gpus
@@ -308,15 +321,17 @@ class Twin:
                 self._breach_times.append(self.now)
         if self.progress is not None:
             self.progress(self.now)
-        self._push(self.now + self.cfg.tick_seconds, TICK, 0)
+        every = getattr(self.policy, "tick_seconds", None) or self.cfg.tick_seconds
+        self._push(self.now + every, TICK, 0)
 
     # ---- placeholders ----------------------------------------------------------------------------
     def _set_placeholders(self, target: int) -> None:
-        live = [p for p in self.placeholders.values() if p.ended is None]
+        live = list(self.live_placeholders.values())
         while len(live) < target:
             self._next_id += 1
             placeholder = _Placeholder(self._next_id, self.now)
             self.placeholders[placeholder.id] = placeholder
+            self.live_placeholders[placeholder.id] = placeholder
             self.pending_placeholders.append(placeholder.id)
             live.append(placeholder)
             self._queue_provision()  # Karpenter sees a pending placeholder within its batch
@@ -327,17 +342,15 @@ class Twin:
                 self._end_placeholder(placeholder, preempted=False)
 
     def _expire_placeholders(self) -> None:
-        for placeholder in list(self.placeholders.values()):
-            if (
-                placeholder.ended is None
-                and self.now - placeholder.created >= self.cfg.placeholder_ttl_seconds
-            ):
+        for placeholder in list(self.live_placeholders.values()):
+            if self.now - placeholder.created >= self.cfg.placeholder_ttl_seconds:
                 # the daemon renews by replacing: the old one ends unused, a new one takes its node
                 node = placeholder.node
                 self._end_placeholder(placeholder, preempted=False)
                 self._next_id += 1
                 fresh = _Placeholder(self._next_id, self.now, node=node)
                 self.placeholders[fresh.id] = fresh
+                self.live_placeholders[fresh.id] = fresh
                 if node is not None:
                     self.nodes[node].placeholder = fresh.id
                     self.nodes[node].free = 0
@@ -348,6 +361,9 @@ class Twin:
     def _end_placeholder(self, placeholder: _Placeholder, *, preempted: bool) -> None:
         placeholder.ended = self.now
         placeholder.preempted = preempted
+        del self.live_placeholders[placeholder.id]
+        self._ended.append(placeholder)
+        self._ended_at.append(self.now)
         if placeholder.node is None:
             self.pending_placeholders.remove(placeholder.id)
             return
@@ -442,6 +458,8 @@ class Twin:
             if quota is not None and self.admitted_gpus + gpus > quota:
                 continue
             self.queued.remove(j)
+            self._created_at.append(self.now)
+            self._created_cum.append(self._created_cum[-1] + gpus)
             self.admitted_gpus += gpus
             self.requested += gpus
             self.pending.append(j)

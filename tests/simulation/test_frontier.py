@@ -71,16 +71,17 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
     runs = [
         frontier(
             jobs, s, epoch=T0, tune=(1, 3), evaluate=(4, 6), static_knobs=(0, 16, 64),
-            predictive_knobs=(0.8, 0.95),
+            predictive_knobs=(0.8, 0.95), burst_knobs=(1.0, 4.0),
         )[0]
         for jobs in (base, changed)
     ]  # fmt: skip
     a, b = runs
     assert a["tune"] == b["tune"]  # the tuning window ends before the traces differ
     assert a["static"] != b["static"]  # ... and the evaluation window sees the difference
-    assert {k: v["knob"] for k, v in a["chosen"].items()} == {
-        k: v["knob"] for k, v in b["chosen"].items()
-    }
+    for chosen in ("chosen", "chosen_burst"):
+        assert {k: v["knob"] for k, v in a[chosen].items()} == {
+            k: v["knob"] for k, v in b[chosen].items()
+        }
     for key in ("reactive", "oracle"):
         assert set(a[key]) == set(KEYS)
     assert [p["knob"] for p in a["static"]] == [0, 16, 64]

@@ -16,7 +16,7 @@ import pytest
 
 from forecaster.core.jobs import JobTrace
 from forecaster.simulation.metrics import measure
-from forecaster.simulation.policies import Reactive, Static
+from forecaster.simulation.policies import Burst, Reactive, Static
 from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView
 
 T0 = 1_800_000_000
@@ -132,3 +132,26 @@ def test_nodepool_limit_is_never_exceeded() -> None:
     assert record.capacity.max() <= 48 and record.breaches == 0
     # 6 nodes at most: jobs beyond them queue until the first ones finish
     assert (record.job_start - record.job_submit).max() > 1800
+
+
+def test_burst_baseline_follows_recent_pod_creations() -> None:
+    """burst: alpha x GPUs of pods created in the last 15 minutes (a batch submission is
+    followed by more of the same), decided every 15 s; nothing once the burst is 15 min old."""
+    jobs = trace(*[(1000 + i, 7200, 1) for i in range(16)])
+    policy = Burst(window_seconds=430, gpus_per_node=8, max_gpus=64, alpha=1.0)
+    seen: list[tuple[float, int]] = []
+
+    class Watch:
+        name = "burst"
+        tick_seconds = policy.tick_seconds
+
+        def decide(self, view: TwinView) -> Decision:
+            decision = policy.decide(view)
+            seen.append((view.now - T0, decision.placeholder_gpus))
+            return decision
+
+    run(jobs, Watch(), end=4000)
+    assert seen[1][0] - seen[0][0] == 15  # the decision interval
+    assert all(gpus == 0 for t, gpus in seen if t < 1000)  # no arrivals, flat history
+    assert max(gpus for t, gpus in seen if 1000 < t < 1000 + 900) >= 16
+    assert all(gpus == 0 for t, gpus in seen if t > 1015 + 900)
