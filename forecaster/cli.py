@@ -222,6 +222,14 @@ def _train_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _validate(settings: Settings, args: argparse.Namespace) -> int:
+    if settings.source.kind == "csv":
+        missing = [
+            f"pools.{i}.csv: {p.csv} does not exist"
+            for i, p in enumerate(settings.pools)
+            if p.csv is not None and not p.csv.exists()
+        ]
+        if missing:
+            raise ConfigError("; ".join(missing))
     names = ", ".join(p.name for p in settings.pools)
     print(f"config OK: {len(settings.pools)} pool(s): {names}")
     return 0
@@ -236,6 +244,11 @@ def _models(settings: Settings, args: argparse.Namespace) -> int:
 def _run(settings: Settings, args: argparse.Namespace) -> int:
     if args.cluster or args.kube_host:
         return serve_cluster(settings, port=args.port, host=args.kube_host)
+    if settings.source.kind == "prometheus":
+        raise ConfigError(
+            "source.kind is prometheus: the embedded demo replays CSV samples on the twin;"
+            " run against a cluster with --cluster (--kube-host URL), or use a csv source"
+        )
     if args.speed is not None:
         twin = settings.twin.model_copy(update={"speed": args.speed})
         settings = settings.model_copy(update={"twin": twin})
@@ -271,6 +284,11 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
     """
     if pool is not None:
         settings = settings.model_copy(update={"pools": (settings.pool(pool),)})
+    elif data is not None and len(settings.pools) > 1:
+        names = ", ".join(p.name for p in settings.pools)
+        raise ConfigError(
+            f"--data needs --pool: the config has {len(settings.pools)} pools ({names})"
+        )
     print(
         "what-if: no cluster observed; each pool is assumed to run exactly today's demand on"
         " whole nodes, with no placeholders, under a NodePool limit leaving room for its"
@@ -335,6 +353,8 @@ def _backtest(args: argparse.Namespace) -> int:
         raise ConfigError(f"--models: unknown {unknown}; known: {known_names()}")
     if not 0.5 < args.quantile < 1:
         raise ConfigError("--quantile must be between 0.5 and 1")
+    if args.horizon <= 0:
+        raise ConfigError(f"--horizon must be longer than 0 s, got {args.horizon} s")
     source = CsvSource(
         {args.data.stem: args.data},
         value_column=args.value_column,

@@ -1,8 +1,9 @@
 """Configuration: one YAML file validated by pydantic, with ``FORECASTER_*`` env overrides.
 
-A bad config refuses to load with a ``ConfigError`` naming each bad field by its path, e.g.
-``pools.0.gpus_per_node: Input should be greater than 0``. Relative paths in the file are
-relative to the file itself, so the bundled config works from any working directory.
+A bad config refuses to load with a ``ConfigError`` naming each bad field by its path, in our
+words, e.g. ``pools.0.gpus_per_node: must be > 0, got 0``; an unknown key names the nearest
+valid one. Relative paths in the file are relative to the file itself, so the bundled config
+works from any working directory.
 
 Environment overrides use ``__`` between path parts and list indexes as numbers; the value is
 parsed as YAML: ``FORECASTER_SOURCE__PROMETHEUS__URL=http://prom:9090``,
@@ -13,10 +14,11 @@ Only ``service`` and ``cli`` read settings; they hand plain values to everything
 
 from __future__ import annotations
 
+import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -350,12 +352,85 @@ def load_settings(path: Path, *, env: Mapping[str, str] | None = None) -> Settin
 
 
 def describe_errors(exc: ValidationError) -> str:
-    """Pydantic errors as ``field.path: message`` joined with '; '."""
+    """Validation errors as ``field.path: message`` joined with '; ', in our words.
+
+    An unknown key names the nearest valid one ("did you mean `max_prewarm_gpus`?").
+    """
     parts = []
-    for error in exc.errors():
-        where = ".".join(_printable(str(p)) for p in error["loc"]) or "(top level)"
-        parts.append(f"{where}: {_printable(error['msg'].removeprefix('Value error, '))}")
+    errors = exc.errors()
+    for error in errors:
+        loc = error["loc"]
+        if error["type"] == "too_short" and any(
+            other["loc"][: len(loc)] == loc and len(other["loc"]) > len(loc) for other in errors
+        ):
+            continue  # "no items left" only because an item was invalid: that item says why
+        where = ".".join(_printable(str(p)) for p in loc) or "(top level)"
+        parts.append(f"{where}: {_printable(_our_words(error))}")
     return "; ".join(parts)
+
+
+_WORDS = {
+    "missing": "is required",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_parsing": "must be a number",
+    "bool_parsing": "must be true or false",
+    "string_type": "must be text",
+    "finite_number": "must be a finite number",
+    "dict_type": "must be a mapping of keys",
+    "model_type": "must be a mapping of keys",
+}
+_BOUNDS = {
+    "greater_than": ">",
+    "greater_than_equal": ">=",
+    "less_than": "<",
+    "less_than_equal": "<=",
+}
+
+
+def _our_words(error: Any) -> str:
+    kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
+    if kind == "extra_forbidden":
+        valid = _fields_at(error["loc"][:-1])
+        near = difflib.get_close_matches(str(error["loc"][-1]), valid, n=1, cutoff=0.6)
+        return f"unknown key; did you mean `{near[0]}`?" if near else (
+            f"unknown key (valid here: {', '.join(valid)})"
+        )  # fmt: skip
+    templates = {
+        **{k: f"must be {op} {{bound}}, got {{given!r}}" for k, op in _BOUNDS.items()},
+        "string_pattern_mismatch": "must match the pattern {pattern}, got {given!r}",
+        "too_short": "needs at least {min_length} item(s)",
+        "literal_error": "must be one of {expected}, got {given!r}",
+        **_WORDS,
+    }
+    if kind not in templates:
+        return str(error["msg"]).removeprefix("Value error, ")
+    bound = next(iter(ctx.values()), "?")
+    return templates[kind].format(given=given, bound=bound, **{k: v for k, v in ctx.items()})
+
+
+def _fields_at(loc: tuple[Any, ...]) -> list[str]:
+    """The keys valid at ``loc`` (list indexes skipped), for "did you mean"."""
+    model: type[BaseModel] = Settings
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        found = _model_in(field.annotation) if field is not None else None
+        if found is None:
+            return []
+        model = found
+    return sorted(model.model_fields)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
 
 
 def _printable(text: str) -> str:

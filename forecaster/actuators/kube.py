@@ -26,7 +26,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from forecaster.actuators import labels as lbl
-from forecaster.errors import ActuationError, ConflictError, NotLeaderError
+from forecaster.errors import ActuationError, ConfigError, ConflictError, NotLeaderError
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -47,7 +47,13 @@ def api_client(*, host: str | None = None, timeout_seconds: float = 10.0) -> cli
         try:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         except config.ConfigException:
-            config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            try:
+                config.load_kube_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+            except (config.ConfigException, OSError) as exc:
+                raise ConfigError(
+                    "no Kubernetes API to talk to: not running in a cluster and no usable"
+                    f" kubeconfig ({str(exc).splitlines()[0]}); set KUBECONFIG or pass --kube-host"
+                ) from None
     configuration.retries = False
     api = client.ApiClient(configuration)
     api.rest_client.pool_manager.connection_pool_kw["timeout"] = urllib3.Timeout(timeout_seconds)

@@ -25,7 +25,7 @@ from forecaster.errors import ConfigError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.service import app
 from forecaster.service.daemon import Daemon
-from forecaster.service.http import create_app
+from forecaster.service.http import create_app, ensure_port_free
 from forecaster.service.training import train_pool
 from forecaster.settings import Settings
 from forecaster.simulation.live import LiveTwin
@@ -142,6 +142,7 @@ def summary(run: EmbeddedRun) -> str:
 
 def serve_embedded(settings: Settings, *, port: int, duration_seconds: float | None) -> int:
     """Run the embedded default until Ctrl-C, ``duration_seconds`` or the end of the trace."""
+    ensure_port_free("127.0.0.1", port)
     run = build_embedded(settings)
     # at hundreds of ticks per real second the per-tick decision line would flood the terminal:
     # keep warnings (hand-offs, errors) and print a summary every simulated hour instead

@@ -10,6 +10,7 @@ inline). The OpenAPI document is at ``/openapi.json``. Nothing here writes anyth
 
 from __future__ import annotations
 
+import socket
 from typing import Annotated, Any
 
 import numpy as np
@@ -22,6 +23,7 @@ from forecaster import __version__
 from forecaster.core.error_budget import budget_remaining, waste_last_day
 from forecaster.core.kueue import KueueRoom
 from forecaster.core.series import iso_utc
+from forecaster.errors import ConfigError
 from forecaster.service.daemon import Daemon
 from forecaster.service.page import PAGE
 
@@ -243,3 +245,16 @@ def _kueue(room: KueueRoom | None) -> dict[str, Any] | None:
             for h in room.health
         },
     }
+
+
+def ensure_port_free(host: str, port: int) -> None:
+    """Refuse to start (one line, exit 1) when the endpoint's port is taken, before any work:
+    uvicorn would log the bind error and the daemon would run on without its endpoint."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"--port {port}: cannot listen on {host}:{port} ({exc.strerror or exc});"
+                " is another forecaster running? pick another --port"
+            ) from None

@@ -218,12 +218,18 @@ def against_sweep(results: list[ReplayResult], sweep: list[ReplayResult]) -> lis
 
 def replay_command(args: argparse.Namespace) -> int:
     """The ``replay`` subcommand."""
+    _make_output_folders(args)
     if args.frontier:
         return frontier_command(args)
     jobs, epoch = load_trace(args)
     setup = setup_from(args, epoch)
     names = [n.strip() for n in args.policy.split(",") if n.strip()]
-    sweep_names = [f"static:{int(k)}" for k in args.sweep.split(",") if k.strip()]
+    try:
+        sweep_names = [f"static:{int(k)}" for k in args.sweep.split(",") if k.strip()]
+    except ValueError:
+        raise ConfigError(
+            f"--sweep: expected GPU counts separated by commas, e.g. 0,16,32; got {args.sweep!r}"
+        ) from None
     results = run_all(names, jobs, setup, static_gpus=args.static_gpus)
     sweep = run_all(sweep_names, jobs, setup, static_gpus=args.static_gpus) if sweep_names else []
     for line in table(results + sweep):
@@ -272,8 +278,6 @@ def frontier_command(args: argparse.Namespace) -> int:
     """``replay --frontier`` (see ``service.frontier``)."""
     tune = parse_days(args.tune_days, "--tune-days")
     evaluate = parse_days(args.eval_days, "--eval-days")
-    if args.json is not None and not args.json.parent.exists():
-        raise ConfigError(f"--json: folder {args.json.parent} does not exist")
     jobs, epoch = load_trace(args)
     args.warmup_days, args.end_day = tune[0] - args.start_day, evaluate[1]
     setup = setup_from(args, epoch)
@@ -290,3 +294,16 @@ def frontier_command(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
         print(f"wrote {args.json}")
     return 0
+
+
+def _make_output_folders(args: argparse.Namespace) -> None:
+    """Create the folders of --json and --report before minutes of work, or fail at once."""
+    for flag, path in (("--json", args.json), ("--report", args.report)):
+        if path is None:
+            continue
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ConfigError(
+                f"{flag}: cannot create {path.parent}: {exc.strerror or exc}"
+            ) from None

@@ -31,7 +31,7 @@ from forecaster.errors import ForecasterError
 from forecaster.service import app
 from forecaster.service.clock import Clock, SystemClock
 from forecaster.service.daemon import Daemon
-from forecaster.service.http import create_app
+from forecaster.service.http import create_app, ensure_port_free
 from forecaster.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -124,6 +124,7 @@ def build_cluster_service(
 
 def serve_cluster(settings: Settings, *, port: int, host: str | None = None) -> int:
     """Run one replica until SIGTERM/Ctrl-C (uvicorn handles the signals)."""
+    ensure_port_free("0.0.0.0", port)
     service = build_cluster_service(settings, app.connect(settings, host=host))
     service.start()
     log.info(
