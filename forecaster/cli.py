@@ -161,6 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    if not args.verbose:  # its retry warnings repeat what our one-line error says
+        logging.getLogger("urllib3").setLevel(logging.ERROR)
     try:
         with threadpool_limits(limits=1):  # 2-core machines: BLAS threads only contend
             return _dispatch(args)
@@ -296,7 +298,10 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
     )
     if data is None and settings.source.kind == "prometheus":
         now = int(SystemClock().now().timestamp())
-        _print_plan(settings, app.build_source(settings), now)
+        source = app.build_source(settings)
+        first = settings.pools[0].name  # an unreachable Prometheus: one line, not "model none"
+        source.fetch(first, start=now - 3600, end=now, step_seconds=settings.forecast.step_seconds)
+        _print_plan(settings, source, now)
         return 0
     for one_pool in settings.pools:
         one = settings.model_copy(update={"pools": (one_pool,)})

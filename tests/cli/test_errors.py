@@ -128,3 +128,12 @@ def test_replay_output_folders_are_created_before_the_work(tmp_path: Path) -> No
         "--end-day", "2", "--json", str(out / "r.json"), "--report", str(out / "r.html"),
     ])  # fmt: skip
     assert code == 0 and (out / "r.json").exists() and (out / "r.html").exists()
+
+
+def test_plan_against_an_unreachable_prometheus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    source = {"kind": "prometheus", "prometheus": {"url": url}}
+    line = one_line_error(capsys, "plan", "--config", config(tmp_path, source=source))
+    assert url.split("//")[1] in line or "Prometheus" in line
