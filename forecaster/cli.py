@@ -15,6 +15,7 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from forecaster import __version__
 from forecaster.core.series import iso_utc
 from forecaster.durations import parse_duration
 from forecaster.errors import ConfigError, ForecasterError
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="forecaster", description="Predictive prewarming of GPU capacity for Karpenter."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    parser.add_argument("--version", action="version", version=f"forecaster {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser(

@@ -4,8 +4,9 @@ Each case was a traceback, a silent wrong run or an exit 0 before: commands that
 without any kubeconfig (doctor, cleanup, run --cluster); the endpoint's port already taken;
 backtest --horizon 0; plan --data without --pool on a config with several pools; a config
 whose CSV files do not exist; run with a Prometheus source and no --cluster; replay --sweep
-with words; an unknown config key (answered with the nearest valid one). replay --json/--report
-into folders that do not exist yet creates them before the work.
+with words; an unknown config key (answered with the nearest valid one); plan against an
+unreachable Prometheus. replay --json/--report into folders that do not exist yet creates them
+before the work; --version answers.
 """
 
 from __future__ import annotations
@@ -137,3 +138,12 @@ def test_plan_against_an_unreachable_prometheus(
     source = {"kind": "prometheus", "prometheus": {"url": url}}
     line = one_line_error(capsys, "plan", "--config", config(tmp_path, source=source))
     assert url.split("//")[1] in line or "Prometheus" in line
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from forecaster import __version__
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out.strip() == f"forecaster {__version__}"
