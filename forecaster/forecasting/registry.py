@@ -7,48 +7,41 @@ Baselines are never wrapped: their quantiles are already empirical.
 
 from __future__ import annotations
 
+import functools
+import importlib
 from typing import Any
 
 from forecaster.errors import ModelError
 from forecaster.forecasting.base import Forecaster
-from forecaster.forecasting.baselines import PersistenceQuantile, SeasonalNaive
-from forecaster.forecasting.calibration import Calibrated
-from forecaster.forecasting.ensemble import MeanEnsemble
-from forecaster.forecasting.gbm import GradientBoostingQuantile
-from forecaster.forecasting.prophet_model import ProphetLevel
-from forecaster.forecasting.statsmodels_model import FourierQuantReg
 
-_CLASSES: dict[str, Any] = {
-    cls.name: cls
-    for cls in (
-        PersistenceQuantile,
-        SeasonalNaive,
-        ProphetLevel,
-        FourierQuantReg,
-        GradientBoostingQuantile,
-        MeanEnsemble,
-        Calibrated,
-    )
+# name -> "module:Class"; imported on first use, so `forecaster --help` does not load
+# scikit-learn, statsmodels and Prophet (tests check each class's own ``name`` matches).
+_WHERE = {
+    "persistence": "forecaster.forecasting.baselines:PersistenceQuantile",
+    "seasonal-naive": "forecaster.forecasting.baselines:SeasonalNaive",
+    "prophet": "forecaster.forecasting.prophet_model:ProphetLevel",
+    "quantreg": "forecaster.forecasting.statsmodels_model:FourierQuantReg",
+    "gbm": "forecaster.forecasting.gbm:GradientBoostingQuantile",
+    "ensemble": "forecaster.forecasting.ensemble:MeanEnsemble",
+    "calibrated": "forecaster.forecasting.calibration:Calibrated",
 }
-BASELINES = (PersistenceQuantile.name, SeasonalNaive.name)
-CANDIDATES = (
-    PersistenceQuantile.name,
-    SeasonalNaive.name,
-    ProphetLevel.name,
-    FourierQuantReg.name,
-    GradientBoostingQuantile.name,
-    MeanEnsemble.name,
-)
+BASELINES = ("persistence", "seasonal-naive")
+CANDIDATES = ("persistence", "seasonal-naive", "prophet", "quantreg", "gbm", "ensemble")
 RAW_SUFFIX = "-raw"
-FALLBACK = PersistenceQuantile.name
+FALLBACK = "persistence"
+
+
+@functools.cache
+def _class(name: str) -> Any:
+    module, _, attr = _WHERE[name].partition(":")
+    return getattr(importlib.import_module(module), attr)
 
 
 def model_class(name: str) -> Any:
     """The class registered under ``name`` (for ``from_state``)."""
-    try:
-        return _CLASSES[name]
-    except KeyError:
-        raise ModelError(f"unknown model {name!r}; known: {sorted(_CLASSES)}") from None
+    if name not in _WHERE:
+        raise ModelError(f"unknown model {name!r}; known: {sorted(_WHERE)}")
+    return _class(name)
 
 
 def known_names() -> list[str]:
@@ -63,8 +56,8 @@ def build(
     base = name.removesuffix(RAW_SUFFIX)
     if base not in CANDIDATES or (name != base and base in BASELINES):
         raise ModelError(f"unknown model {name!r}; known: {known_names()}")
-    inner: Forecaster = _CLASSES[base](horizons_seconds=horizons_seconds, quantiles=quantiles)
+    inner: Forecaster = _class(base)(horizons_seconds=horizons_seconds, quantiles=quantiles)
     if base in BASELINES or name.endswith(RAW_SUFFIX):
         return inner
-    calibrated: Forecaster = Calibrated(inner)
+    calibrated: Forecaster = _class("calibrated")(inner)
     return calibrated

@@ -26,6 +26,7 @@ from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import build
 from forecaster.simulation.metrics import ReplayMetrics, measure
 from forecaster.simulation.policies import (
+    POLICY_NAMES,
     Burst,
     Oracle,
     PlannedPrewarm,
@@ -37,7 +38,7 @@ from forecaster.simulation.twin import Decision, Policy, Twin, TwinConfig, TwinR
 
 log = logging.getLogger(__name__)
 DAY = 86400
-POLICIES = ("reactive", "static", "schedule", "burst", "predictive", "oracle")
+POLICIES = POLICY_NAMES
 
 
 @dataclass

@@ -6,18 +6,16 @@ import argparse
 import json
 import sys
 from datetime import datetime
-from pathlib import Path
 
 from tqdm import tqdm
 
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.policy import Budgets
-from forecaster.durations import parse_duration
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.service.frontier import frontier, parse_days
-from forecaster.service.replay import POLICIES, ReplayResult, ReplaySetup, make_policy, replay
+from forecaster.service.replay import ReplayResult, ReplaySetup, make_policy, replay
 from forecaster.simulation.report import ReportRun, render
 from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.files import CsvSource, read_job_trace
@@ -38,61 +36,6 @@ KEYS = (
     "cap_breaches",
     "handoffs",
 )
-
-
-def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``replay`` subcommand's options."""
-    parser.add_argument(
-        "--jobs", type=Path, help="job trace: job_id,submission_time,duration,num_gpu"
-    )
-    parser.add_argument("--series", type=Path, help="or a per-minute demand CSV (1-GPU pods)")
-    parser.add_argument(
-        "--policy", default=",".join(POLICIES), help="comma-separated; static:K and burst:ALPHA too"
-    )
-    parser.add_argument("--sweep", default="", help="static headrooms to sweep, e.g. 0,16,32,64,96")
-    parser.add_argument(
-        "--static-gpus", type=int, default=64, help="K of the plain 'static' policy"
-    )
-    parser.add_argument("--report", type=Path, help="write the HTML report here")
-    parser.add_argument("--json", type=Path, help="write the figures per policy as JSON here")
-    parser.add_argument("--epoch", default="2026-01-08T00:00:00Z", help="trace second 0 (jobs)")
-    parser.add_argument("--start-day", type=float, default=0.0)
-    parser.add_argument("--warmup-days", type=float, default=10.0, help="excluded from metrics")
-    parser.add_argument("--end-day", type=float, default=50.0)
-    parser.add_argument("--gpus-per-node", type=int, default=8)
-    parser.add_argument("--provision", type=parse_duration, default=60)
-    parser.add_argument("--image-pull", type=parse_duration, default=300)
-    parser.add_argument("--consolidate-after", type=parse_duration, default=300)
-    parser.add_argument(
-        "--max-prewarm-gpus", type=int, default=1024, help="planner cap (and breach line)"
-    )
-    parser.add_argument("--model", default="quantreg-raw", help="predictive policy's model")
-    parser.add_argument(
-        "--quantile", type=float, default=0.95, help="forecast quantile the predictive plans for"
-    )
-    parser.add_argument("--no-warm-image", action="store_true", help="placeholders run pause only")
-    parser.add_argument(
-        "--backend",
-        choices=("placeholders", "capacitybuffer"),
-        default="placeholders",
-        help="how prewarm is held: placeholder pods (preempted) or a CapacityBuffer (refills)",
-    )
-    parser.add_argument(
-        "--frontier",
-        action="store_true",
-        help="sweep static K and predictive's quantile; choose on --tune-days, judge on"
-        " --eval-days",
-    )
-    parser.add_argument("--tune-days", default="10-30", help="tuning window (with --frontier)")
-    parser.add_argument("--eval-days", default="30-50", help="evaluation window (with --frontier)")
-    parser.add_argument(
-        "--kueue-quota-gpus",
-        type=int,
-        default=None,
-        help="Kueue admits at most this many GPUs at once; the rest wait as workloads",
-    )
-    parser.add_argument("--price", type=float, default=4.10, help="on-demand $ per GPU-hour")
-    parser.add_argument("--spot-price", type=float, default=1.60, help="spot $ per GPU-hour")
 
 
 def load_trace(args: argparse.Namespace) -> tuple[JobTrace, int]:

@@ -19,6 +19,8 @@ from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.simulation.twin import Decision, TwinView
 
 WEEK = 7 * 86400
+POLICY_NAMES = ("reactive", "static", "schedule", "burst", "predictive", "oracle")
+"""Every replay policy by name (``static:K`` and ``burst:ALPHA`` take a knob)."""
 
 
 class Reactive:

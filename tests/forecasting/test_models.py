@@ -113,3 +113,10 @@ def test_unknown_model_name() -> None:
         build("arima", horizons_seconds=HORIZONS, quantiles=QUANTILES)
     with pytest.raises(ModelError, match="unknown model"):
         build("persistence-raw", horizons_seconds=HORIZONS, quantiles=QUANTILES)
+
+
+def test_the_lazy_registry_names_each_class_by_its_own_name() -> None:
+    from forecaster.forecasting import registry
+
+    for name in registry._WHERE:
+        assert registry.model_class(name).name == name

@@ -1,24 +1,15 @@
-"""The ``forecaster`` command: parse arguments, call the service, print. No logic of its own.
-
-Every ``ForecasterError`` ends as one line on stderr (``forecaster: error: ...``) and exit code 1;
-usage errors exit 2 (argparse). Reports go to stdout, logs to stderr.
-"""
+"""The ``forecaster`` subcommands: each calls the service and prints (parsing: ``cli``)."""
 
 from __future__ import annotations
 
 import argparse
 import csv
-import logging
-import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from threadpoolctl import threadpool_limits
-
-from forecaster import __version__
+from forecaster.cli import BUNDLED_CONFIG, DEFAULT_CONFIG
 from forecaster.core.series import iso_utc
-from forecaster.durations import parse_duration
-from forecaster.errors import ConfigError, ForecasterError
+from forecaster.errors import ConfigError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun
 from forecaster.forecasting.registry import FALLBACK, known_names
@@ -26,7 +17,7 @@ from forecaster.forecasting.selection import select
 from forecaster.service import app
 from forecaster.service.clock import SystemClock
 from forecaster.service.embedded import serve_embedded
-from forecaster.service.replay_cli import add_replay_arguments, replay_command
+from forecaster.service.replay_cli import replay_command
 from forecaster.service.report import (
     backtest_header,
     plan_report,
@@ -38,142 +29,11 @@ from forecaster.service.scheduler import serve_cluster
 from forecaster.service.training import TrainingPlan, backtest_models
 from forecaster.settings import Settings, load_settings
 from forecaster.sources.base import DemandSource
-from forecaster.sources.files import DEFAULT_VALUE_COLUMN, CsvSource
-
-DEFAULT_CONFIG = Path("config/forecaster.yaml")
-_BUNDLED_CONFIG = Path(__file__).resolve().parent.parent / "config" / "forecaster.yaml"
-DAY = 86400
+from forecaster.sources.files import CsvSource
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The command-line interface."""
-    parser = argparse.ArgumentParser(
-        prog="forecaster", description="Predictive prewarming of GPU capacity for Karpenter."
-    )
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    parser.add_argument("--version", action="version", version=f"forecaster {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    run = sub.add_parser(
-        "run", help="run the daemon: on the cluster twin by default (the embedded demo)"
-    )
-    _config_arg(run)
-    run.add_argument("--port", type=int, default=8080, help="inspection endpoint port (8080)")
-    run.add_argument("--speed", type=float, help="twin: simulated seconds per real second")
-    run.add_argument("--duration", type=parse_duration, help="stop after this much real time")
-    run.add_argument(
-        "--cluster", action="store_true", help="run against a real cluster (in-cluster/kubeconfig)"
-    )
-    run.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
-
-    train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
-    _config_arg(train)
-    train.add_argument("--pool", action="append", help="only this pool (repeatable)")
-    train.add_argument(
-        "--pool-index",
-        type=int,
-        help="only the pool at this position in the config (an Indexed Job passes"
-        " $JOB_COMPLETION_INDEX: one pool per index)",
-    )
-
-    plan = sub.add_parser(
-        "plan", help="print the prewarm plan now, with the reason for every number"
-    )
-    _config_arg(plan)
-    plan.add_argument("--data", type=Path, help="CSV history to plan from (instead of the source)")
-    plan.add_argument("--pool", help="pool the --data file belongs to (default: the first pool)")
-
-    rp = sub.add_parser("replay", help="what-if of reactive vs predictive prewarming on a trace")
-    add_replay_arguments(rp)
-
-    _add_cluster_commands(sub)
-
-    validate = sub.add_parser("validate-config", help="check a config file and exit")
-    _config_arg(validate)
-
-    models = sub.add_parser("models", help="inspect published model artifacts")
-    models_sub = models.add_subparsers(dest="models_command", required=True)
-    listing = models_sub.add_parser("list", help="versions per pool, * marks the current one")
-    _config_arg(listing)
-    rollback = models_sub.add_parser(
-        "rollback", help="make the previous (or a given) version current"
-    )
-    _config_arg(rollback)
-    rollback.add_argument("--pool", required=True)
-    rollback.add_argument("--to", help="version to make current (default: the one before)")
-
-    bt = sub.add_parser("backtest", help="rolling-origin backtest of models on a CSV series")
-    bt.add_argument("--data", type=Path, required=True, help="CSV with timestamp,<value column>")
-    bt.add_argument("--horizon", type=parse_duration, default=900, help="e.g. 15m (default)")
-    bt.add_argument(
-        "--models",
-        default=",".join(known_names()),
-        help=f"comma-separated, from {', '.join(known_names())}",
-    )
-    bt.add_argument("--output", type=Path, help="write every forecast to this CSV")
-    bt.add_argument("--value-column", default=DEFAULT_VALUE_COLUMN)
-    bt.add_argument("--step", type=parse_duration, default=60, help="grid step (default 60s)")
-    bt.add_argument("--test", type=parse_duration, default=7 * DAY, help="scored period (7d)")
-    bt.add_argument("--train", type=parse_duration, default=14 * DAY, help="training window")
-    bt.add_argument("--every", type=parse_duration, default=300, help="origin spacing (5m)")
-    bt.add_argument("--refit-every", type=parse_duration, default=DAY, help="refit spacing (1d)")
-    bt.add_argument("--quantile", type=float, default=0.95, help="target quantile (0.95)")
-    bt.add_argument("--tolerance", type=float, default=0.01, help="coverage tolerance (0.01)")
-    bt.add_argument(
-        "--outage-min", type=parse_duration, default=3600, help="zeros this long are outages"
-    )
-    return parser
-
-
-def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``cleanup`` and ``doctor``: commands that talk to a cluster."""
-    cleanup = sub.add_parser(
-        "cleanup", help="uninstall: remove our placeholders and buffers, restore NodePools"
-    )
-    _config_arg(cleanup)
-    cleanup.add_argument(
-        "--kube-host", help="API server URL (default: in-cluster, else kubeconfig)"
-    )
-    cleanup.add_argument(
-        "--expired",
-        action="store_true",
-        help="only undo what outlived its deadline (NodePool pauses, CapacityBuffers): the"
-        " CronJob that bounds our spend when the daemon is gone",
-    )
-
-    doctor = sub.add_parser("doctor", help="run the start-up guardrail checks against a cluster")
-    _config_arg(doctor)
-    doctor.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
-
-
-def _config_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        help=f"YAML config (default: {DEFAULT_CONFIG}, else the bundled one)",
-    )
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    if not args.verbose:  # its retry warnings repeat what our one-line error says
-        logging.getLogger("urllib3").setLevel(logging.ERROR)
-    try:
-        with threadpool_limits(limits=1):  # 2-core machines: BLAS threads only contend
-            return _dispatch(args)
-    except ForecasterError as exc:
-        print(f"forecaster: error: {exc}", file=sys.stderr)
-        return 1
-
-
-def _dispatch(args: argparse.Namespace) -> int:
+def dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command; ``ForecasterError`` propagates to ``cli.main``."""
     without_config = {"backtest": _backtest, "replay": replay_command}
     if args.command in without_config:
         return without_config[args.command](args)
@@ -261,7 +121,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
 
 def _settings(path: Path | None) -> Settings:
     if path is None:
-        path = DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else _BUNDLED_CONFIG
+        path = DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else BUNDLED_CONFIG
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
     return load_settings(path)
@@ -427,7 +287,3 @@ def _write_forecasts(path: Path, runs: list[ModelRun], *, horizon: int) -> int:
                 )
                 rows += 1
     return rows
-
-
-if __name__ == "__main__":
-    sys.exit(main())
