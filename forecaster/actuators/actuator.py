@@ -63,6 +63,7 @@ class Actuator:
         self.pools = pools
         self.detector = detector
         self.events = Events(placeholders.kube, placeholders.namespace)
+        self._backends: dict[str, Backend] = {}  # what each pool last prewarmed with
 
     def backend(self, pool: str, *, now: int) -> BackendChoice:
         """The backend ``pool`` uses at ``now``, and why."""
@@ -125,17 +126,20 @@ class Actuator:
             report.nodepool[name] = "protected"
         choice = self.backend(name, now=now)
         report.backend[name] = f"{choice.backend} ({choice.reason})"
+        # first tick or a switch: withdraw the other backend first, so no prewarm is held twice
+        switched = self._backends.get(name) != choice.backend
         if choice.backend == "capacitybuffer":
             if self.buffers is None:
                 raise ActuationError(f"pool {name}: CapacityBuffers are not served by this cluster")
-            # the other backend first: after a switch no prewarm is held twice
-            self._converge_placeholders(name, config, 0, report, now=now)
+            if switched:
+                self._converge_placeholders(name, config, 0, report, now=now)
             self.buffers.apply(config.spec, replicas=target, now=now, limit_gpus=config.limit_gpus)
             report.buffer_status[name] = self.buffers.describe(name)
         else:
-            if self.buffers is not None:
+            if switched and self.buffers is not None:
                 self.buffers.apply(config.spec, replicas=0, now=now)
             self._converge_placeholders(name, config, target, report, now=now)
+        self._backends[name] = choice.backend
         if action is NodePoolAction.RESTORE and self.nodepools.restore(name):
             report.nodepool[name] = "restored"
             conflict = self.nodepools.conflicts.pop(name, None)

@@ -20,7 +20,7 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.observer import pod_gpus
+from forecaster.actuators.quantities import pod_gpus
 from forecaster.errors import ActuationError
 
 Obj = dict[str, Any]

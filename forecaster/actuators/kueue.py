@@ -21,7 +21,7 @@ from datetime import datetime
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube, Obj
-from forecaster.actuators.quantities import MalformedObjectError, gpu_quantity
+from forecaster.actuators.quantities import MalformedObjectError, gpu_quantity, pod_gpus
 from forecaster.core.kueue import KueueRoom, QueueHealth, QueueQuota, room
 
 
@@ -145,18 +145,7 @@ def _reserved(workloads: list[Obj], queues: set[str], flavors: set[str]) -> int:
                 continue
             pod_set = pod_sets.get(assignment.get("name"), {})
             count = int(assignment.get("count") or pod_set.get("count") or 1)
-            total += count * _template_gpus(pod_set.get("template") or {})
-    return total
-
-
-def _template_gpus(template: Obj) -> int:
-    total = 0
-    for container in (template.get("spec") or {}).get("containers") or []:
-        resources = container.get("resources") or {}
-        value = (resources.get("requests") or {}).get(lbl.GPU_RESOURCE)
-        if value is None:
-            value = (resources.get("limits") or {}).get(lbl.GPU_RESOURCE, 0)
-        total += gpu_quantity(value)
+            total += count * pod_gpus(pod_set.get("template") or {"spec": {}})
     return total
 
 

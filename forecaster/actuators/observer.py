@@ -31,24 +31,12 @@ from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.kueue import KueueScope, read_rooms
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
-from forecaster.actuators.quantities import MalformedObjectError, gpu_quantity
+from forecaster.actuators.quantities import MalformedObjectError, gpu_quantity, pod_gpus
 from forecaster.core.cluster import PoolSnapshot, unobservable, whole_node_gpus
 from forecaster.core.kueue import KueueRoom
 
 Obj = dict[str, Any]
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
-
-
-def pod_gpus(pod: Obj) -> int:
-    """GPUs a pod requests (requests, else limits, summed over containers)."""
-    total = 0
-    for container in pod["spec"].get("containers", []):
-        resources = container.get("resources") or {}
-        value = (resources.get("requests") or {}).get(lbl.GPU_RESOURCE)
-        if value is None:
-            value = (resources.get("limits") or {}).get(lbl.GPU_RESOURCE, 0)
-        total += gpu_quantity(value)
-    return total
 
 
 def _ready(node: Obj) -> bool:

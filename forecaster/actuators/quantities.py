@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
+from forecaster.actuators import labels as lbl
 from forecaster.errors import ActuationError
 
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([kKMG]?)$")
@@ -25,3 +27,15 @@ def gpu_quantity(value: object) -> int:
         raise MalformedObjectError(f"unsupported nvidia.com/gpu quantity {value!r}")
     scale = {"": 1, "k": 1000, "K": 1000, "M": 10**6, "G": 10**9}[match.group(2)]
     return math.floor(float(match.group(1)) * scale)
+
+
+def pod_gpus(pod: dict[str, Any]) -> int:
+    """GPUs a pod (or a pod template) requests: requests, else limits, summed over containers."""
+    total = 0
+    for container in pod["spec"].get("containers", []):
+        resources = container.get("resources") or {}
+        value = (resources.get("requests") or {}).get(lbl.GPU_RESOURCE)
+        if value is None:
+            value = (resources.get("limits") or {}).get(lbl.GPU_RESOURCE, 0)
+        total += gpu_quantity(value)
+    return total

@@ -14,7 +14,7 @@ the autoscaler reports it drained (else leaves it at 0 replicas and says so).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,12 +50,7 @@ def settings(tmp_path: Path, **planning: object) -> Settings:
 def cluster(api: KubeApiDouble, *, buffer_controller: bool) -> ClusterSim:
     api.clock = float(T0)
     sim = ClusterSim(api, buffer_controller=buffer_controller)
-    sim.add_nodepool(POOL, limit_gpus=200)
-    for _ in range(2):
-        sim.add_node(POOL)
-    for i in range(2):
-        sim.submit(f"job-{i}", POOL, 8)
-    sim.step()
+    sim.busy_pool(POOL)
     return sim
 
 
@@ -170,24 +165,33 @@ def test_doctor_says_which_backend_and_why(
     assert expected in capsys.readouterr().out
 
 
-def test_uninstall_zeroes_the_buffer_and_deletes_it_once_drained(
-    tmp_path: Path, buffers_api: KubeApiDouble
-) -> None:
-    """Karpenter's stuck-node bug: never delete a buffer that still holds capacity."""
-    api = buffers_api
+def uninstall_after_a_prewarm(
+    tmp_path: Path, api: KubeApiDouble, sleep: Callable[[ClusterSim, float], None]
+) -> list[str]:
+    """Prewarm with Karpenter serving buffers, then the uninstall cleanup (``sleep`` waits)."""
     sim = cluster(api, buffer_controller=True)
     daemon(tmp_path, api).reconcile(T0)
     sim.step()
     (buffer,) = api.objects("capacitybuffers", NS)
     assert buffer["status"]["replicas"] > 0
+    kube = Kube(api_client(host=api.url), dry_run=False)
+    return app.cleanup(
+        settings(tmp_path), kube, wall=lambda: float(T0), sleep=lambda s: sleep(sim, s)
+    )
+
+
+def test_uninstall_zeroes_the_buffer_and_deletes_it_once_drained(
+    tmp_path: Path, buffers_api: KubeApiDouble
+) -> None:
+    """Karpenter's stuck-node bug: never delete a buffer that still holds capacity."""
+    api = buffers_api
     steps: list[float] = []
 
-    def sleep(seconds: float) -> None:  # Karpenter catches up while cleanup waits
+    def sleep(sim: ClusterSim, seconds: float) -> None:  # Karpenter catches up meanwhile
         steps.append(seconds)
         sim.step()
 
-    kube = Kube(api_client(host=api.url), dry_run=False)
-    changed = app.cleanup(settings(tmp_path), kube, wall=lambda: float(T0), sleep=sleep)
+    changed = uninstall_after_a_prewarm(tmp_path, api, sleep)
     assert steps == [5.0] and "CapacityBuffer of gpu-a deleted (after 0 replicas)" in changed
     assert api.objects("capacitybuffers", NS) == [] and api.objects("podtemplates", NS) == []
 
@@ -196,11 +200,7 @@ def test_a_buffer_karpenter_has_not_drained_is_left_at_zero(
     tmp_path: Path, buffers_api: KubeApiDouble
 ) -> None:
     api = buffers_api
-    sim = cluster(api, buffer_controller=True)
-    daemon(tmp_path, api).reconcile(T0)
-    sim.step()
-    kube = Kube(api_client(host=api.url), dry_run=False)
-    changed = app.cleanup(settings(tmp_path), kube, wall=lambda: float(T0), sleep=lambda s: None)
+    changed = uninstall_after_a_prewarm(tmp_path, api, lambda sim, s: None)
     (buffer,) = api.objects("capacitybuffers", NS)  # Karpenter never caught up: not deleted
     assert buffer["spec"]["replicas"] == 0 and buffer["status"]["replicas"] > 0
     assert any("left at 0 replicas" in line for line in changed)

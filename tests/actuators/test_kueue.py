@@ -112,13 +112,7 @@ def workload(
 def api() -> Iterator[KubeApiDouble]:
     with KubeApiDouble(kueue=True) as server:
         server.clock = float(T0)
-        sim = ClusterSim(server)
-        sim.add_nodepool(POOL, limit_gpus=400)
-        for _ in range(2):
-            sim.add_node(POOL)
-        for i in range(2):
-            sim.submit(f"job-{i}", POOL, 8)
-        sim.step()
+        ClusterSim(server).busy_pool(POOL, limit_gpus=400)
         server.put("resourceflavors", flavor("a100", POOL))
         yield server
     assert server.invalid == [], server.invalid

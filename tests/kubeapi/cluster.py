@@ -150,6 +150,15 @@ class ClusterSim:
             },
         )
 
+    def busy_pool(self, name: str, *, limit_gpus: int = 200) -> None:
+        """A NodePool with two Ready 8-GPU nodes running two 8-GPU jobs (most tests' start)."""
+        self.add_nodepool(name, limit_gpus=limit_gpus)
+        for _ in range(2):
+            self.add_node(name)
+        for i in range(2):
+            self.submit(f"job-{i}", name, 8)
+        self.step()
+
     def add_priority_class(
         self,
         name: str = "forecaster-placeholder",

@@ -26,12 +26,7 @@ def api() -> Iterator[KubeApiDouble]:
 @pytest.fixture
 def sim(api: KubeApiDouble) -> ClusterSim:
     sim = ClusterSim(api)
-    sim.add_nodepool(POOL, limit_gpus=200)
-    for _ in range(2):
-        sim.add_node(POOL)
-    for i in range(2):
-        sim.submit(f"job-{i}", POOL, 8)
-    sim.step()
+    sim.busy_pool(POOL)
     return sim
 
 
