@@ -248,6 +248,27 @@ MUTATIONS = (
         "if False:",
         ("tests/actuators/test_backends.py",),
     ),
+    Mutation(
+        "the kill switch is ignored by the planner",
+        "forecaster/core/planner.py",
+        "    if halted is not None:\n        inputs = [",
+        "    if False:\n        inputs = [",
+        ("tests/service/test_kill_switch.py",),
+    ),
+    Mutation(
+        "an unreadable kill switch is taken as off",
+        "forecaster/service/loop.py",
+        "            snapshots = None  # the kill switch may be on",
+        "            pass  # the kill switch may be on",
+        ("tests/service/test_kill_switch.py",),
+    ),
+    Mutation(
+        "a halted daemon keeps writing its state",
+        "forecaster/service/loop.py",
+        "        if halted and not held:",
+        "        if False:",
+        ("tests/service/test_kill_switch.py",),
+    ),
 )
 
 

@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``cleanup`` and ``doctor``: commands that talk to a cluster."""
+    """``cleanup``, ``doctor``, ``pause`` and ``resume``: commands that talk to a cluster."""
     cleanup = sub.add_parser(
         "cleanup", help="uninstall: remove our placeholders and buffers, restore NodePools"
     )
@@ -126,6 +126,18 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     doctor = sub.add_parser("doctor", help="run the start-up guardrail checks against a cluster")
     _config_arg(doctor)
     doctor.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+
+    pause = sub.add_parser(
+        "pause",
+        help="kill switch: the leader withdraws every prewarm within one tick and writes nothing"
+        " more until `forecaster resume`",
+    )
+    _config_arg(pause)
+    pause.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+    pause.add_argument("--reason", required=True, help="why (shown on the page and in logs)")
+    resume = sub.add_parser("resume", help="turn the kill switch off: prewarming resumes")
+    _config_arg(resume)
+    resume.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
 
 
 def _config_arg(parser: argparse.ArgumentParser) -> None:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import csv
+import getpass
 from collections.abc import Callable
 from pathlib import Path
 
+from forecaster.actuators.control import CONTROL_CONFIG_MAP, Control
 from forecaster.cli import BUNDLED_CONFIG, DEFAULT_CONFIG
+from forecaster.core.actions import Halt
 from forecaster.core.series import iso_utc
 from forecaster.errors import ConfigError
 from forecaster.forecasting.artifacts import ArtifactStore
@@ -45,6 +48,8 @@ def dispatch(args: argparse.Namespace) -> int:
         "train": _train_command,
         "doctor": _doctor,
         "cleanup": _cleanup,
+        "pause": _switch,
+        "resume": _switch,
     }
     return handlers[args.command](_settings(args.config), args)
 
@@ -58,6 +63,36 @@ def _cleanup(settings: Settings, args: argparse.Namespace) -> int:
         print(line)
     print(f"cleanup: {len(changed)} change(s) undone" if changed else "cleanup: nothing to undo")
     return 0
+
+
+def _switch(settings: Settings, args: argparse.Namespace) -> int:
+    """``pause`` / ``resume``: set the kill switch the leader reads every tick."""
+    kube = app.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
+    control = Control(kube, namespace=settings.planning.placeholders.namespace)
+    halt = None
+    if args.command == "pause":
+        now = int(SystemClock().now().timestamp())
+        halt = Halt(reason=args.reason, by=_who(), since=now)
+    changed = control.set(halt)
+    where = f"ConfigMap {control.namespace}/{CONTROL_CONFIG_MAP}"
+    every = settings.reconcile_every_seconds
+    if halt is not None:
+        print(
+            f"paused ({where}{'' if changed else ', already set'}): the leader withdraws every"
+            f" prewarm within one tick ({every} s) and writes nothing more until"
+            " `forecaster resume`"
+        )
+    else:
+        print(f"resumed ({where}{'' if changed else ', already clear'}): prewarming resumes")
+    return 0
+
+
+def _who() -> str:
+    """Who runs the command (a container may have no user entry)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
 
 
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:

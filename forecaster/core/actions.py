@@ -19,3 +19,16 @@ class ActuationReport:
     buffer_status: dict[str, str] = field(default_factory=dict)
     """What the autoscaler reports on a pool's CapacityBuffer (status.replicas, conditions)."""
     errors: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Halt:
+    """The on-call kill switch is on: withdraw every prewarm and write nothing new.
+
+    Read from the ``forecaster-control`` ConfigMap (``forecaster pause`` writes it; GitOps can
+    commit it); ``since`` is epoch seconds, ``by`` who set it.
+    """
+
+    reason: str
+    by: str = ""
+    since: int | None = None

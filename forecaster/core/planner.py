@@ -9,7 +9,8 @@ Per pool (see ``PoolPlan``):
    the NodePool - and restored at once on a hand-off (``NodePoolAction``).
 1. *Needed* = P95 demand at the lead time minus what real pods already ask for and minus spare
    capacity that is up or coming, rounded **up** to whole placeholders, never negative.
-2. Mode overrides: handed-off or recovering pools get 0 (reactive scaling owns them); on stale
+2. Mode overrides: handed-off or recovering pools get 0 (reactive scaling owns them), and so
+   does every pool while the on-call kill switch is on (``halted``); on stale
    data nothing new is prewarmed - existing prewarm is held for ``hold_seconds``, then 0.
 3. Per-pool caps: ``max_prewarm_gpus`` and the NodePool's own GPU limit minus what is in use
    (Karpenter can overshoot its limit in a fast scale-out, so we never lean on it). A NodePool
@@ -27,6 +28,7 @@ Caps round *down* to whole placeholders, so no cap is ever exceeded.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,6 +56,8 @@ class Mode(StrEnum):
     FORECAST_ONLY = "forecast-only"
     HANDED_OFF = "handed-off"
     RECOVERING = "recovering"
+    HALTED = "halted"
+    """The on-call kill switch is on: every acting pool withdraws (``plan(halted=...)``)."""
 
 
 @dataclass(frozen=True)
@@ -130,8 +134,18 @@ def plan(
     budgets: Budgets,
     spent_gpu_hours_last_day: float,
     now: int,
+    halted: str | None = None,
 ) -> Plan:
-    """Plan every pool; see the module docstring for the rules."""
+    """Plan every pool; see the module docstring for the rules.
+
+    ``halted`` (the kill switch's reason): every pool that acts withdraws its prewarm and
+    restores its NodePool; forecast-only pools are still planned for the report.
+    """
+    if halted is not None:
+        inputs = [
+            item if item.policy.forecast_only else dataclasses.replace(item, mode=Mode.HALTED)
+            for item in inputs
+        ]
     drafts = [_draft(item, now=now) for item in inputs]
     # handed-off/recovering pools act too (they withdraw); only predictive ones spend budget
     acting = [d for d in drafts if d.source.mode is Mode.PREDICTIVE and not _observe_only(d)]
@@ -139,6 +153,8 @@ def plan(
         if d not in acting:
             d.target = d.cap  # 0 unless forecast-only: then what it would do within its own caps
     shared_reasons = _allocate(acting, budgets=budgets, spent=spent_gpu_hours_last_day)
+    if halted is not None:
+        shared_reasons.insert(0, f"kill switch on ({halted}): every prewarm withdrawn")
     pools = tuple(_finish(d, acts=not _observe_only(d), now=now) for d in drafts)
     cost = sum(
         billed_gpus(d.source.policy, p.target_gpus) * d.source.policy.price_per_gpu_hour
@@ -183,6 +199,8 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         f" {snap.real_demand_gpus} requested now + {snap.spare_gpus} spare: need {needed}"
         f" ({needed // unit} x {unit}-GPU placeholder)"
     )
+    if item.mode is Mode.HALTED:
+        return _Draft(item, needed, 0, [*reasons, "kill switch on: prewarm 0, nothing new"])
     if item.mode in (Mode.HANDED_OFF, Mode.RECOVERING):
         return _Draft(
             item,

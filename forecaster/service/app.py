@@ -15,6 +15,7 @@ from forecaster.actuators.backends import (
     choose_backend,
 )
 from forecaster.actuators.capacitybuffers import CapacityBuffers
+from forecaster.actuators.control import Control
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.kueue import KueueScope
@@ -222,8 +223,10 @@ def build_reconciler(
         quantiles=settings.forecast.quantiles,
     )
     state_store: StateStore = MemoryStateStore()
+    halt = None
     if kube is not None:
         live = kube
+        halt = Control(kube, namespace=settings.planning.placeholders.namespace).read
         actuator = build_actuator(settings, kube)
         if not kube.dry_run:
             state_store = ConfigMapStateStore(
@@ -258,6 +261,7 @@ def build_reconciler(
         step_seconds=settings.forecast.step_seconds,
         observe=observer,
         actuator=actuator,
+        halt=halt,
     )
 
 

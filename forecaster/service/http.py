@@ -20,6 +20,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
 from forecaster import __version__
+from forecaster.core.actions import Halt
 from forecaster.core.error_budget import budget_remaining, waste_last_day
 from forecaster.core.kueue import KueueRoom
 from forecaster.core.series import iso_utc
@@ -212,6 +213,7 @@ def create_app(daemon: Daemon) -> FastAPI:
             "ready": daemon.ready,
             "ticks": daemon.ticks,
             "last_tick": iso_utc(record.at) if record else None,
+            "halted": _halt(record.halt) if record else None,
             "pools": pools,
             "budgets": {
                 "prewarm_gpus": record.plan.total_target_gpus if record else 0,
@@ -227,6 +229,14 @@ def create_app(daemon: Daemon) -> FastAPI:
         return HTMLResponse(PAGE.replace("__POOLS__", ",".join(daemon.pools)))
 
     return app
+
+
+def _halt(halt: Halt | None) -> dict[str, Any] | None:
+    """The kill switch as the last tick read it (None: off)."""
+    if halt is None:
+        return None
+    since = iso_utc(halt.since) if halt.since is not None else None
+    return {"reason": halt.reason, "by": halt.by, "since": since}
 
 
 def _kueue(room: KueueRoom | None) -> dict[str, Any] | None:

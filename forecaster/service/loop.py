@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from forecaster.core.actions import ActuationReport
+from forecaster.core.actions import ActuationReport, Halt
 from forecaster.core.budget import record_spend, spent_last_day
 from forecaster.core.cluster import DemandForecast, PoolSnapshot, assumed_snapshot
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
@@ -34,6 +34,8 @@ from forecaster.sources.base import DemandSource
 
 log = logging.getLogger(__name__)
 Observer = Callable[[Sequence[str], int], Mapping[str, PoolSnapshot]]
+HaltReader = Callable[[], Halt | None]
+"""Reads the on-call kill switch (``actuators.control``); raises ``ForecasterError`` if it can't."""
 
 
 class PrewarmActuator(Protocol):
@@ -88,6 +90,8 @@ class TickRecord:
     errors: dict[str, str] = field(default_factory=dict)
     """Problems met, keyed ``"<kind> <pool>"`` (data, model, forecast, crash, actuate) or
     ``cluster`` / ``state``; the kind is the label of ``forecaster_reconcile_errors_total``."""
+    halt: Halt | None = None
+    """The kill switch, when on: this tick withdrew every prewarm."""
 
 
 class Reconciler:
@@ -106,6 +110,7 @@ class Reconciler:
         lookback_seconds: int = 2 * DAY + 3600,
         observe: Observer | None = None,
         actuator: PrewarmActuator | None = None,
+        halt: HaltReader | None = None,
     ) -> None:
         self.pools = list(pools)
         self.source = source
@@ -117,6 +122,7 @@ class Reconciler:
         self.lookback_seconds = lookback_seconds
         self.observe = observe
         self.actuator = actuator
+        self.read_halt = halt
         self.state = ServiceState()
         self._loaded = False
         self._last_demand: dict[str, DemandForecast] = {}
@@ -132,6 +138,9 @@ class Reconciler:
         errors: dict[str, str] = {}
         self._load_state(errors)
         snapshots = self._observe(now, errors)
+        halt, readable = self._halt(errors)
+        if not readable:
+            snapshots = None  # the kill switch may be on: do not act on a guess
         inputs, views, transitions = [], {}, []
         for runtime in self.pools:
             name = runtime.policy.pool
@@ -163,10 +172,16 @@ class Reconciler:
             views[name] = PoolView(**{**view.__dict__, "snapshot": snapshot})
             inputs.append(PoolInput(runtime.policy, snapshot, view.demand, pool_state.budget.mode))
         spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)
-        decision = plan(inputs, budgets=self.budgets, spent_gpu_hours_last_day=spent, now=now)
+        decision = plan(
+            inputs,
+            budgets=self.budgets,
+            spent_gpu_hours_last_day=spent,
+            now=now,
+            halted=halt.reason if halt else None,
+        )
         report = self._act(decision, snapshots, now, errors) if act else None
         if act and self._loaded:
-            self._record(snapshots, now, errors)
+            self._record(snapshots, now, errors, halted=halt is not None)
         if not act:
             self._loaded = False  # a follower re-reads each tick: fresh when it takes over
         for pool_plan in decision.pools:
@@ -178,7 +193,7 @@ class Reconciler:
                 pool_plan.placeholders,
                 "; ".join(pool_plan.reasons),
             )
-        self.last = TickRecord(now, decision, views, tuple(transitions), report, errors)
+        self.last = TickRecord(now, decision, views, tuple(transitions), report, errors, halt)
         return self.last
 
     # ---- steps ---------------------------------------------------------------------------
@@ -221,6 +236,24 @@ class Reconciler:
                 errors[f"cluster {name}"] = f"cannot observe the pool: {snapshot.problem}"
                 log.error("pool %s: %s; it withdraws its prewarm", name, errors[f"cluster {name}"])
         return snapshots
+
+    def _halt(self, errors: dict[str, str]) -> tuple[Halt | None, bool]:
+        """The kill switch, and whether it could be read at all."""
+        if self.read_halt is None:
+            return None, True
+        try:
+            halt = self.read_halt()
+        except ForecasterError as exc:
+            errors["cluster"] = f"cannot read the kill switch, not acting this tick: {exc}"
+            log.error("%s", errors["cluster"])
+            return None, False
+        if halt is not None:
+            log.warning(
+                "kill switch on (%s, by %s): withdrawing every prewarm, nothing new",
+                halt.reason,
+                halt.by or "unknown",
+            )
+        return halt, True
 
     def _forecast(
         self, runtime: PoolRuntime, pool_state: PoolState, now: int, errors: dict[str, str]
@@ -313,10 +346,17 @@ class Reconciler:
         return report
 
     def _record(
-        self, snapshots: Mapping[str, PoolSnapshot] | None, now: int, errors: dict[str, str]
+        self,
+        snapshots: Mapping[str, PoolSnapshot] | None,
+        now: int,
+        errors: dict[str, str],
+        *,
+        halted: bool,
     ) -> None:
+        held = sum(s.billed_gpus for s in snapshots.values()) if snapshots else 0
+        if halted and not held:
+            return  # halted and holding nothing: no write at all, not even the state
         if snapshots:
-            held = sum(s.billed_gpus for s in snapshots.values())
             self.state.ledger = record_spend(
                 self.state.ledger,
                 gpus=held,

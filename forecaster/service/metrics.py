@@ -78,6 +78,9 @@ class Metrics:
             registry=r,
         )
         self.leader = Gauge("forecaster_leader", "1 when this replica is the leader", registry=r)
+        self.halted = Gauge(
+            "forecaster_halted", "1 while the on-call kill switch is on (no prewarm)", registry=r
+        )
         self.duration = Histogram(
             "forecaster_reconcile_duration_seconds",
             "Reconcile tick duration",
@@ -102,6 +105,7 @@ class Metrics:
         self.ticks.inc()
         self.duration.observe(seconds)
         self.last_tick.set(record.at)
+        self.halted.set(1 if record.halt else 0)
         for kind in record.errors:
             self.errors.labels(kind=kind.split(" ")[0]).inc()
         self.cost.set(record.plan.cost_per_hour)

@@ -1,0 +1,117 @@
+"""The on-call kill switch, on the API double through the real CLI and the daemon's own wiring.
+
+Cases: ``forecaster pause`` makes the leader withdraw every placeholder and restore the NodePool
+pause within one tick, and the tick after that sends no write at all; the page's status and the
+``forecaster_halted`` metric say so, with the reason; ``forecaster resume`` brings prewarm back
+on the next tick; the GitOps form (a committed ConfigMap with only ``paused: "true"``) works
+the same; a kill switch that cannot be read stops the tick from acting.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from forecaster.cli import main
+from forecaster.core.planner import Mode
+from forecaster.service import app
+from forecaster.service.daemon import Daemon
+from forecaster.service.http import create_app
+from forecaster.service.loop import Reconciler
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from tests.service.test_loop import NS, client, placeholders, reconciler, settings
+
+ORIGINAL = "forecaster.io/original-disruption"
+
+
+def _config(tmp_path: Path) -> Path:
+    path = tmp_path / "forecaster.yaml"
+    document = settings(tmp_path).model_dump(mode="json", exclude={"twin"})
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def _protected_loop(tmp_path: Path, api: KubeApiDouble) -> Reconciler:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    planning = settings(tmp_path).planning.model_dump(mode="json")
+    return reconciler(tmp_path, api, source, planning={**planning, "protect_nodepools": True})
+
+
+def _nodepool_annotations(api: KubeApiDouble) -> dict[str, str]:
+    return dict(api.objects("nodepools")[0]["metadata"].get("annotations") or {})
+
+
+def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, capsys: pytest.CaptureFixture[str]
+) -> None:
+    loop = _protected_loop(tmp_path, api)
+    daemon = Daemon(reconciler=loop, slo=loop.slo, pools=(POOL,))
+    daemon.reconcile(T0)
+    sim.step()
+    assert placeholders(api) and ORIGINAL in _nodepool_annotations(api)
+
+    config = _config(tmp_path)
+    assert main(["pause", "--reason", "INC-42 bad forecast", "--config", str(config),
+                 "--kube-host", api.url]) == 0  # fmt: skip
+    assert "withdraws every prewarm within one tick" in capsys.readouterr().out
+    record = daemon.reconcile(T0 + 30)
+    assert record is not None and record.halt is not None
+    assert record.halt.reason == "INC-42 bad forecast"
+    assert record.plan.pool(POOL).mode is Mode.HALTED and record.plan.pool(POOL).target_gpus == 0
+    assert placeholders(api) == []
+    assert ORIGINAL not in _nodepool_annotations(api)  # the NodePool is ours no longer
+
+    before = len(api.writes())
+    daemon.reconcile(T0 + 60)
+    assert [w.path for w in api.writes()[before:]] == []  # halted: not one write
+
+    client = TestClient(create_app(daemon))
+    status = client.get("/api/v1/status").json()
+    assert status["halted"]["reason"] == "INC-42 bad forecast"
+    assert status["pools"][POOL]["mode"] == "halted"
+    assert "forecaster_halted 1.0" in client.get("/metrics").text
+
+    assert main(["resume", "--config", str(config), "--kube-host", api.url]) == 0
+    record = daemon.reconcile(T0 + 90)
+    assert record is not None and record.halt is None
+    pool_plan = record.plan.pool(POOL)  # the freed node is spare now: the target may be 0
+    assert pool_plan.mode is Mode.PREDICTIVE and pool_plan.target_gpus == pool_plan.needed_gpus
+    assert not any("kill switch" in r for r in (*pool_plan.reasons, *record.plan.reasons))
+    assert "forecaster_halted 0.0" in client.get("/metrics").text
+
+
+def test_a_committed_control_config_map_halts_too(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    loop = _protected_loop(tmp_path, api)
+    loop.tick(T0)
+    assert placeholders(api)
+    api.put(
+        "configmaps",
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "forecaster-control", "namespace": NS},
+            "data": {"paused": "true"},
+        },
+    )
+    record = loop.tick(T0 + 30)
+    assert record.halt is not None and record.halt.reason == "no reason given"
+    assert placeholders(api) == []
+    assert any("kill switch on" in r for r in record.plan.reasons)
+
+
+def test_an_unreadable_kill_switch_stops_the_tick_from_acting(
+    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    loop = app.build_reconciler(settings(tmp_path), source=source, kube=client(api))
+    api.faults.add("GET", "configmaps/forecaster-control", status=403, times=10)
+    record = loop.tick(T0)
+    assert "kill switch" in record.errors["cluster"]
+    assert placeholders(api) == []
