@@ -269,6 +269,27 @@ MUTATIONS = (
         "        if False:",
         ("tests/service/test_kill_switch.py",),
     ),
+    Mutation(
+        "affinity-attributed pending pods are not counted",
+        "forecaster/actuators/observer.py",
+        "                    home = nodepool_of(pod, shapes)",
+        "                    home = None",
+        ("tests/actuators/test_attribution.py",),
+    ),
+    Mutation(
+        "the lighter NodePool wins",
+        "forecaster/actuators/attribution.py",
+        "key=lambda p: (-p.weight, p.name)",
+        "key=lambda p: (p.weight, p.name)",
+        ("tests/actuators/test_attribution.py",),
+    ),
+    Mutation(
+        "prewarm grows while the cloud has no capacity",
+        "forecaster/core/planner.py",
+        "        cap = min(cap, held)",
+        "        cap = cap",
+        ("tests/core/test_planner.py", "tests/actuators/test_attribution.py"),
+    ),
 )
 
 

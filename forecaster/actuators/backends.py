@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Literal
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube, Obj
+from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.errors import ActuationError, ConfigError
 
 log = logging.getLogger(__name__)
@@ -123,4 +123,4 @@ def _created(obj: Obj) -> int:
     stamp = obj["metadata"].get("creationTimestamp")
     if not stamp:
         return 0
-    return int(datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp())
+    return int(timestamp_seconds(stamp))

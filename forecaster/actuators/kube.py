@@ -140,19 +140,35 @@ class Kube:
             f"get nodepool {name}",
         )
 
-    def list_nodepool_names(self, *, annotated: str) -> list[str]:
-        """Names of the NodePools that carry the annotation ``annotated``."""
+    def list_nodepools(self) -> list[Obj]:
+        """Every NodePool (attribution needs the others' weights and requirements too)."""
         found = self._read(
             lambda: self._custom.list_cluster_custom_object(
                 "karpenter.sh", "v1", "nodepools", **self._opts()
             ),
             "list nodepools",
         )
+        return list(found["items"])
+
+    def list_nodepool_names(self, *, annotated: str) -> list[str]:
+        """Names of the NodePools that carry the annotation ``annotated``."""
         return [
             str(n["metadata"]["name"])
-            for n in found["items"]
+            for n in self.list_nodepools()
             if annotated in (n["metadata"].get("annotations") or {})
         ]
+
+    def list_events(self, *, fields: str) -> list[Obj]:
+        """Events of every namespace matching the field selector (Karpenter's Warnings on
+        cluster-scoped NodeClaims land in ``default``)."""
+        return list(
+            self._read(
+                lambda: self._core.list_event_for_all_namespaces(
+                    field_selector=fields, **self._opts()
+                ),
+                f"list events ({fields})",
+            )["items"]
+        )
 
     def get_priority_class(self, name: str) -> Obj | None:
         """The PriorityClass, or None."""

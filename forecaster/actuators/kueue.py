@@ -17,11 +17,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube, Obj
-from forecaster.actuators.quantities import MalformedObjectError, gpu_quantity, pod_gpus
+from forecaster.actuators.quantities import (
+    MalformedObjectError,
+    gpu_quantity,
+    pod_gpus,
+    timestamp_seconds,
+)
 from forecaster.core.kueue import KueueRoom, QueueHealth, QueueQuota, room
 
 
@@ -159,14 +163,10 @@ def _health(workloads: list[Obj]) -> dict[str, _Seen]:
         admitted = _condition(wl, "Admitted")
         if queue and admitted is not None and admitted.get("status") == "True":
             try:
-                wait = _time(admitted["lastTransitionTime"]) - _time(
+                wait = timestamp_seconds(admitted["lastTransitionTime"]) - timestamp_seconds(
                     wl["metadata"]["creationTimestamp"]
                 )
             except (KeyError, ValueError) as exc:
                 raise MalformedObjectError(f"Workload {wl['metadata'].get('name')}: {exc}") from exc
             health.setdefault(queue, _Seen()).admission_waits_s.append(max(0.0, wait))
     return health
-
-
-def _time(text: str) -> float:
-    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()

@@ -4,9 +4,17 @@ A malformed object (an unreadable GPU quantity, a NodePool or pod missing a fiel
 the pool it belongs to unobservable (``core.cluster.unobservable``: that pool withdraws and
 says why); the other pools are observed as usual. An API failure still fails the whole read.
 
-A pod belongs to a pool when it runs on one of the pool's nodes, or - still pending - selects
-the pool with ``nodeSelector karpenter.sh/nodepool``. Our placeholders (by label) are counted
-apart from real demand. Free GPUs on Ready nodes that run real pods are reported as stranded
+A pod belongs to a pool when it runs on one of the pool's nodes, or - still pending - when
+Karpenter would provision it from that NodePool: ``nodeSelector karpenter.sh/nodepool``, or
+else node affinity / labels matched against every NodePool with weights (``attribution``).
+Pending GPU pods that no NodePool can serve are reported per namespace (``Observation``). Our
+placeholders (by label) are counted apart from real demand.
+
+A pool whose NodeClaims Karpenter could not launch in the last ``LAUNCH_WINDOW_SECONDS``
+(Warning Events ``InsufficientCapacityError`` on NodeClaims named ``<nodepool>-<suffix>``)
+carries a ``launch_problem``; ``ready_placeholder_gpus`` counts only prewarm on Ready nodes.
+
+Free GPUs on Ready nodes that run real pods are reported as stranded
 (a whole-node job cannot use them). The NodePool's GPU limit comes from its ``spec.limits``.
 
 ``held_gpus`` is what the cloud bills because of us (the README's charging rule):
@@ -28,15 +36,29 @@ from collections.abc import Sequence
 from typing import Any
 
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.attribution import NodePoolShape, nodepool_of, shape
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.kueue import KueueScope, read_rooms
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
-from forecaster.actuators.quantities import MalformedObjectError, gpu_quantity, pod_gpus
-from forecaster.core.cluster import PoolSnapshot, unobservable, whole_node_gpus
+from forecaster.actuators.quantities import (
+    MalformedObjectError,
+    gpu_quantity,
+    pod_gpus,
+    timestamp_seconds,
+)
+from forecaster.core.cluster import (
+    Observation,
+    PoolSnapshot,
+    Unattributed,
+    unobservable,
+    whole_node_gpus,
+)
 from forecaster.core.kueue import KueueRoom
 
 Obj = dict[str, Any]
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
+LAUNCH_WINDOW_SECONDS = 600
+NO_CAPACITY = "InsufficientCapacityError"
 
 
 def _ready(node: Obj) -> bool:
@@ -104,11 +126,14 @@ def observe(
     now: int,
     buffer_namespace: str | None = None,
     kueue: Sequence[KueueScope] = (),
-) -> dict[str, PoolSnapshot]:
+) -> Observation:
     """Snapshots of every pool in ``pools`` (with our CapacityBuffers in ``buffer_namespace``
     and, for the pools in ``kueue``, what Kueue's quota could still admit)."""
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
     pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
+    shapes = _shapes(kube.list_nodepools())
+    launches = _launch_failures(kube.list_events(fields=f"reason={NO_CAPACITY}"), now=now)
+    homes, unattributed = _attribute(pods, shapes)
     buffers = (
         kube.list_capacity_buffers(buffer_namespace, labels=lbl.owned_selector())
         if buffer_namespace
@@ -123,7 +148,8 @@ def observe(
         except (MalformedObjectError, *_MALFORMED) as exc:  # quota unknown: those pools withdraw
             kueue_problem = f"malformed Kueue object: {type(exc).__name__}: {exc}"
     gated = {scope.pool for scope in kueue}
-    snapshots = {}
+    snapshots = Observation()
+    snapshots.unattributed = unattributed
     for pool in pools:
         try:
             snapshots[pool] = _snapshot(
@@ -131,9 +157,11 @@ def observe(
                 pool,
                 nodes=nodes,
                 pods=pods,
+                homes=homes,
                 node_pool=node_pool,
                 now=now,
                 buffer_gpus=_buffer_gpus(buffers, pool),
+                launch_problem=launches.get(pool),
             )
             if pool in gated:
                 if kueue_problem:
@@ -163,12 +191,15 @@ def _snapshot(
     *,
     nodes: list[Obj],
     pods: list[Obj],
+    homes: list[str | None],
     node_pool: dict[str, str],
     now: int,
     buffer_gpus: int,
+    launch_problem: str | None,
 ) -> PoolSnapshot:
     """One pool's snapshot; a malformed object raises (the caller isolates the pool)."""
     own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
+    nodes_by_name = {n["metadata"]["name"]: n for n in own}
     capacity = {True: 0, False: 0}
     for node in own:
         capacity[_ready(node)] += _allocatable(node)
@@ -176,10 +207,9 @@ def _snapshot(
     used_on: dict[str, int] = {}
     ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
     busy: set[str] = set()
-    for pod in pods:
+    for pod, home in zip(pods, homes, strict=True):
         node_name = pod["spec"].get("nodeName")
-        selected = (pod["spec"].get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL)
-        if (node_pool.get(node_name) if node_name else selected) != pool:
+        if (node_pool.get(node_name) if node_name else home) != pool:
             continue
         gpus = pod_gpus(pod)
         if node_name:
@@ -223,4 +253,73 @@ def _snapshot(
         stranded_gpus=stranded,
         held_gpus=held,
         paused_until=paused_until,
+        launch_problem=launch_problem,
+        ready_placeholder_gpus=sum(
+            gpus for name, gpus in ours_on.items() if name and _ready(nodes_by_name[name])
+        ),
     )
+
+
+def _shapes(nodepools: list[Obj]) -> list[NodePoolShape]:
+    """Every readable NodePool's shape (a malformed one serves no pending pod here)."""
+    shapes = []
+    for nodepool in nodepools:
+        try:
+            shapes.append(shape(nodepool))
+        except _MALFORMED:
+            continue
+    return shapes
+
+
+def _attribute(
+    pods: list[Obj], shapes: list[NodePoolShape]
+) -> tuple[list[str | None], tuple[Unattributed, ...]]:
+    """The NodePool each pending pod waits for (None for bound pods and pods no pool serves),
+    and the pending GPU pods that no NodePool can serve, per namespace."""
+    homes: list[str | None] = []
+    lost: dict[str, list[int]] = {}
+    for pod in pods:
+        spec = pod["spec"]
+        home = None
+        if not spec.get("nodeName"):
+            home = (spec.get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL)
+            try:
+                if home is None and pod_gpus(pod) > 0:
+                    home = nodepool_of(pod, shapes)
+                    if home is None and not _is_placeholder(pod):
+                        seen = lost.setdefault(pod["metadata"].get("namespace", ""), [0, 0])
+                        seen[0] += 1
+                        seen[1] += pod_gpus(pod)
+            except (MalformedObjectError, *_MALFORMED):
+                home = None  # unreadable and selecting no pool by name: counted nowhere
+        homes.append(home)
+    return homes, tuple(Unattributed(ns, n, g) for ns, (n, g) in sorted(lost.items()))
+
+
+def _launch_failures(events: list[Obj], *, now: int) -> dict[str, str]:
+    """Per NodePool, Karpenter's recent "no capacity" Warnings on its NodeClaims, summarised."""
+    seen: dict[str, tuple[int, float, str]] = {}
+    for event in events:
+        try:
+            involved = event["involvedObject"]
+            if involved.get("kind") != "NodeClaim" or event.get("reason") != NO_CAPACITY:
+                continue
+            at = timestamp_seconds(
+                event.get("lastTimestamp") or event.get("eventTime") or event["firstTimestamp"]
+            )
+        except (*_MALFORMED, OSError):
+            continue
+        if now - at > LAUNCH_WINDOW_SECONDS:
+            continue
+        pool = str(involved.get("name", "")).rsplit("-", 1)[0]  # NodeClaims: <nodepool>-<suffix>
+        count, last, message = seen.get(pool, (0, 0.0, ""))
+        count += int(event.get("count") or 1)
+        if at >= last:
+            last, message = at, str(event.get("message", ""))
+        seen[pool] = (count, last, message)
+    minutes = LAUNCH_WINDOW_SECONDS // 60
+    return {
+        pool: f"Karpenter could not launch a node {count} time(s) in the last {minutes} min"
+        f" (InsufficientCapacityError): {message}"
+        for pool, (count, _, message) in seen.items()
+    }

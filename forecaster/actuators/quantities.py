@@ -1,4 +1,5 @@
-"""Reading GPU quantities out of Kubernetes objects, and the error for an object we cannot read.
+"""Reading GPU quantities and timestamps out of Kubernetes objects, and the error for an object
+we cannot read.
 
 A malformed object harms only the pool it belongs to (the observer isolates it), so reading it
 raises ``MalformedObjectError`` rather than a bare ``ValueError``.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime
 from typing import Any
 
 from forecaster.actuators import labels as lbl
@@ -39,3 +41,8 @@ def pod_gpus(pod: dict[str, Any]) -> int:
             value = (resources.get("limits") or {}).get(lbl.GPU_RESOURCE, 0)
         total += gpu_quantity(value)
     return total
+
+
+def timestamp_seconds(text: object) -> float:
+    """Epoch seconds of a Kubernetes timestamp (``2026-01-08T00:00:00Z``)."""
+    return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()

@@ -39,6 +39,10 @@ class PoolSnapshot:
     """Why this pool could not be observed (a malformed object); the planner then withdraws."""
     kueue: KueueRoom | None = None
     """What Kueue could still admit onto this pool; None when Kueue does not gate it."""
+    launch_problem: str | None = None
+    """Karpenter recently failed to launch nodes for this pool (no capacity at the cloud)."""
+    ready_placeholder_gpus: int | None = None
+    """Prewarm that is actually warm: placeholder GPUs on Ready nodes (None: not observed)."""
 
     @property
     def billed_gpus(self) -> int:
@@ -119,3 +123,18 @@ def unobservable(pool: str, *, problem: str, now: int) -> PoolSnapshot:
         nodepool_limit_gpus=0,
         problem=problem,
     )
+
+
+@dataclass(frozen=True)
+class Unattributed:
+    """Pending GPU pods of one namespace that no NodePool can serve, as Karpenter would judge."""
+
+    namespace: str
+    pods: int
+    gpus: int
+
+
+class Observation(dict[str, PoolSnapshot]):
+    """Snapshots by pool, plus what the cluster holds that belongs to no pool."""
+
+    unattributed: tuple[Unattributed, ...] = ()

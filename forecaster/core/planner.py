@@ -12,6 +12,8 @@ Per pool (see ``PoolPlan``):
 2. Mode overrides: handed-off or recovering pools get 0 (reactive scaling owns them), and so
    does every pool while the on-call kill switch is on (``halted``); on stale
    data nothing new is prewarmed - existing prewarm is held for ``hold_seconds``, then 0.
+   While Karpenter cannot launch the pool's nodes (``launch_problem``), nothing new either:
+   more pending placeholders would not launch, and only prewarm on Ready nodes is warm.
 3. Per-pool caps: ``max_prewarm_gpus`` and the NodePool's own GPU limit minus what is in use
    (Karpenter can overshoot its limit in a fast scale-out, so we never lean on it). A NodePool
    without a GPU limit gets nothing unless explicitly allowed. Where Kueue gates the pool, what
@@ -218,6 +220,15 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         else:
             cap = 0
             reasons.append(f"data {age}s old, stale beyond the {policy.hold_seconds}s hold: 0")
+    if snap.launch_problem is not None:  # more pending placeholders would not launch either
+        held = snap.placeholder_gpus // unit * unit
+        ready = snap.ready_placeholder_gpus
+        warm = f"{ready} of {snap.placeholder_gpus}" if ready is not None else "unknown"
+        reasons.append(
+            f"no capacity at the cloud ({snap.launch_problem}): no new prewarm, holding the"
+            f" existing {held}; prewarm warm: {warm} GPUs"
+        )
+        cap = min(cap, held)
     cap = _cap(cap, policy.max_prewarm_gpus, unit, "pool max_prewarm_gpus", reasons)
     cap = _cap(cap, _limit_room(policy, snap, reasons), unit, "NodePool GPU limit", reasons)
     if snap.kueue is not None:  # work that quota would hold back needs no warm node

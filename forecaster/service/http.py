@@ -201,6 +201,10 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "backend": actuation.backend.get(name) if actuation else None,
                 "buffer": actuation.buffer_status.get(name) if actuation else None,
                 "kueue": _kueue(view.snapshot.kueue if view and view.snapshot else None),
+                "launch_problem": view.snapshot.launch_problem if view and view.snapshot else None,
+                "prewarm_ready_gpus": (
+                    view.snapshot.ready_placeholder_gpus if view and view.snapshot else None
+                ),
                 "errors": [
                     f"{k.split(' ')[0]}: {v}"
                     for k, v in (record.errors.items() if record else [])
@@ -214,6 +218,10 @@ def create_app(daemon: Daemon) -> FastAPI:
             "ticks": daemon.ticks,
             "last_tick": iso_utc(record.at) if record else None,
             "halted": _halt(record.halt) if record else None,
+            "unattributed_pending": [
+                {"namespace": u.namespace, "pods": u.pods, "gpus": u.gpus}
+                for u in (record.unattributed if record else ())
+            ],
             "pools": pools,
             "budgets": {
                 "prewarm_gpus": record.plan.total_target_gpus if record else 0,

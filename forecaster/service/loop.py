@@ -21,7 +21,13 @@ import numpy as np
 
 from forecaster.core.actions import ActuationReport, Halt
 from forecaster.core.budget import record_spend, spent_last_day
-from forecaster.core.cluster import DemandForecast, PoolSnapshot, assumed_snapshot
+from forecaster.core.cluster import (
+    DemandForecast,
+    Observation,
+    PoolSnapshot,
+    Unattributed,
+    assumed_snapshot,
+)
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
 from forecaster.core.planner import Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
@@ -92,6 +98,8 @@ class TickRecord:
     ``cluster`` / ``state``; the kind is the label of ``forecaster_reconcile_errors_total``."""
     halt: Halt | None = None
     """The kill switch, when on: this tick withdrew every prewarm."""
+    unattributed: tuple[Unattributed, ...] = ()
+    """Pending GPU pods no NodePool can serve (Karpenter will not launch for them)."""
 
 
 class Reconciler:
@@ -193,7 +201,10 @@ class Reconciler:
                 pool_plan.placeholders,
                 "; ".join(pool_plan.reasons),
             )
-        self.last = TickRecord(now, decision, views, tuple(transitions), report, errors, halt)
+        unattributed = snapshots.unattributed if isinstance(snapshots, Observation) else ()
+        self.last = TickRecord(
+            now, decision, views, tuple(transitions), report, errors, halt, unattributed
+        )
         return self.last
 
     # ---- steps ---------------------------------------------------------------------------
@@ -231,6 +242,14 @@ class Reconciler:
             errors["cluster"] = f"cannot observe the cluster, not acting this tick: {exc}"
             log.error("%s", errors["cluster"])
             return None
+        for lost in snapshots.unattributed if isinstance(snapshots, Observation) else ():
+            log.warning(
+                "%d pending pod(s) in namespace %s ask for %d GPUs that no NodePool can serve"
+                " (nodeSelector/affinity/taints match none): not counted as any pool's demand",
+                lost.pods,
+                lost.namespace,
+                lost.gpus,
+            )
         for name, snapshot in snapshots.items():
             if snapshot.problem is not None:
                 errors[f"cluster {name}"] = f"cannot observe the pool: {snapshot.problem}"

@@ -78,6 +78,24 @@ class Metrics:
             registry=r,
         )
         self.leader = Gauge("forecaster_leader", "1 when this replica is the leader", registry=r)
+        self.launch_failed = Gauge(
+            "forecaster_launch_failing",
+            "1 while Karpenter recently failed to launch the pool's nodes (no capacity)",
+            ["pool"],
+            registry=r,
+        )
+        self.ready = Gauge(
+            "forecaster_prewarm_ready_gpus",
+            "Prewarm GPUs that are warm: our placeholders on Ready nodes",
+            ["pool"],
+            registry=r,
+        )
+        self.unattributed = Gauge(
+            "forecaster_unattributed_pending_gpus",
+            "GPUs of pending pods no NodePool can serve, per namespace",
+            ["namespace"],
+            registry=r,
+        )
         self.halted = Gauge(
             "forecaster_halted", "1 while the on-call kill switch is on (no prewarm)", registry=r
         )
@@ -106,6 +124,9 @@ class Metrics:
         self.duration.observe(seconds)
         self.last_tick.set(record.at)
         self.halted.set(1 if record.halt else 0)
+        self.unattributed.clear()
+        for lost in record.unattributed:
+            self.unattributed.labels(namespace=lost.namespace).set(lost.gpus)
         for kind in record.errors:
             self.errors.labels(kind=kind.split(" ")[0]).inc()
         self.cost.set(record.plan.cost_per_hour)
@@ -123,6 +144,10 @@ class Metrics:
             )
             self.waste.labels(pool=name).set(waste_last_day(pool_state.budget, now=record.at))
             snapshot = record.pools[name].snapshot
+            if snapshot is not None:
+                self.launch_failed.labels(pool=name).set(1 if snapshot.launch_problem else 0)
+                if snapshot.ready_placeholder_gpus is not None:
+                    self.ready.labels(pool=name).set(snapshot.ready_placeholder_gpus)
             room = snapshot.kueue if snapshot else None
             if room is not None:
                 self.kueue_room.labels(pool=name).set(room.admissible_gpus)

@@ -285,3 +285,12 @@ def test_a_larger_forecast_never_shrinks_that_pool(
     )
     after = plan(bigger, budgets=budgets, spent_gpu_hours_last_day=spent, now=NOW)
     assert after.pools[i].target_gpus >= before.pools[i].target_gpus
+
+
+def test_no_capacity_at_the_cloud_holds_what_exists_and_adds_nothing() -> None:
+    problem = "Karpenter could not launch a node 3 time(s) (InsufficientCapacityError)"
+    snap = snapshot(placeholder_gpus=8, ready_placeholder_gpus=0, launch_problem=problem)
+    pool_plan = one(80.0, snap=snap)  # the forecast wants 40 GPUs more than running + spare
+    assert pool_plan.needed_gpus >= 40 and pool_plan.target_gpus == 8
+    assert any("no capacity at the cloud" in r and "warm: 0 of 8" in r for r in pool_plan.reasons)
+    assert one(80.0, snap=dataclasses.replace(snap, launch_problem=None)).target_gpus >= 40

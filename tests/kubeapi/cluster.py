@@ -82,6 +82,8 @@ class ClusterSim:
         self.provision_seconds = provision_seconds
         self.gpus_per_node = gpus_per_node
         self.preempted: list[str] = []
+        self.no_capacity: set[str] = set()
+        """NodePools the cloud has no capacity for: launches fail with Karpenter's Warning."""
         self._serial = 0
         original = api._dispatch
 
@@ -112,7 +114,10 @@ class ClusterSim:
         limit_gpus: int | None,
         consolidate_after: str = "30s",
         budgets: list[Obj] | None = None,
+        weight: int | None = None,
+        labels: dict[str, str] | None = None,
     ) -> Obj:
+        """A GPU NodePool (tainted nvidia.com/gpu); ``labels`` go on its nodes' template."""
         spec: Obj = {
             "template": {
                 "spec": {
@@ -138,6 +143,10 @@ class ClusterSim:
         }
         if budgets is not None:
             spec["disruption"]["budgets"] = budgets
+        if weight is not None:
+            spec["weight"] = weight
+        if labels:
+            spec["template"]["metadata"] = {"labels": labels}
         if limit_gpus is not None:
             spec["limits"] = {GPU: str(limit_gpus), "cpu": "1000"}
         return self.api.put(
@@ -209,7 +218,12 @@ class ClusterSim:
         *,
         namespace: str = "ml",
         priority_class: str | None = None,
+        node_selector: dict[str, str] | None = None,
+        affinity_terms: list[list[Obj]] | None = None,
+        tolerate_gpu: bool = True,
     ) -> Obj:
+        """A real GPU pod for ``pool`` (by nodeSelector), or selecting nodes the given way:
+        ``node_selector`` replaces it, ``affinity_terms`` are required nodeSelectorTerms."""
         pod: Obj = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -228,6 +242,17 @@ class ClusterSim:
         }
         if priority_class:
             pod["spec"]["priorityClassName"] = priority_class
+        if node_selector is not None:
+            pod["spec"]["nodeSelector"] = node_selector
+        if affinity_terms is not None:
+            terms = [{"matchExpressions": term} for term in affinity_terms]
+            pod["spec"]["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}
+                }
+            }
+        if not tolerate_gpu:
+            del pod["spec"]["tolerations"]
         self._admit(pod)
         return self.api.put("pods", pod)
 
@@ -547,10 +572,39 @@ class ClusterSim:
                 deficit = max(deficit, waiting + buffered - free)
             limit = pool["spec"].get("limits", {}).get(GPU)
             total = sum(int(n["status"]["allocatable"][GPU]) for n in pool_nodes)
+            if deficit > 0 and name in self.no_capacity:
+                self._insufficient_capacity(name)
+                continue
             while deficit > 0 and (limit is None or total + self.gpus_per_node <= int(limit)):
                 self.add_node(name, ready=False)
                 deficit -= self.gpus_per_node
                 total += self.gpus_per_node
+
+    def _insufficient_capacity(self, pool: str) -> None:
+        """Karpenter's launch of a NodeClaim failed: a Warning Event on the (deleted) NodeClaim,
+        recorded in ``default`` as for every cluster-scoped object."""
+        self._serial += 1
+        claim = f"{pool}-{self._serial:05d}"
+        at = self.api.store.timestamp()
+        self.api.put(
+            "events",
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{claim}.{self._serial}", "namespace": "default"},
+                "involvedObject": {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+                                   "name": claim},
+                "reason": "InsufficientCapacityError",
+                "message": f"NodeClaim {claim} event: creating instance, insufficient capacity,"
+                " InsufficientInstanceCapacity: We currently do not have sufficient p5.48xlarge"
+                " capacity in the Availability Zone you requested (us-east-1a).",
+                "type": "Warning",
+                "source": {"component": "karpenter"},
+                "firstTimestamp": at,
+                "lastTimestamp": at,
+                "count": 1,
+            },
+        )  # fmt: skip
 
     def _consolidate(self) -> None:
         pods = self.api.store.list("pods", None)

@@ -195,6 +195,9 @@ _FIELDS = {
     "metadata.namespace": lambda o: o["metadata"].get("namespace"),
     "spec.nodeName": lambda o: o.get("spec", {}).get("nodeName", ""),
     "status.phase": lambda o: o.get("status", {}).get("phase"),
+    "reason": lambda o: o.get("reason"),
+    "type": lambda o: o.get("type"),
+    "involvedObject.kind": lambda o: o.get("involvedObject", {}).get("kind"),
 }
 
 
