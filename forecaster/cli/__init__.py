@@ -13,6 +13,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 from forecaster import __version__
@@ -127,6 +128,17 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     _config_arg(doctor)
     doctor.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
 
+    check = sub.add_parser(
+        "check-query",
+        help="run each pool's PromQL against Prometheus and print what it returns: series,"
+        " last value, days of history, gaps of the last day, the server's retention",
+    )
+    _config_arg(check)
+    check.add_argument("--pool", action="append", help="only this pool (repeatable)")
+    check.add_argument(
+        "--at", type=_instant, help="check as of this time (ISO 8601, UTC; default: now)"
+    )
+
     pause = sub.add_parser(
         "pause",
         help="kill switch: the leader withdraws every prewarm within one tick and writes nothing"
@@ -138,6 +150,15 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     resume = sub.add_parser("resume", help="turn the kill switch off: prewarming resumes")
     _config_arg(resume)
     resume.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+
+
+def _instant(text: str) -> int:
+    """An ISO 8601 time as epoch seconds (UTC unless it says otherwise)."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"bad time {text!r} (use e.g. 2026-11-30T12:00Z)") from exc
+    return int(moment.replace(tzinfo=moment.tzinfo or UTC).timestamp())
 
 
 def _config_arg(parser: argparse.ArgumentParser) -> None:

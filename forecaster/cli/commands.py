@@ -9,10 +9,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from forecaster.actuators.control import CONTROL_CONFIG_MAP, Control
+from forecaster.actuators.guardrails import Guardrail
 from forecaster.cli import BUNDLED_CONFIG, DEFAULT_CONFIG
 from forecaster.core.actions import Halt
 from forecaster.core.series import iso_utc
-from forecaster.errors import ConfigError
+from forecaster.errors import ConfigError, SourceError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun
 from forecaster.forecasting.registry import FALLBACK, known_names
@@ -24,6 +25,7 @@ from forecaster.service.replay_cli import replay_command
 from forecaster.service.report import (
     backtest_header,
     plan_report,
+    query_check_report,
     score_table,
     selection_line,
     training_report,
@@ -48,6 +50,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "train": _train_command,
         "doctor": _doctor,
         "cleanup": _cleanup,
+        "check-query": _check_query,
         "pause": _switch,
         "resume": _switch,
     }
@@ -63,6 +66,19 @@ def _cleanup(settings: Settings, args: argparse.Namespace) -> int:
         print(line)
     print(f"cleanup: {len(changed)} change(s) undone" if changed else "cleanup: nothing to undo")
     return 0
+
+
+def _check_query(settings: Settings, args: argparse.Namespace) -> int:
+    """Each pool's query as Prometheus answers it; exit 1 when a query is unusable."""
+    now = args.at if args.at is not None else int(SystemClock().now().timestamp())
+    retention, checks = app.check_queries(settings, pools=args.pool, now=now)
+    for line in query_check_report(settings.source.prometheus.url, retention, checks, now=now):
+        print(line)
+    findings = app.history_findings(settings, retention, checks, now=now)
+    for finding in findings:
+        where = f" [{finding.pool}]" if finding.pool else ""
+        print(f"WARN {finding.code}{where}: {finding.message}")
+    return 1 if any(f.code == "bad-query" for f in findings) else 0
 
 
 def _switch(settings: Settings, args: argparse.Namespace) -> int:
@@ -101,6 +117,14 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     choice = app.backend_choice(settings, kube)
     print(f"backend: {choice.backend} ({choice.reason})")
     findings = app.run_guardrails(settings, kube)
+    if settings.source.kind == "prometheus":  # the history training will read
+        now = int(SystemClock().now().timestamp())
+        try:
+            retention, checks = app.check_queries(settings, pools=None, now=now)
+        except SourceError as exc:
+            findings.append(Guardrail("prometheus-unreachable", None, str(exc)))
+        else:
+            findings += app.history_findings(settings, retention, checks, now=now)
     for finding in findings:
         where = f" [{finding.pool}]" if finding.pool else ""
         print(f"WARN {finding.code}{where}: {finding.message}")

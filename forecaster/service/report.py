@@ -1,4 +1,4 @@
-"""Plain-text reports for the terminal: backtest tables and training summaries."""
+"""Plain-text reports for the terminal: backtest tables, training summaries, query checks."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.selection import Selection
 from forecaster.service.loop import TickRecord
 from forecaster.service.training import PoolTraining
+from forecaster.sources.prometheus import QueryCheck
 
 
 def score_table(
@@ -119,4 +120,36 @@ def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budget
         f" (each GPU charged {budgets.commitment_seconds / 3600:.2f} h ahead)"
     )
     lines.extend(f"  - {reason}" for reason in decision.reasons)
+    return lines
+
+
+def query_check_report(
+    url: str, retention: str | None, checks: Sequence[QueryCheck], *, now: int
+) -> list[str]:
+    """What Prometheus returns for each pool's query, for a person checking a config."""
+    lines = [f"Prometheus {url}: retention {retention or 'not reported by the server'}"]
+    for check in checks:
+        lines.append(f"pool {check.pool}: {' '.join(check.query.split())}")
+        if check.problem and not check.series:
+            lines.append(f"  error: {check.problem}")
+            continue
+        last = f"{check.last_value:g} GPUs" if check.last_value is not None else "none"
+        if not check.series:
+            last += " (no series: no GPU pod asks now, or the query matches nothing)"
+        lines.append(f"  now ({iso_utc(now)}): {check.series} series, value {last}")
+        if check.first_sample_at is not None:
+            days = (now - check.first_sample_at) / 86400
+            lines.append(
+                f"  history: {days:.1f} days (first sample {iso_utc(check.first_sample_at)})"
+            )
+        else:
+            lines.append("  history: no sample in the lookback")
+        if check.recent is not None:
+            problems = check.recent.describe() or ["clean"]
+            lines.append(
+                f"  last day at {check.recent.step_seconds}s: {check.recent.usable_points}"
+                f" usable points; {'; '.join(problems)}"
+            )
+        if check.problem:
+            lines.append(f"  error: {check.problem}")
     return lines

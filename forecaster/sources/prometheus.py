@@ -18,7 +18,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import requests
@@ -42,6 +45,37 @@ DEFAULT_QUERY = """sum(
     max by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
 )"""
 """GPUs requested by Pending + Running pods that select NodePool ``{pool}``."""
+
+RECORDED_QUERY = 'sum(nodepool:forecaster_gpu_demand:sum{nodepool="{pool}"})'
+"""The same demand from the recording rule ``deploy/`` ships (cheap over weeks of history)."""
+
+
+@dataclass(frozen=True)
+class QueryCheck:
+    """What a pool's query returns (``forecaster check-query``, ``doctor``)."""
+
+    pool: str
+    query: str
+    series: int
+    """Series the query returns now (it must be exactly one)."""
+    last_value: float | None
+    first_sample_at: int | None
+    """The earliest sample within the lookback, at one-hour resolution (None: none at all)."""
+    recent: QualityReport | None
+    """The last day on the forecasting grid: gaps, NaN, resets (None: it could not be read)."""
+    problem: str | None = None
+
+
+_PROM_DURATION = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
+_PROM_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800, "y": 31536000}
+
+
+def prometheus_duration_seconds(text: str) -> float | None:
+    """Seconds of a Prometheus duration (``15d``, ``1y``, ``1d12h``); None if unreadable."""
+    parts = _PROM_DURATION.findall(text.strip())
+    if not parts or "".join(n + u for n, u in parts) != text.strip():
+        return None
+    return sum(int(n) * _PROM_UNITS[u] for n, u in parts)
 
 
 def render_query(template: str, pool: str) -> str:
@@ -122,16 +156,72 @@ class PrometheusSource:
             outage_min_seconds=self._outage_min_seconds,
         )
 
+    def retention(self) -> str | None:
+        """The server's ``storage.tsdb.retention.time`` (None where it does not say: Thanos,
+        managed services)."""
+        flags = self._guarded(
+            lambda: self._client._session.get(  # no flags call in the client; its session
+                f"{self.url}/api/v1/status/flags",  # carries our retries
+                headers=self._client.headers,
+                auth=self._client.auth,
+                timeout=self._timeout,
+            )
+        )
+        if flags.status_code != 200:
+            return None
+        value = flags.json().get("data", {}).get("storage.tsdb.retention.time")
+        return str(value) if value else None
+
+    def check(self, pool: str, *, now: int, lookback_seconds: int, step_seconds: int) -> QueryCheck:
+        """Run the pool's query now, over the lookback (hourly) and over the last day (on the
+        grid); a query error is reported in ``problem``, not raised."""
+        query = self.query_for(pool)
+        try:
+            instant = self._guarded(
+                lambda: self._client.custom_query(query, params={"time": str(now)})
+            )
+        except SourceError as exc:
+            return QueryCheck(pool, query, 0, None, None, None, problem=str(exc))
+        last = float(instant[0]["value"][1]) if len(instant) == 1 else None
+        first = problem = None
+        recent = None
+        try:
+            hourly, _ = self._query_range(query, now - lookback_seconds, now, 3600)
+            first = int(hourly[0]) if hourly.size else None
+            if hourly.size and hourly[-1] > now - 86400:  # else nothing to judge on the grid
+                _, recent = self.fetch(pool, start=now - 86400, end=now, step_seconds=step_seconds)
+        except SourceError as exc:
+            problem = str(exc)
+        return QueryCheck(pool, query, len(instant), last, first, recent, problem)
+
     def _query_range(
         self, query: str, start: int, end: int, step_seconds: int
     ) -> tuple[np.ndarray, np.ndarray]:
-        try:
-            result = self._client.custom_query_range(
+        result = self._guarded(
+            lambda: self._client.custom_query_range(
                 query,
                 start_time=datetime.fromtimestamp(start, tz=UTC),
                 end_time=datetime.fromtimestamp(end, tz=UTC),
                 step=f"{step_seconds}s",
             )
+        )
+        if len(result) > 1:
+            labels = [item.get("metric", {}) for item in result[:3]]
+            raise SourceError(
+                f"query returned {len(result)} series (e.g. {labels}); it must aggregate to one"
+                " series per pool, e.g. wrap it in sum(...)"
+            )
+        if not result:
+            return np.empty(0, dtype=np.int64), np.empty(0)
+        pairs = result[0].get("values", [])
+        ts = np.array([round(float(t)) for t, _ in pairs], dtype=np.int64)
+        vals = np.array([float(v) for _, v in pairs], dtype=np.float64)
+        return ts, vals
+
+    def _guarded(self, call: Callable[[], Any]) -> Any:
+        """``call()``, with every client failure turned into one-line ``SourceError``."""
+        try:
+            return call()
         except PrometheusApiClientException as exc:
             raise SourceError(f"Prometheus {self.url} rejected the query: {_reason(exc)}") from exc
         except requests.exceptions.RetryError as exc:
@@ -147,18 +237,6 @@ class PrometheusSource:
             raise SourceError(
                 f"Prometheus {self.url} is unreachable: {_first_line(reason)}"
             ) from exc
-        if len(result) > 1:
-            labels = [item.get("metric", {}) for item in result[:3]]
-            raise SourceError(
-                f"query returned {len(result)} series (e.g. {labels}); it must aggregate to one"
-                " series per pool, e.g. wrap it in sum(...)"
-            )
-        if not result:
-            return np.empty(0, dtype=np.int64), np.empty(0)
-        pairs = result[0].get("values", [])
-        ts = np.array([round(float(t)) for t, _ in pairs], dtype=np.int64)
-        vals = np.array([float(v) for _, v in pairs], dtype=np.float64)
-        return ts, vals
 
 
 def _reason(exc: PrometheusApiClientException) -> str:

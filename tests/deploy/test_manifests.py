@@ -27,6 +27,7 @@ import yaml
 
 from forecaster.service.metrics import Metrics
 from forecaster.settings import load_settings
+from forecaster.sources.prometheus import DEFAULT_QUERY, RECORDED_QUERY, render_query
 from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT, Objects, by_kind, render
 from tests.kubeapi.schemas import validate
 
@@ -252,3 +253,70 @@ def test_dockerfile_builds_what_the_manifests_run() -> None:
         "run",
         "--cluster",
     ]
+
+
+def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path: Path) -> None:
+    """``promtool test rules``: on pods of two NodePools (pending, running, finished, one of
+    two containers), the recorded series equals the daemon's default query for each pool."""
+    (rule,) = by_kind(render("live"), "PrometheusRule")
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule["spec"]))
+    pods = {  # pod: (nodepool, GPUs per container, phase)
+        "a": ("gpu-a", [2], "Running"),
+        "b": ("gpu-a", [4], "Pending"),
+        "c": ("gpu-a", [8], "Succeeded"),
+        "d": ("gpu-b", [1], "Running"),
+        "e": ("gpu-a", [1, 1], "Pending"),
+    }
+    series = []
+    for pod, (pool, containers, phase) in pods.items():
+        ident = f'namespace="ml",pod="{pod}"'
+        for i, gpus in enumerate(containers):
+            series.append(
+                {
+                    "series": f"kube_pod_container_resource_requests{{{ident},container="
+                    f'"c{i}",resource="nvidia_com_gpu"}}',
+                    "values": f"{gpus}x15",
+                }
+            )
+        for name in ("Pending", "Running", "Succeeded"):
+            series.append(
+                {
+                    "series": f'kube_pod_status_phase{{{ident},phase="{name}"}}',
+                    "values": f"{int(name == phase)}x15",
+                }
+            )
+        series.append(
+            {
+                "series": "kube_pod_nodeselectors"
+                f'{{{ident},nodeselector_karpenter_sh_nodepool="{pool}"}}',
+                "values": "1x15",
+            }
+        )
+    expected = {"gpu-a": 2 + 4 + 2, "gpu-b": 1}
+    exprs = []
+    for pool, gpus in expected.items():
+        for template in (DEFAULT_QUERY, RECORDED_QUERY):
+            exprs.append(
+                {
+                    "expr": render_query(template, pool),
+                    "eval_time": "10m",
+                    "exp_samples": [{"labels": "{}", "value": gpus}],
+                }
+            )
+    tests = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": series, "promql_expr_test": exprs}],
+    }
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool not found: scripts/setup installs Debian's prometheus"
+    result = subprocess.run(
+        [promtool, "test", "rules", "tests.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -68,8 +68,10 @@ def require_binaries() -> tuple[str, str]:
 
 
 @contextmanager
-def running_prometheus(workdir: Path, series: list[Series]) -> Iterator[str]:
-    """Backfill ``series``, start Prometheus, yield its URL, stop it afterwards."""
+def running_prometheus(
+    workdir: Path, series: list[Series], *, retention: str = "3650d"
+) -> Iterator[str]:
+    """Backfill ``series``, start Prometheus (keeping ``retention``), yield its URL, stop it."""
     prometheus, promtool = require_binaries()
     data_dir = workdir / "tsdb"
     data_dir.mkdir(parents=True)
@@ -98,7 +100,7 @@ def running_prometheus(workdir: Path, series: list[Series]) -> Iterator[str]:
             prometheus,
             f"--config.file={config}",
             f"--storage.tsdb.path={data_dir}",
-            "--storage.tsdb.retention.time=3650d",
+            f"--storage.tsdb.retention.time={retention}",
             f"--web.listen-address=127.0.0.1:{port}",
         ],
         stdout=log,
