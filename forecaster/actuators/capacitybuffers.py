@@ -141,6 +141,7 @@ class CapacityBuffers:
                 "name": name,
                 "namespace": self.namespace,
                 "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool},
+                "annotations": {lbl.FORMAT: str(lbl.OBJECT_FORMAT)},
             },
             "template": {
                 "metadata": {"labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool}},
@@ -158,7 +159,11 @@ class CapacityBuffers:
                 "name": buffer_name(spec.pool),
                 "namespace": self.namespace,
                 "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool},
-                "annotations": {lbl.EXPIRES_AT: expires, lbl.GPUS: str(spec.gpus)},
+                "annotations": {
+                    lbl.EXPIRES_AT: expires,
+                    lbl.GPUS: str(spec.gpus),
+                    lbl.FORMAT: str(lbl.OBJECT_FORMAT),
+                },
             },
             "spec": {"podTemplateRef": {"name": buffer_name(spec.pool)}, "replicas": replicas},
         }

@@ -15,6 +15,11 @@ GPUS = "forecaster.io/gpus"
 CREATED_AT = "forecaster.io/created-at"
 EXPIRES_AT = "forecaster.io/expires-at"
 ORIGINAL_DISRUPTION = "forecaster.io/original-disruption"
+FORMAT = "forecaster.io/format"
+OBJECT_FORMAT = 1
+"""The format of what we write (annotation ``FORMAT`` on our objects, ``"format"`` in the NodePool
+record; the state has its own ``format_version``). Absent means 1 (0.1.0 wrote none). A newer
+daemon reads every older format; an older one refuses a NodePool record from a newer one."""
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 JOB_NAME = "batch.kubernetes.io/job-name"

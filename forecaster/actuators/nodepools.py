@@ -147,6 +147,12 @@ def pause_record(nodepool: Obj) -> Obj:
             f"NodePool {name}: annotation {lbl.ORIGINAL_DISRUPTION} is damaged; not touching"
             " the NodePool (restore its disruption settings by hand, then remove the annotation)"
         )
+    if int(record.get("format", 1)) > lbl.OBJECT_FORMAT:
+        raise NodePoolConflictError(
+            f"NodePool {name}: our record is in format {record['format']}, written by a newer"
+            f" forecaster (this one reads up to {lbl.OBJECT_FORMAT}); not touching the NodePool:"
+            " run the newer version's cleanup, or restore by hand"
+        )
     return dict(record)
 
 
@@ -174,7 +180,12 @@ def _protect_patch(nodepool: Obj, consolidate_after: str, *, now: int, seconds: 
         "consolidateAfter": consolidate_after,
         "budgets": [*(original["budgets"] or KARPENTER_DEFAULT_BUDGETS), PROTECT_BUDGET],
     }
-    record = {"original": original, "applied": applied, "until": now + seconds}
+    record = {
+        "format": lbl.OBJECT_FORMAT,
+        "original": original,
+        "applied": applied,
+        "until": now + seconds,
+    }
     return {
         "metadata": {
             "resourceVersion": nodepool["metadata"]["resourceVersion"],

@@ -220,7 +220,11 @@ def placeholder_job(
         lbl.POOL: spec.pool,
         lbl.SLOT: str(slot),
     }
-    annotations = {lbl.GPUS: str(spec.gpus), lbl.CREATED_AT: str(now)}
+    annotations = {
+        lbl.GPUS: str(spec.gpus),
+        lbl.CREATED_AT: str(now),
+        lbl.FORMAT: str(lbl.OBJECT_FORMAT),
+    }
     pod_spec = placeholder_pod_spec(spec, priority_class=priority_class)
     pod_spec["activeDeadlineSeconds"] = spec.ttl_seconds  # the pod's own, once it runs
     return {

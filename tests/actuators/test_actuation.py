@@ -159,6 +159,7 @@ def test_an_opted_in_pool_pauses_its_nodepool_first_with_a_deadline(
         "budgets": [{"nodes": "20%"}, {"nodes": "0", "reasons": ["Empty", "Underutilized"]}],
     }
     record = {
+        "format": 1,
         "original": {"budgets": [{"nodes": "20%"}], "consolidateAfter": "30s"},
         "applied": applied,
         "until": now_of(api) + 3600,
