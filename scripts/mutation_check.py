@@ -297,6 +297,13 @@ MUTATIONS = (
         "if False:",
         ("tests/faults/test_upgrade.py",),
     ),
+    Mutation(
+        "a local forecast-only run writes a Lease",
+        "forecaster/cli/commands.py",
+        "            elect=not local,",
+        "            elect=True,",
+        ("tests/service/test_local_forecast_only.py",),
+    ),
 )
 
 

@@ -38,16 +38,37 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser(
-        "run", help="run the daemon: on the cluster twin by default (the embedded demo)"
+        "run",
+        help="run the daemon: on the cluster twin by default (the embedded demo), against a"
+        " cluster with --cluster, or read-only from your laptop with --forecast-only",
+        description="Run the daemon. Without flags: the embedded demo (sample trace on the"
+        " cluster twin). --cluster: in a pod (or with your kubeconfig). --prometheus-url URL"
+        " --forecast-only: the safe first step on a real cluster - forecasts and plans from your"
+        " Prometheus and the current kubeconfig, writes nothing (no Lease either), page on"
+        " http://127.0.0.1:PORT/.",
     )
     _config_arg(run)
-    run.add_argument("--port", type=int, default=8080, help="inspection endpoint port (8080)")
+    run.add_argument("--port", type=int, default=8080, help="inspection endpoint TCP port (8080)")
+    run.add_argument(
+        "--listen", help="address the endpoint binds (127.0.0.1 with --forecast-only, else 0.0.0.0)"
+    )
     run.add_argument("--speed", type=float, help="twin: simulated seconds per real second")
-    run.add_argument("--duration", type=parse_duration, help="stop after this much real time")
+    run.add_argument(
+        "--duration", type=parse_duration, help="stop after this much real time (e.g. 10m)"
+    )
     run.add_argument(
         "--cluster", action="store_true", help="run against a real cluster (in-cluster/kubeconfig)"
     )
     run.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+    run.add_argument(
+        "--prometheus-url",
+        help="read demand from this Prometheus (sets source.kind: prometheus and its url)",
+    )
+    run.add_argument(
+        "--forecast-only",
+        action="store_true",
+        help="every pool forecast-only and dry-run: plans and reports, sends no write at all",
+    )
 
     train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
     _config_arg(train)
@@ -63,7 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
         "plan", help="print the prewarm plan now, with the reason for every number"
     )
     _config_arg(plan)
-    plan.add_argument("--data", type=Path, help="CSV history to plan from (instead of the source)")
+    plan.add_argument(
+        "--data", type=Path, help="CSV history (timestamp, GPUs) to plan from, not the source"
+    )
     plan.add_argument("--pool", help="pool the --data file belongs to (default: the first pool)")
 
     rp = sub.add_parser("replay", help="what-if of reactive vs predictive prewarming on a trace")
@@ -82,28 +105,42 @@ def build_parser() -> argparse.ArgumentParser:
         "rollback", help="make the previous (or a given) version current"
     )
     _config_arg(rollback)
-    rollback.add_argument("--pool", required=True)
+    rollback.add_argument("--pool", required=True, help="the pool whose model to roll back")
     rollback.add_argument("--to", help="version to make current (default: the one before)")
 
     bt = sub.add_parser("backtest", help="rolling-origin backtest of models on a CSV series")
     bt.add_argument("--data", type=Path, required=True, help="CSV with timestamp,<value column>")
-    bt.add_argument("--horizon", type=parse_duration, default=900, help="e.g. 15m (default)")
+    bt.add_argument(
+        "--horizon",
+        type=parse_duration,
+        default=900,
+        help="how far ahead to forecast, a duration (15m)",
+    )
     bt.add_argument(
         "--models",
         default=",".join(known_names()),
         help=f"comma-separated, from {', '.join(known_names())}",
     )
     bt.add_argument("--output", type=Path, help="write every forecast to this CSV")
-    bt.add_argument("--value-column", default=DEFAULT_VALUE_COLUMN)
+    bt.add_argument(
+        "--value-column", default=DEFAULT_VALUE_COLUMN, help="CSV column of GPUs (gpus_requested)"
+    )
     bt.add_argument("--step", type=parse_duration, default=60, help="grid step (default 60s)")
     bt.add_argument("--test", type=parse_duration, default=7 * DAY, help="scored period (7d)")
-    bt.add_argument("--train", type=parse_duration, default=14 * DAY, help="training window")
+    bt.add_argument(
+        "--train", type=parse_duration, default=14 * DAY, help="training window, a duration (14d)"
+    )
     bt.add_argument("--every", type=parse_duration, default=300, help="origin spacing (5m)")
     bt.add_argument("--refit-every", type=parse_duration, default=DAY, help="refit spacing (1d)")
-    bt.add_argument("--quantile", type=float, default=0.95, help="target quantile (0.95)")
-    bt.add_argument("--tolerance", type=float, default=0.01, help="coverage tolerance (0.01)")
+    bt.add_argument("--quantile", type=float, default=0.95, help="target quantile, 0-1 (0.95)")
     bt.add_argument(
-        "--outage-min", type=parse_duration, default=3600, help="zeros this long are outages"
+        "--tolerance", type=float, default=0.01, help="coverage tolerance, a fraction (0.01)"
+    )
+    bt.add_argument(
+        "--outage-min",
+        type=parse_duration,
+        default=3600,
+        help="runs of zeros this long are outages (1h)",
     )
     return parser
 

@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import getpass
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from tqdm import tqdm
 
 from forecaster.actuators.control import CONTROL_CONFIG_MAP, Control
 from forecaster.actuators.guardrails import Guardrail
@@ -103,6 +107,26 @@ def _switch(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def _model_bar(total: int, *, desc: str) -> Iterator[Callable[[str], None]]:
+    """A progress bar over model backtests on stderr (only on a terminal: CronJob logs get
+    none); yields the callback that advances it."""
+    with tqdm(
+        total=total,
+        desc=desc,
+        unit="model",
+        file=sys.stderr,
+        disable=None,
+        bar_format="{desc} {bar} {n}/{total} model backtests{postfix} [{elapsed}]",
+    ) as bar:
+
+        def advance(model: str) -> None:
+            bar.set_postfix_str(model, refresh=False)
+            bar.update(1)
+
+        yield advance
+
+
 def _who() -> str:
     """Who runs the command (a container may have no user entry)."""
     try:
@@ -165,12 +189,34 @@ def _models(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _run(settings: Settings, args: argparse.Namespace) -> int:
-    if args.cluster or args.kube_host:
-        return serve_cluster(settings, port=args.port, host=args.kube_host)
+    if args.prometheus_url:
+        source = settings.source.model_copy(
+            update={
+                "kind": "prometheus",
+                "prometheus": settings.source.prometheus.model_copy(
+                    update={"url": args.prometheus_url}
+                ),
+            }
+        )
+        settings = settings.model_copy(update={"source": source})
+    if args.forecast_only:
+        pools = tuple(p.model_copy(update={"forecast_only": True}) for p in settings.pools)
+        settings = settings.model_copy(update={"dry_run": True, "pools": pools})
+    if args.cluster or args.kube_host or (args.forecast_only and args.prometheus_url):
+        local = args.forecast_only
+        return serve_cluster(
+            settings,
+            port=args.port,
+            host=args.kube_host,
+            listen=args.listen or ("127.0.0.1" if local else "0.0.0.0"),
+            elect=not local,
+            duration_seconds=args.duration,
+        )
     if settings.source.kind == "prometheus":
         raise ConfigError(
             "source.kind is prometheus: the embedded demo replays CSV samples on the twin;"
-            " run against a cluster with --cluster (--kube-host URL), or use a csv source"
+            " run read-only from here with --prometheus-url URL --forecast-only, against a"
+            " cluster with --cluster (--kube-host URL), or use a csv source"
         )
     if args.speed is not None:
         twin = settings.twin.model_copy(update={"speed": args.speed})
@@ -193,7 +239,11 @@ def _train(settings: Settings, *, pools: list[str] | None) -> int:
     if settings.models_store == "configmap":  # models are shared data, written even in dry-run
         kube = app.connect(settings.model_copy(update={"dry_run": False}))
         mirror = app.model_mirror(settings, kube)
-    results = app.train(settings, pools=pools, clock=SystemClock(), mirror=mirror)
+    chosen = [p for p in settings.pools if not pools or p.name in pools]
+    with _model_bar(len(chosen) * len(settings.forecast.models), desc="train") as advance:
+        results = app.train(
+            settings, pools=pools, clock=SystemClock(), mirror=mirror, progress=advance
+        )
     for line in training_report(results, baseline=FALLBACK):
         print(line)
     return 1 if any(r.status == "failed" for r in results) else 0
@@ -310,7 +360,8 @@ def _backtest(args: argparse.Namespace) -> int:
         origin_every_seconds=args.every,
         refit_every_seconds=args.refit_every,
     )
-    runs, scores = backtest_models(series, plan, spec)
+    with _model_bar(len(names), desc="backtest") as advance:
+        runs, scores = backtest_models(series, plan, spec, progress=advance)
     selection = select(scores, target=args.quantile, tolerance=args.tolerance, fallback=FALLBACK)
     print(backtest_header(args.data.name, spec))
     for line in score_table(

@@ -12,34 +12,68 @@ from forecaster.simulation.policies import POLICY_NAMES
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``replay`` subcommand's options."""
     parser.add_argument(
-        "--jobs", type=Path, help="job trace: job_id,submission_time,duration,num_gpu"
+        "--jobs",
+        type=Path,
+        help="job trace CSV: job_id,submission_time,duration,num_gpu (seconds, GPUs)",
     )
-    parser.add_argument("--series", type=Path, help="or a per-minute demand CSV (1-GPU pods)")
+    parser.add_argument(
+        "--series", type=Path, help="or a per-minute demand CSV of GPUs (1-GPU pods)"
+    )
     parser.add_argument(
         "--policy",
         default=",".join(POLICY_NAMES),
         help="comma-separated; static:K and burst:ALPHA too",
     )
-    parser.add_argument("--sweep", default="", help="static headrooms to sweep, e.g. 0,16,32,64,96")
     parser.add_argument(
-        "--static-gpus", type=int, default=64, help="K of the plain 'static' policy"
+        "--sweep", default="", help="static headrooms to sweep, GPUs, e.g. 0,16,32,64,96"
+    )
+    parser.add_argument(
+        "--static-gpus", type=int, default=64, help="K (GPUs) of the plain 'static' policy (64)"
     )
     parser.add_argument("--report", type=Path, help="write the HTML report here")
     parser.add_argument("--json", type=Path, help="write the figures per policy as JSON here")
-    parser.add_argument("--epoch", default="2026-01-08T00:00:00Z", help="trace second 0 (jobs)")
-    parser.add_argument("--start-day", type=float, default=0.0)
-    parser.add_argument("--warmup-days", type=float, default=10.0, help="excluded from metrics")
-    parser.add_argument("--end-day", type=float, default=50.0)
-    parser.add_argument("--gpus-per-node", type=int, default=8)
-    parser.add_argument("--provision", type=parse_duration, default=60)
-    parser.add_argument("--image-pull", type=parse_duration, default=300)
-    parser.add_argument("--consolidate-after", type=parse_duration, default=300)
     parser.add_argument(
-        "--max-prewarm-gpus", type=int, default=1024, help="planner cap (and breach line)"
+        "--epoch", default="2026-01-08T00:00:00Z", help="wall time of trace second 0 (ISO 8601)"
     )
-    parser.add_argument("--model", default="quantreg-raw", help="predictive policy's model")
     parser.add_argument(
-        "--quantile", type=float, default=0.95, help="forecast quantile the predictive plans for"
+        "--start-day", type=float, default=0.0, help="replay from this trace day (days, 0)"
+    )
+    parser.add_argument(
+        "--warmup-days",
+        type=float,
+        default=10.0,
+        help="days simulated first, excluded from metrics (10)",
+    )
+    parser.add_argument(
+        "--end-day", type=float, default=50.0, help="replay up to this trace day (days, 50)"
+    )
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs of one node (8)")
+    parser.add_argument(
+        "--provision", type=parse_duration, default=60, help="node launch to Ready (60s)"
+    )
+    parser.add_argument(
+        "--image-pull", type=parse_duration, default=300, help="workload image pull (5m)"
+    )
+    parser.add_argument(
+        "--consolidate-after",
+        type=parse_duration,
+        default=300,
+        help="Karpenter removes a node empty this long (5m)",
+    )
+    parser.add_argument(
+        "--max-prewarm-gpus",
+        type=int,
+        default=1024,
+        help="planner cap and breach line, GPUs (1024)",
+    )
+    parser.add_argument(
+        "--model", default="quantreg-raw", help="predictive policy's model (quantreg-raw)"
+    )
+    parser.add_argument(
+        "--quantile",
+        type=float,
+        default=0.95,
+        help="forecast quantile the predictive plans for (0.95)",
     )
     parser.add_argument("--no-warm-image", action="store_true", help="placeholders run pause only")
     parser.add_argument(
@@ -54,13 +88,21 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         help="sweep static K and predictive's quantile; choose on --tune-days, judge on"
         " --eval-days",
     )
-    parser.add_argument("--tune-days", default="10-30", help="tuning window (with --frontier)")
-    parser.add_argument("--eval-days", default="30-50", help="evaluation window (with --frontier)")
+    parser.add_argument(
+        "--tune-days",
+        default="10-30",
+        help="tuning window in trace days, FROM-TO (with --frontier; 10-30)",
+    )
+    parser.add_argument(
+        "--eval-days",
+        default="30-50",
+        help="evaluation window in trace days, FROM-TO (with --frontier; 30-50)",
+    )
     parser.add_argument(
         "--kueue-quota-gpus",
         type=int,
         default=None,
         help="Kueue admits at most this many GPUs at once; the rest wait as workloads",
     )
-    parser.add_argument("--price", type=float, default=4.10, help="on-demand $ per GPU-hour")
-    parser.add_argument("--spot-price", type=float, default=1.60, help="spot $ per GPU-hour")
+    parser.add_argument("--price", type=float, default=4.10, help="on-demand $ per GPU-hour (4.10)")
+    parser.add_argument("--spot-price", type=float, default=1.60, help="spot $ per GPU-hour (1.60)")

@@ -36,7 +36,7 @@ from forecaster.service.clock import Clock
 from forecaster.service.loop import Observer, PoolRuntime, PrewarmActuator, Reconciler
 from forecaster.service.models import ModelProvider
 from forecaster.service.state import MemoryStateStore, StateStore
-from forecaster.service.training import PoolTraining, TrainingPlan, train_pool
+from forecaster.service.training import PoolTraining, Progress, TrainingPlan, train_pool
 from forecaster.settings import PoolSettings, Settings
 from forecaster.sources.base import DemandSource
 from forecaster.sources.files import CsvSource
@@ -113,6 +113,7 @@ def train(
     pools: list[str] | None,
     clock: Clock,
     mirror: ModelConfigMaps | None = None,
+    progress: Progress | None = None,
 ) -> list[PoolTraining]:
     """Train every selected pool; a pool that fails is reported as failed, the others go on.
 
@@ -121,14 +122,14 @@ def train(
     """
     if mirror is not None:
         fetch_models(settings, mirror)
-    results = _train_pools(settings, pools=pools, clock=clock)
+    results = _train_pools(settings, pools=pools, clock=clock, progress=progress)
     if mirror is not None:
         publish_models(settings, mirror, [r.pool for r in results])
     return results
 
 
 def _train_pools(
-    settings: Settings, *, pools: list[str] | None, clock: Clock
+    settings: Settings, *, pools: list[str] | None, clock: Clock, progress: Progress | None
 ) -> list[PoolTraining]:
     source = build_source(settings)
     store = ArtifactStore(settings.models_dir)
@@ -139,16 +140,21 @@ def _train_pools(
             continue
         try:
             series, report = fetch_history(settings, source, pool, clock=clock)
-            for line in report.describe():
-                log.info("pool %s data: %s", pool.name, line)
+            for line in report.describe():  # debug: `train` prints these in its report
+                log.debug("pool %s data: %s", pool.name, line)
             result = train_pool(
-                series, report, plan=training_plan(settings, pool), store=store, created=created
+                series,
+                report,
+                plan=training_plan(settings, pool),
+                store=store,
+                created=created,
+                progress=progress,
             )
         except ForecasterError as exc:
-            log.error("pool %s: training failed: %s", pool.name, exc)
+            log.debug("pool %s: training failed: %s", pool.name, exc)
             result = PoolTraining(pool=pool.name, status="failed", message=str(exc), quality=None)
         else:
-            log.info("pool %s: %s", pool.name, result.message)
+            log.debug("pool %s: %s", pool.name, result.message)
         results.append(result)
     return results
 

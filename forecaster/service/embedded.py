@@ -62,7 +62,7 @@ class EmbeddedRun:
             store=self.store,
             created=from_epoch_seconds(now).strftime("%Y%m%dT%H%M%SZ"),
         )
-        log.info("twin retrain at %s: %s", now, result.message)
+        log.info("[twin %s] retrain: %s", _simulated(now), result.message)
         return result.version
 
     def step(self, until: float) -> None:
@@ -122,6 +122,11 @@ def build_embedded(settings: Settings, *, models_dir: Path | None = None) -> Emb
     return run
 
 
+def _simulated(at: float) -> str:
+    """Simulated time as the demo prints it (logs carry wall time; this is the twin's clock)."""
+    return from_epoch_seconds(int(at)).strftime("%Y-%m-%d %H:%MZ")
+
+
 def summary(run: EmbeddedRun) -> str:
     """One line about the latest tick, for the terminal."""
     record = run.daemon.last
@@ -133,7 +138,7 @@ def summary(run: EmbeddedRun) -> str:
     p95 = (
         f"{view.demand.upper_label} {view.demand.upper_gpus:.0f}" if view.demand else "no forecast"
     )
-    when = from_epoch_seconds(record.at).strftime("%Y-%m-%d %H:%MZ")
+    when = _simulated(record.at)
     return (
         f"[twin {when}] {run.pool}: {pool_plan.mode.value}, {demand}, {p95},"
         f" prewarm {pool_plan.target_gpus} GPUs ({view.model} {view.model_version})"

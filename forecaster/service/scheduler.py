@@ -3,8 +3,8 @@
 Jobs (``BackgroundScheduler``, ``coalesce``, ``max_instances=1``, misfire grace of one period):
 
 * ``lease`` every third of the Lease duration: acquire or renew leadership;
-* ``reconcile`` every ``reconcile_every_seconds``: one tick; only the leader acts, every replica
-  forecasts and serves the endpoint.
+* ``reconcile`` at start and every ``reconcile_every_seconds``: one tick; only the leader acts,
+  every replica forecasts and serves the endpoint.
 
 Weekly retraining runs as the CronJob (``forecaster train``) and publishes artifacts; each tick
 checks the ``CURRENT`` pointer, so new models are hot-reloaded without a restart. On SIGTERM the
@@ -18,7 +18,10 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
+import time
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import uvicorn
 from apscheduler.schedulers.background import BackgroundScheduler
@@ -45,7 +48,8 @@ class ClusterService:
 
     settings: Settings
     daemon: Daemon
-    elector: LeaderElector
+    elector: LeaderElector | None
+    """None: a forecast-only replica outside the cluster (no Lease, it writes nothing)."""
     clock: Clock
     models: ModelConfigMaps | None = None
     scheduler: BackgroundScheduler | None = None
@@ -56,6 +60,8 @@ class ClusterService:
 
     def renew(self) -> None:
         """The ``lease`` job: renew, unless the reconcile loop is stuck (then let it lapse)."""
+        if self.elector is None:
+            return
         if self.daemon.stuck():
             self.elector.step_down("no reconcile tick completed recently: letting the Lease lapse")
             return
@@ -79,8 +85,14 @@ class ClusterService:
         scheduler = BackgroundScheduler(
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": every}
         )
-        scheduler.add_job(self.renew, IntervalTrigger(seconds=LEASE_SECONDS / 3), id="lease")
-        scheduler.add_job(self.reconcile, IntervalTrigger(seconds=every), id="reconcile")
+        if self.elector is not None:
+            scheduler.add_job(self.renew, IntervalTrigger(seconds=LEASE_SECONDS / 3), id="lease")
+        scheduler.add_job(  # the first tick at once: the endpoint is ready within seconds
+            self.reconcile,
+            IntervalTrigger(seconds=every),
+            id="reconcile",
+            next_run_time=datetime.now(tz=UTC),
+        )
         scheduler.start()
         self.scheduler = scheduler
         return scheduler
@@ -89,31 +101,45 @@ class ClusterService:
         """Wait for a running tick, stop the jobs, give the Lease up."""
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=True)
-        self.elector.release()
+        if self.elector is not None:
+            self.elector.release()
 
 
 def build_cluster_service(
-    settings: Settings, kube: Kube, *, identity: str | None = None, clock: Clock | None = None
+    settings: Settings,
+    kube: Kube,
+    *,
+    identity: str | None = None,
+    clock: Clock | None = None,
+    elect: bool = True,
 ) -> ClusterService:
-    """Guardrails, reconciler, elector and daemon for one replica."""
+    """Guardrails, reconciler, elector and daemon for one replica.
+
+    ``elect=False`` (a local forecast-only run, which must write nothing): no Lease; the
+    replica plans as a leader would, and its dry-run Kube sends no write.
+    """
     clock = clock or SystemClock()
     identity = identity or os.environ.get("POD_NAME") or socket.gethostname()
     findings = app.run_guardrails(settings, kube)
-    elector = LeaderElector(
-        kube,
-        namespace=settings.planning.placeholders.namespace,
-        name=LEASE_NAME,
-        identity=identity,
-        wall=lambda: clock.now().timestamp(),
-        monotonic=clock.monotonic,
-        lease_seconds=LEASE_SECONDS,
-    )
-    kube.guard = elector.remaining_seconds  # checked immediately before every write
+    elector = None
+    if elect:
+        elector = LeaderElector(
+            kube,
+            namespace=settings.planning.placeholders.namespace,
+            name=LEASE_NAME,
+            identity=identity,
+            wall=lambda: clock.now().timestamp(),
+            monotonic=clock.monotonic,
+            lease_seconds=LEASE_SECONDS,
+        )
+        kube.guard = elector.remaining_seconds  # checked immediately before every write
+    elif not kube.dry_run:
+        raise ForecasterError("a replica without leader election must be dry-run")
     reconciler = app.build_reconciler(settings, kube=kube)
     daemon = Daemon(
         reconciler=reconciler,
         slo=app.slo_policy(settings),
-        is_leader=elector.is_leader,
+        is_leader=elector.is_leader if elector else lambda: True,
         monotonic=clock.monotonic,
         stuck_after_seconds=STUCK_AFTER_TICKS * settings.reconcile_every_seconds,
         guardrails=[f"{g.code}{f' ({g.pool})' if g.pool else ''}: {g.message}" for g in findings],
@@ -122,19 +148,38 @@ def build_cluster_service(
     return ClusterService(settings, daemon, elector, clock, models=app.model_mirror(settings, kube))
 
 
-def serve_cluster(settings: Settings, *, port: int, host: str | None = None) -> int:
-    """Run one replica until SIGTERM/Ctrl-C (uvicorn handles the signals)."""
-    ensure_port_free("0.0.0.0", port)
-    service = build_cluster_service(settings, app.connect(settings, host=host))
+def serve_cluster(
+    settings: Settings,
+    *,
+    port: int,
+    host: str | None = None,
+    listen: str = "0.0.0.0",  # in a pod: the Service and the probes must reach it
+    elect: bool = True,
+    duration_seconds: float | None = None,
+) -> int:
+    """Run one replica until SIGTERM/Ctrl-C (uvicorn handles the signals) or the duration."""
+    ensure_port_free(listen, port)
+    service = build_cluster_service(settings, app.connect(settings, host=host), elect=elect)
     service.start()
     log.info(
-        "forecaster daemon: %d pool(s), endpoint on port %d, dry_run=%s",
+        "forecaster daemon: %d pool(s), endpoint on %s:%d, dry_run=%s",
         len(settings.pools),
+        listen,
         port,
         settings.dry_run,
     )
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(service.daemon), host=listen, port=port, log_level="warning")
+    )
     try:
-        uvicorn.run(create_app(service.daemon), host="0.0.0.0", port=port, log_level="warning")
+        if duration_seconds is None:
+            server.run()
+        else:
+            thread = threading.Thread(target=server.run, daemon=True)
+            thread.start()
+            time.sleep(duration_seconds)
+            server.should_exit = True
+            thread.join(timeout=10)
     finally:
         service.stop()
     return 0

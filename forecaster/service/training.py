@@ -12,6 +12,7 @@ import hashlib
 import logging
 import platform
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata as importlib_metadata
 from typing import Any, Literal
@@ -79,8 +80,16 @@ def backtest_spec(series: DemandSeries, plan: TrainingPlan) -> BacktestSpec:
     )
 
 
+Progress = Callable[[str], None]
+"""Called with each model's name once its backtest is done (the CLI's progress bar)."""
+
+
 def backtest_models(
-    series: DemandSeries, plan: TrainingPlan, spec: BacktestSpec
+    series: DemandSeries,
+    plan: TrainingPlan,
+    spec: BacktestSpec,
+    *,
+    progress: Progress | None = None,
 ) -> tuple[list[ModelRun], list[ModelScore]]:
     """Run every candidate through the same backtest."""
     runs, scores = [], []
@@ -94,6 +103,8 @@ def backtest_models(
             log.warning("backtest of %s on %s: %s", name, series.name, failure)
         runs.append(run)
         scores.append(score(run, quantile=plan.target_quantile))
+        if progress is not None:
+            progress(name)
     return runs, scores
 
 
@@ -104,6 +115,7 @@ def train_pool(
     plan: TrainingPlan,
     store: ArtifactStore,
     created: str,
+    progress: Progress | None = None,
 ) -> PoolTraining:
     """Backtest, select, fit and publish the model for one pool (see module docstring)."""
     began = time.perf_counter()
@@ -117,12 +129,13 @@ def train_pool(
             message=(
                 f"only {usable / DAY:.1f} days of usable history, needs"
                 f" {plan.min_history_seconds / DAY:.0f}: {missing:.1f} more day(s);"
-                " the pool stays forecast-only until then"
+                " training publishes no model until then (the daemon forecasts with the"
+                " persistence baseline)"
             ),
             quality=quality,
         )
     spec = backtest_spec(series, plan)
-    runs, scores = backtest_models(series, plan, spec)
+    runs, scores = backtest_models(series, plan, spec, progress=progress)
     selection = select(
         scores, target=plan.target_quantile, tolerance=plan.coverage_tolerance, fallback=FALLBACK
     )

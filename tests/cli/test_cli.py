@@ -9,8 +9,16 @@ Prometheus and a bad config each end as one line on stderr with exit 1; usage er
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import fcntl
+import os
+import pty
 import re
+import struct
+import subprocess
+import sys
+import termios
 from pathlib import Path
 
 import numpy as np
@@ -221,3 +229,55 @@ def test_plan_with_data_for_one_pool(capsys: pytest.CaptureFixture[str], tmp_pat
     assert code == 0
     assert "pool itp:" in out and "pool earth:" not in out
     assert "plan at 2026-02-26T23:59Z" in out
+
+
+def test_backtest_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
+    """On a terminal, ``backtest`` draws a bar advanced per model; piped (CronJob logs), none."""
+    data = write_csv(tmp_path / "short.csv", HELIOS, days=4)
+    command = str(Path(sys.executable).parent / "forecaster")  # the installed console script
+    args = [command, "backtest", "--data", str(data), "--models", "persistence,seasonal-naive",
+            "--test", "1d", "--train", "2d", "--horizon", "15m"]  # fmt: skip
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a terminal
+    with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=secondary) as proc:
+        os.close(secondary)
+        out, _ = proc.communicate(timeout=120)
+        seen = b""
+        with contextlib.suppress(OSError):
+            while chunk := os.read(primary, 4096):
+                seen += chunk
+    os.close(primary)
+    assert proc.returncode == 0, out
+    assert b"2/2 model backtests, seasonal-naive" in seen
+    piped = subprocess.run(args, capture_output=True, timeout=120, check=True)
+    assert b"model backtests" not in piped.stderr
+
+
+def test_every_subcommand_and_flag_says_what_it_is() -> None:
+    """``--help`` of each subcommand says what it does; each flag has help, and a flag taking a
+    number or a duration names its unit or its default."""
+    import argparse
+
+    from forecaster.cli import build_parser
+    from forecaster.durations import parse_duration
+
+    units = re.compile(r"\(|GPUs|seconds|days|\$|duration|0-1|fraction|e\.g\.")
+    missing = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                helps = {a.dest: a.help for a in action._choices_actions}
+                for name, sub in action.choices.items():
+                    if not helps.get(name):
+                        missing.append(f"{path} {name}: no help")
+                    walk(sub, f"{path} {name}")
+            elif action.dest not in ("help", "version"):
+                flag = f"{path} {action.option_strings}"
+                if not action.help:
+                    missing.append(f"{flag}: no help")
+                elif action.type in (int, float, parse_duration) and not units.search(action.help):
+                    missing.append(f"{flag}: no unit or default in {action.help!r}")
+
+    walk(build_parser(), "forecaster")
+    assert missing == []

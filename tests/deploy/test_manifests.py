@@ -28,7 +28,16 @@ import yaml
 from forecaster.service.metrics import Metrics
 from forecaster.settings import load_settings
 from forecaster.sources.prometheus import DEFAULT_QUERY, RECORDED_QUERY, render_query
-from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT, Objects, by_kind, render
+from tests.deploy.renders import (
+    FORECAST_ONLY,
+    RENDERS,
+    ROOT,
+    Objects,
+    by_kind,
+    helm,
+    kubectl,
+    render,
+)
 from tests.kubeapi.schemas import validate
 
 
@@ -166,7 +175,7 @@ def grants(objects: Objects) -> set[tuple[str, str, str, str]]:
 
 
 def test_retraining_trains_every_configured_pool(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     (cronjob,) = [
         c for c in by_kind(render("live"), "CronJob") if c["metadata"]["name"] == "forecaster-train"
@@ -191,7 +200,8 @@ def test_retraining_trains_every_configured_pool(
         )
     )
     main([*container["args"][:1], "--config", str(path)])
-    assert "pool a: training failed" in caplog.text and "pool b: training failed" in caplog.text
+    out = capsys.readouterr().out
+    assert "pool a: failed" in out and "pool b: failed" in out
 
 
 def test_no_shared_volume_is_needed() -> None:
@@ -320,3 +330,33 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_image_is_one_value_in_kustomize_and_helm(tmp_path: Path) -> None:
+    """The README's first install: one ``images`` entry (Kustomize) or ``image.repository``
+    and ``image.tag`` (Helm) set every container's image."""
+    mine = "registry.example.com/forecaster:0.2.0"
+    copy = tmp_path / "deploy"
+    shutil.copytree(ROOT / "deploy", copy, symlinks=True)
+    base = copy / "base" / "kustomization.yaml"
+    document = yaml.safe_load(base.read_text())
+    document["images"][0].update(newName="registry.example.com/forecaster", newTag="0.2.0")
+    base.write_text(yaml.safe_dump(document))
+    rendered = subprocess.run(
+        [kubectl(), "kustomize", str(copy / "overlays" / "live")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    helm_rendered = subprocess.run(
+        [helm(), "template", "forecaster", str(ROOT / "deploy" / "helm" / "forecaster"),
+         "--set", "image.repository=registry.example.com/forecaster", "--set",
+         "image.tag=0.2.0"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout  # fmt: skip
+    for text in (rendered, helm_rendered):
+        images = set(re.findall(r"image: (\S+)", text))
+        images.discard("registry.k8s.io/pause:3.10")
+        assert images == {mine}, images
