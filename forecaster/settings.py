@@ -169,7 +169,13 @@ class SloSettings(_Strict):
     recovery_burn: float = Field(1.0, gt=0)
     recovery_seconds: int = Field(7200, ge=0)
     min_points: int = Field(12, ge=1)
-    max_waste_gpu_hours_per_day: float = Field(48.0, ge=0, allow_inf_nan=False)
+    max_waste_gpu_hours_per_day: float = Field(
+        150.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="prewarm that ended unused; a P95 plan leaves most prewarm unused by design,"
+        " so keep it near the prewarm GPU-hours/day budget",
+    )
 
 
 class PrometheusSettings(_Strict):

@@ -111,6 +111,7 @@ class Actuator:
         report.created[name] = list(applied.created)
         report.deleted[name] = list(applied.deleted)
         report.wasted_gpu_hours[name] = applied.wasted_gpu_hours
+        report.used_gpus[name] = applied.used_gpus
 
     def _apply_pool(self, pool_plan: PoolPlan, report: ActuationReport, *, now: int) -> None:
         name = pool_plan.pool

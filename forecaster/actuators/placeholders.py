@@ -70,6 +70,8 @@ class Applied:
     created: tuple[str, ...] = ()
     deleted: tuple[str, ...] = ()
     wasted_gpu_hours: float = 0.0
+    used_gpus: int = 0
+    """GPUs of placeholders a real pod preempted (prewarm used) since the last reconcile."""
 
 
 class Placeholders:
@@ -107,6 +109,7 @@ class Placeholders:
         jobs = self.jobs(spec.pool)
         running = self._running_jobs(spec.pool)
         wasted = 0.0
+        used = 0
         deleted: list[str] = []
         live: list[Obj] = []
         renewals = 0
@@ -116,7 +119,9 @@ class Placeholders:
             is_running = _name(job) in running
             due = is_running and age >= spec.ttl_seconds - spec.renew_before_seconds
             if ended is not None or age >= spec.ttl_seconds:
-                if ended != "preempted":
+                if ended == "preempted":
+                    used += _gpus(job)
+                else:
                     wasted += _gpus(job) * min(age, spec.ttl_seconds) / 3600  # expired unused
                 deleted.append(self._delete(job))
             elif due and renewals < spec.max_renewals_per_tick:
@@ -136,7 +141,7 @@ class Placeholders:
         if free_slots:
             self.verify_priority_class()
         created = [self._create(spec, slot=slot, now=now) for slot in free_slots]
-        return Applied(tuple(created), tuple(deleted), wasted)
+        return Applied(tuple(created), tuple(deleted), wasted, used)
 
     def remove_all(self, pool: str | None = None) -> list[str]:
         """Delete every placeholder we own (of one pool, or all): for hand-off and cleanup.

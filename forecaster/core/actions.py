@@ -13,6 +13,8 @@ class ActuationReport:
     deleted: dict[str, list[str]] = field(default_factory=dict)
     wasted_gpu_hours: dict[str, float] = field(default_factory=dict)
     """GPU-hours of prewarm that ended without being used by a real pod."""
+    used_gpus: dict[str, int] = field(default_factory=dict)
+    """GPUs of prewarm that real pods took (placeholders they preempted) this tick."""
     nodepool: dict[str, str] = field(default_factory=dict)
     backend: dict[str, str] = field(default_factory=dict)
     """The backend each pool used and why (``capacitybuffer (auto: ...)``)."""

@@ -43,7 +43,7 @@ class SloPolicy:
     recovery_burn: float = 1.0
     recovery_seconds: int = 7200
     min_points: int = 12
-    max_waste_gpu_hours_per_day: float = 48.0
+    max_waste_gpu_hours_per_day: float = 150.0
 
     def __post_init__(self) -> None:
         if not 0 < self.target_exceedance < 1:

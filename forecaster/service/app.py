@@ -224,6 +224,7 @@ def build_reconciler(
             horizon_seconds=settings.horizon_for(pool),
             target_quantile=settings.forecast.target_quantile,
             assumed_limit_headroom_gpus=pool.max_prewarm_gpus if what_if else None,
+            lead_seconds=pool.lead_time.total_seconds,
         )
         for pool in settings.pools
     ]

@@ -4,9 +4,10 @@ The scheduler (real cluster) or the twin driver (embedded default) calls ``recon
 only the leader acts, every replica forecasts and serves. A daemon whose last completed tick is
 older than ``stuck_after_seconds`` (monotonic time) is **stuck**: ``/healthz`` fails (the kubelet
 restarts it) and the cluster service stops renewing the Lease, so another replica takes over.
-The last tick's record, a 24 h trail of prewarm per pool and the guardrail findings are kept
-for ``http.py``; metrics are updated after every tick. A tick that raises unexpectedly is
-logged, counted and the daemon goes on.
+The last tick's record, a 24 h trail per pool (demand, prewarm, mode, error and waste budget,
+spend: ``core.finops``), the forecasts scored in that time, the mode changes and the guardrail
+findings are kept for ``http.py``; metrics are updated after every tick. A tick that raises
+unexpectedly is logged, counted and the daemon goes on.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from forecaster.core.error_budget import SloPolicy
+from forecaster.core.error_budget import (
+    Evaluation,
+    SloPolicy,
+    Transition,
+    budget_remaining,
+    waste_last_day,
+)
+from forecaster.core.finops import PoolSpend, SpendPoint, pool_spend
 from forecaster.service.loop import Reconciler, TickRecord
 from forecaster.service.metrics import Metrics
 
@@ -28,11 +36,16 @@ TRAIL_SECONDS = 86400
 
 @dataclass(frozen=True)
 class TrailPoint:
-    """One tick's prewarm per pool, for the 24 h chart."""
+    """One tick, per pool, for the page's 24 h charts and the FinOps figures."""
 
     at: int
     prewarm_gpus: dict[str, int]
     actual_gpus: dict[str, float]
+    modes: dict[str, str] = field(default_factory=dict)
+    budget_remaining: dict[str, float] = field(default_factory=dict)
+    waste_gpu_hours: dict[str, float] = field(default_factory=dict)
+    """Wasted prewarm over the trailing day, as the waste budget counts it."""
+    spend: dict[str, SpendPoint] = field(default_factory=dict)
 
 
 @dataclass
@@ -46,6 +59,9 @@ class Daemon:
     guardrails: list[str] = field(default_factory=list)
     pools: tuple[str, ...] = ()
     trail: deque[TrailPoint] = field(default_factory=deque)
+    scored: dict[str, deque[Evaluation]] = field(default_factory=dict)
+    """Forecasts scored in the last day, per pool (the page's calibration chart)."""
+    transitions: deque[tuple[str, Transition]] = field(default_factory=deque)
     last: TickRecord | None = None
     ticks: int = 0
     monotonic: Callable[[], float] = time.monotonic
@@ -84,16 +100,65 @@ class Daemon:
             record, state=self.reconciler.state, slo=self.slo, seconds=time.perf_counter() - began
         )
         self._remember(record)
+        self.metrics.observe_spend({pool: self.spend(pool) for pool in self.pools})
         return record
 
+    def spend(self, pool: str) -> PoolSpend:
+        """The pool's last day of spend (``core.finops``)."""
+        runtime = next((r for r in self.reconciler.pools if r.policy.pool == pool), None)
+        at = self.last.at if self.last else 0
+        return pool_spend(
+            [p.spend[pool] for p in self.trail if pool in p.spend],
+            since=at - TRAIL_SECONDS,
+            price_per_gpu_hour=runtime.policy.price_per_gpu_hour if runtime else 0.0,
+            lead_seconds=runtime.lead_seconds if runtime else 0,
+            max_step_seconds=self.reconciler.budgets.commitment_seconds,
+        )
+
     def _remember(self, record: TickRecord) -> None:
-        actual = {}
+        state = self.reconciler.state
+        report = record.actuation
+        actual, spend = {}, {}
         for name, view in record.pools.items():
             if view.history is not None and view.history.usable.any():
                 actual[name] = float(view.history.values[view.history.usable][-1])
-        point = TrailPoint(record.at, {p.pool: p.target_gpus for p in record.plan.pools}, actual)
+            snap = view.snapshot
+            if snap is not None and snap.problem is None:
+                spend[name] = SpendPoint(
+                    at=record.at,
+                    node_gpus=snap.allocatable_gpus + snap.launching_gpus,
+                    running_gpus=snap.running_gpus,
+                    prewarm_gpus=snap.billed_gpus,
+                    wasted_gpu_hours=report.wasted_gpu_hours.get(name, 0.0) if report else 0.0,
+                    used_prewarm_gpus=report.used_gpus.get(name, 0) if report else 0,
+                )
+        budgets = {
+            p.pool: budget_remaining(state.pool(p.pool).budget, self.slo, now=record.at)
+            for p in record.plan.pools
+        }
+        point = TrailPoint(
+            record.at,
+            {p.pool: p.target_gpus for p in record.plan.pools},
+            actual,
+            modes={p.pool: p.mode.value for p in record.plan.pools},
+            budget_remaining=budgets,
+            waste_gpu_hours={
+                p.pool: waste_last_day(state.pool(p.pool).budget, now=record.at)
+                for p in record.plan.pools
+            },
+            spend=spend,
+        )
         self.trail.append(point)
-        while self.trail and self.trail[0].at < record.at - TRAIL_SECONDS:
+        horizon = record.at - TRAIL_SECONDS
+        while self.trail and self.trail[0].at < horizon:
             self.trail.popleft()
+        for name, evaluations in record.evaluations.items():
+            scored = self.scored.setdefault(name, deque())
+            scored.extend(evaluations)
+            while scored and scored[0].target_time < horizon:
+                scored.popleft()
+        self.transitions.extend(record.transitions)
+        while self.transitions and self.transitions[0][1].at < horizon:
+            self.transitions.popleft()
         self.last = record
         self.ticks += 1

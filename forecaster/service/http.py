@@ -11,6 +11,7 @@ inline). The OpenAPI document is at ``/openapi.json``. Nothing here writes anyth
 from __future__ import annotations
 
 import socket
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 import numpy as np
@@ -21,11 +22,13 @@ from pydantic import BaseModel
 
 from forecaster import __version__
 from forecaster.core.actions import Halt
-from forecaster.core.error_budget import budget_remaining, waste_last_day
+from forecaster.core.error_budget import Transition, budget_remaining, waste_last_day
+from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
+from forecaster.core.planner import Mode
 from forecaster.core.series import iso_utc
 from forecaster.errors import ConfigError
-from forecaster.service.daemon import Daemon
+from forecaster.service.daemon import Daemon, TrailPoint
 from forecaster.service.page import PAGE
 
 PoolQuery = Annotated[
@@ -141,6 +144,37 @@ def create_app(daemon: Daemon) -> FastAPI:
         }
 
     @app.get(
+        "/api/v1/history",
+        summary="the last day of one pool: past forecasts against what happened, the error and"
+        " waste budgets, hand-off episodes, prewarm held",
+        responses={**NOT_READY, **UNKNOWN_POOL},
+    )
+    def history(pool: PoolQuery) -> dict[str, Any]:
+        known(pool)
+        record = record_or_503()
+        trail = [p for p in daemon.trail if pool in p.modes]
+        scored = list(daemon.scored.get(pool, ()))
+        return {
+            "pool": pool,
+            "generated_at": iso_utc(record.at),
+            "timestamps": [iso_utc(p.at) for p in trail],
+            "mode": [p.modes[pool] for p in trail],
+            "prewarm_gpus": [p.prewarm_gpus.get(pool, 0) for p in trail],
+            "held_gpus": [p.spend[pool].prewarm_gpus if pool in p.spend else None for p in trail],
+            "error_budget_remaining": [p.budget_remaining.get(pool) for p in trail],
+            "waste_gpu_hours_24h": [p.waste_gpu_hours.get(pool) for p in trail],
+            "max_waste_gpu_hours_per_day": daemon.slo.max_waste_gpu_hours_per_day,
+            "forecasts": {  # each target time: the upper quantile forecast then, and the outcome
+                "target_times": [iso_utc(e.target_time) for e in scored],
+                "upper": [e.upper_gpus for e in scored],
+                "actual": [e.actual_gpus for e in scored],
+                "missed": [e.exceeded for e in scored],
+                "quantile": record.pools[pool].quantile,
+            },
+            "episodes": _episodes(trail, pool, daemon.transitions),
+        }
+
+    @app.get(
         "/api/v1/plan",
         summary="the last plan, with the reason for every number",
         responses=NOT_READY,
@@ -202,6 +236,12 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "buffer": actuation.buffer_status.get(name) if actuation else None,
                 "kueue": _kueue(view.snapshot.kueue if view and view.snapshot else None),
                 "launch_problem": view.snapshot.launch_problem if view and view.snapshot else None,
+                "prewarm_gpus": next(
+                    (p.target_gpus for p in record.plan.pools if p.pool == name), 0
+                )
+                if record
+                else 0,
+                "finops": _finops(daemon.spend(name)),
                 "prewarm_ready_gpus": (
                     view.snapshot.ready_placeholder_gpus if view and view.snapshot else None
                 ),
@@ -228,6 +268,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "cost_per_hour": record.plan.cost_per_hour if record else 0.0,
                 "gpu_hours_spent_last_day": record.plan.gpu_hours_spent_last_day if record else 0.0,
             },
+            "finops": _finops_total([daemon.spend(name) for name in daemon.pools]),
             "guardrails": list(daemon.guardrails),
             "errors": dict(record.errors) if record else {},
         }
@@ -237,6 +278,57 @@ def create_app(daemon: Daemon) -> FastAPI:
         return HTMLResponse(PAGE.replace("__POOLS__", ",".join(daemon.pools)))
 
     return app
+
+
+def _finops(spend: PoolSpend) -> dict[str, Any]:
+    """The pool's last day of spend (``core.finops``), rounded for people."""
+    per_used = spend.cost_per_used_gpu_hour
+    return {
+        "gpu_hours_24h": round(spend.node_gpu_hours, 2),
+        "used_gpu_hours_24h": round(spend.used_gpu_hours, 2),
+        "prewarm_gpu_hours_24h": round(spend.prewarm_gpu_hours, 2),
+        "prewarm_wasted_gpu_hours_24h": round(spend.wasted_gpu_hours, 2),
+        "prewarm_cost_24h": round(spend.prewarm_cost, 2),
+        "prewarm_used_cost_24h": round(spend.used_prewarm_cost, 2),
+        "prewarm_wasted_cost_24h": round(spend.wasted_cost, 2),
+        "node_cost_24h": round(spend.node_cost, 2),
+        "cost_per_used_gpu_hour": None if per_used is None else round(per_used, 3),
+        "prewarm_taken_gpus_24h": spend.used_prewarm_gpus,
+        "wait_removed_gpu_minutes_24h_estimate": round(spend.wait_removed_gpu_minutes, 1),
+    }
+
+
+def _finops_total(spends: list[PoolSpend]) -> dict[str, Any]:
+    """The cluster's last day: every pool's spend added up."""
+    used = sum(x.used_gpu_hours for x in spends)
+    nodes = sum(x.node_cost for x in spends)
+    return {
+        "prewarm_cost_24h": round(sum(x.prewarm_cost for x in spends), 2),
+        "prewarm_wasted_cost_24h": round(sum(x.wasted_cost for x in spends), 2),
+        "node_cost_24h": round(nodes, 2),
+        "cost_per_used_gpu_hour": round(nodes / used, 3) if used > 0 else None,
+        "wait_removed_gpu_minutes_24h_estimate": round(
+            sum(x.wait_removed_gpu_minutes for x in spends), 1
+        ),
+    }
+
+
+def _episodes(
+    trail: list[TrailPoint], pool: str, transitions: Iterable[tuple[str, Transition]]
+) -> list[dict[str, Any]]:
+    """Spans of the trail in which reactive scaling owned the pool, with why."""
+    reasons = [(t.at, t.reason) for name, t in transitions if name == pool]
+    spans: list[dict[str, Any]] = []
+    for point in trail:
+        away = point.modes[pool] in (Mode.HANDED_OFF.value, Mode.RECOVERING.value)
+        if away and spans and spans[-1]["end"] is None:
+            continue
+        if away:
+            why = next((r for at, r in reversed(reasons) if at <= point.at), "handed off")
+            spans.append({"start": iso_utc(point.at), "end": None, "reason": why})
+        elif spans and spans[-1]["end"] is None:
+            spans[-1]["end"] = iso_utc(point.at)
+    return spans
 
 
 def _halt(halt: Halt | None) -> dict[str, Any] | None:

@@ -65,6 +65,8 @@ class PoolRuntime:
     """The forecast quantile the planner prewarms for (``forecast.target_quantile``)."""
     assumed_limit_headroom_gpus: int | None = None
     """With no cluster to observe: the what-if NodePool limit is the assumed nodes plus this."""
+    lead_seconds: int = 0
+    """Node launch + image pull + margin: what a warm node spares a pod (FinOps estimate)."""
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,8 @@ class TickRecord:
     at: int
     plan: Plan
     pools: dict[str, PoolView]
-    transitions: tuple[Transition, ...]
+    transitions: tuple[tuple[str, Transition], ...]
+    """Mode changes this tick, as (pool, transition)."""
     actuation: ActuationReport | None
     errors: dict[str, str] = field(default_factory=dict)
     """Problems met, keyed ``"<kind> <pool>"`` (data, model, forecast, crash, actuate) or
@@ -100,6 +103,8 @@ class TickRecord:
     """The kill switch, when on: this tick withdrew every prewarm."""
     unattributed: tuple[Unattributed, ...] = ()
     """Pending GPU pods no NodePool can serve (Karpenter will not launch for them)."""
+    evaluations: dict[str, tuple[Evaluation, ...]] = field(default_factory=dict)
+    """Past forecasts scored this tick, per pool (calibration as the page shows it)."""
 
 
 class Reconciler:
@@ -150,6 +155,7 @@ class Reconciler:
         if not readable:
             snapshots = None  # the kill switch may be on: do not act on a guess
         inputs, views, transitions = [], {}, []
+        scored: dict[str, tuple[Evaluation, ...]] = {}
         for runtime in self.pools:
             name = runtime.policy.pool
             pool_state = self.state.pool(name)
@@ -159,6 +165,7 @@ class Reconciler:
                 log.exception("pool %s: forecasting failed; the pool withdraws this tick", name)
                 errors[f"crash {name}"] = f"{type(exc).__name__}: {exc}"
                 view, evaluations = _no_forecast(runtime), []
+            scored[name] = tuple(evaluations)
             before = len(pool_state.budget.transitions)
             pool_state.budget = advance(
                 pool_state.budget,
@@ -175,7 +182,7 @@ class Reconciler:
                     transition.after,
                     transition.reason,
                 )
-                transitions.append(transition)
+                transitions.append((name, transition))
             snapshot = snapshots[name] if snapshots else self._assumed(runtime, view, now)
             views[name] = PoolView(**{**view.__dict__, "snapshot": snapshot})
             inputs.append(PoolInput(runtime.policy, snapshot, view.demand, pool_state.budget.mode))
@@ -203,7 +210,7 @@ class Reconciler:
             )
         unattributed = snapshots.unattributed if isinstance(snapshots, Observation) else ()
         self.last = TickRecord(
-            now, decision, views, tuple(transitions), report, errors, halt, unattributed
+            now, decision, views, tuple(transitions), report, errors, halt, unattributed, scored
         )
         return self.last
 

@@ -6,9 +6,12 @@ All series live in one ``CollectorRegistry`` per daemon (no global state), expor
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from forecaster.core.error_budget import SloPolicy, budget_remaining, waste_last_day
+from forecaster.core.finops import PoolSpend
 from forecaster.core.planner import Mode
 from forecaster.service.loop import TickRecord
 from forecaster.service.state import ServiceState
@@ -96,6 +99,31 @@ class Metrics:
             ["namespace"],
             registry=r,
         )
+        self.spend_gpu_hours = Gauge(
+            "forecaster_gpu_hours_24h",
+            "GPU-hours of the last day per pool: kind nodes (billed), used (real pods), prewarm,"
+            " prewarm_wasted (ended unused)",
+            ["pool", "kind"],
+            registry=r,
+        )
+        self.spend_dollars = Gauge(
+            "forecaster_prewarm_cost_dollars_24h",
+            "Prewarm dollars of the last day per pool: kind used (taken by real pods) or wasted",
+            ["pool", "kind"],
+            registry=r,
+        )
+        self.cost_per_used = Gauge(
+            "forecaster_cost_per_used_gpu_hour_dollars",
+            "Node dollars per GPU-hour real pods used, over the last day",
+            ["pool"],
+            registry=r,
+        )
+        self.wait_removed = Gauge(
+            "forecaster_wait_removed_gpu_minutes_24h",
+            "Estimate: GPUs of prewarm real pods took x the lead time each was spared",
+            ["pool"],
+            registry=r,
+        )
         self.halted = Gauge(
             "forecaster_halted", "1 while the on-call kill switch is on (no prewarm)", registry=r
         )
@@ -115,6 +143,22 @@ class Metrics:
         self.last_tick = Gauge(
             "forecaster_last_reconcile_timestamp_seconds", "Time of the last tick", registry=r
         )
+
+    def observe_spend(self, spend: Mapping[str, PoolSpend]) -> None:
+        """Set the FinOps gauges (``core.finops``) after a tick."""
+        for pool, s in spend.items():
+            for kind, hours in (
+                ("nodes", s.node_gpu_hours),
+                ("used", s.used_gpu_hours),
+                ("prewarm", s.prewarm_gpu_hours),
+                ("prewarm_wasted", s.wasted_gpu_hours),
+            ):
+                self.spend_gpu_hours.labels(pool=pool, kind=kind).set(hours)
+            self.spend_dollars.labels(pool=pool, kind="used").set(s.used_prewarm_cost)
+            self.spend_dollars.labels(pool=pool, kind="wasted").set(s.wasted_cost)
+            if s.cost_per_used_gpu_hour is not None:
+                self.cost_per_used.labels(pool=pool).set(s.cost_per_used_gpu_hour)
+            self.wait_removed.labels(pool=pool).set(s.wait_removed_gpu_minutes)
 
     def observe_tick(
         self, record: TickRecord, *, state: ServiceState, slo: SloPolicy, seconds: float

@@ -1,66 +1,162 @@
-"""The inspection page: one HTML document with inline drawing code (no CDN, no framework)."""
+"""The inspection page: one HTML document with inline drawing code (no CDN, no framework).
+
+What it shows, all from the JSON endpoints: a cluster overview (every pool's mode, prewarm,
+error budget left, prewarm dollars today); per pool the demand with the forecast and the past
+forecasts against what happened (misses marked), the error and waste budgets over the day with
+hand-off episodes shaded and their reasons, the prewarm planned and held, the FinOps figures
+(``core.finops``) and the plan's reasons - every number in the overview links to them. Each
+chart sets ``data-points`` on its canvas once drawn (the headless-browser test reads them).
+"""
 
 PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>forecaster</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222;max-width:1200px}
-#chart{border:1px solid #ddd;width:100%;height:380px}
+canvas{border:1px solid #ddd;width:100%}
 .legend span{margin-right:1.2em}.mode{font-weight:600}
-table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
+table{border-collapse:collapse;font-size:13px;margin:.3em 0}td,th{border:1px solid #ddd;padding:3px 6px;text-align:left}
+#banner{display:none;background:#fde2e2;border:1px solid #d33;padding:.5em;margin:.5em 0;font-weight:600}
+#loading{color:#777}h2{font-size:1.1em;margin:1.2em 0 .3em}a{color:#2255aa}
 </style></head><body>
 <h1>forecaster</h1>
+<div id="banner"></div>
+<p id="loading">loading: waiting for the daemon's first reconcile tick...</p>
+<h2>Cluster overview</h2><div id="overview"></div>
 <p>Pool <select id="pool"></select> <span id="mode" class="mode"></span> <span id="at"></span></p>
-<canvas id="chart" width="1200" height="380"></canvas>
+<h2>Demand, forecast and past forecasts</h2>
+<canvas id="chart" width="1200" height="360"></canvas>
 <p class="legend"><span style="color:#222">&#9632; actual GPUs requested</span>
 <span style="color:#4477aa">&#9632; P50 forecast</span><span style="color:#ee7733" id="upper-legend">&#9632; upper forecast</span>
+<span style="color:#aa7700">&#8943; upper as forecast then</span><span style="color:#cc0000">&#9679; missed (demand above it)</span>
 <span style="color:#ee6677">&#9632; prewarm GPUs</span></p>
-<h2>Plan</h2><div id="plan"></div>
+<h2>Error budget and waste budget</h2>
+<canvas id="budget" width="1200" height="220"></canvas>
+<p class="legend"><span style="color:#228833">&#9632; error budget left (% of the day's)</span>
+<span style="color:#aa3377">&#9632; wasted prewarm, GPU-hours in the last 24 h (% of its budget)</span>
+<span style="color:#999">&#9632; handed off to reactive scaling</span></p><div id="episodes"></div>
+<h2>Prewarm planned and held</h2>
+<canvas id="held" width="1200" height="200"></canvas>
+<p class="legend"><span style="color:#ee6677">&#9632; planned prewarm GPUs</span><span style="color:#4477aa">&#9632; GPUs billed because of us (whole nodes)</span></p>
+<h2 id="money">FinOps, last 24 h</h2><div id="finops"></div>
+<h2 id="reasons">Plan and its reasons</h2><div id="plan"></div>
 <script>
 const pools = "__POOLS__".split(",").filter(Boolean);
 const select = document.getElementById("pool");
 for (const p of pools) { const o = document.createElement("option"); o.value = o.textContent = p; select.appendChild(o); }
 select.onchange = refresh;
-function t(s) { return Date.parse(s); }
-function draw(data) {
-  const c = document.getElementById("chart"), g = c.getContext("2d");
+const $ = id => document.getElementById(id);
+const esc = s => String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;");
+const t = s => Date.parse(s);
+const money = v => v === null || v === undefined ? "n/a" : "$" + Number(v).toFixed(2);
+function timeLabel(ms, span) {
+  const iso = new Date(ms).toISOString();
+  return span > 2 * 86400e3 ? iso.slice(5, 16).replace("T", " ") : iso.slice(11, 16);
+}
+// one chart: axes with titles and units, time labels, shaded spans, lines, dots
+function plot(id, o) {
+  const c = $(id), g = c.getContext("2d");
   g.clearRect(0, 0, c.width, c.height);
+  const all = [].concat(...o.lines.map(l => l.pts), ...(o.dots || []).map(d => d.pts));
+  if (!all.length) { c.dataset.points = 0; g.fillStyle = "#777"; g.font = "14px sans-serif"; g.fillText("no data yet", 60, 40); return; }
+  const x0 = Math.min(...all.map(p => p[0])), x1 = Math.max(...all.map(p => p[0]));
+  const y1 = o.ymax || Math.max(1, ...all.map(p => p[1])) * 1.05;
+  const L = 62, R = 12, T = 10, B = 42, W = c.width - L - R, H = c.height - T - B;
+  const X = x => L + (x - x0) / Math.max(1, x1 - x0) * W, Y = y => T + H - y / y1 * H;
+  g.fillStyle = "rgba(150,150,150,0.25)";
+  for (const s of o.spans || []) { const a = Math.max(x0, s[0]), b = Math.min(x1, s[1]); if (b > a) g.fillRect(X(a), T, X(b) - X(a), H); }
+  g.strokeStyle = "#ccc"; g.fillStyle = "#555"; g.font = "11px sans-serif"; g.lineWidth = 1;
+  for (let k = 0; k <= 4; k++) { const y = y1 * k / 4; g.beginPath(); g.moveTo(L, Y(y)); g.lineTo(L + W, Y(y)); g.stroke(); g.fillText(o.yfmt ? o.yfmt(y) : Math.round(y), 8, Y(y) + 4); }
+  for (let k = 0; k <= 5; k++) { const x = x0 + (x1 - x0) * k / 5; g.fillText(timeLabel(x, x1 - x0), X(x) - 18, T + H + 14); }
+  g.font = "12px sans-serif"; g.fillText("time (UTC)", L + W / 2 - 30, c.height - 6);
+  g.save(); g.translate(12, T + H / 2 + 30); g.rotate(-Math.PI / 2); g.fillText(o.ytitle, 0, 0); g.restore();
+  for (const a of o.areas || []) { g.fillStyle = a.color; a.pts.forEach((p, i) => { if (i) { const q = a.pts[i - 1]; g.fillRect(X(q[0]), Y(q[1]), Math.max(1, X(p[0]) - X(q[0])), Y(0) - Y(q[1])); } }); }
+  for (const l of o.lines) {
+    if (!l.pts.length) continue;
+    g.strokeStyle = l.color; g.lineWidth = l.width || 1.5; g.setLineDash(l.dash || []); g.beginPath();
+    l.pts.forEach((p, i) => i ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1]))); g.stroke();
+  }
+  g.setLineDash([]);
+  for (const d of o.dots || []) { g.fillStyle = d.color; for (const p of d.pts) { g.beginPath(); g.arc(X(p[0]), Y(p[1]), 3, 0, 2 * Math.PI); g.fill(); } }
+  c.dataset.points = all.length;
+}
+function drawDemand(data, hist) {
   const pts = [];
   data.history.timestamps.forEach((s, i) => { if (data.history.gpus[i] !== null) pts.push([t(s), data.history.gpus[i]]); });
   const pre = data.prewarm.timestamps.map((s, i) => [t(s), data.prewarm.gpus[i]]);
-  const f = data.forecast;
-  const p50 = f ? f.target_times.map((s, i) => [t(s), f.p50[i]]) : [];
-  const p95 = f ? f.target_times.map((s, i) => [t(s), f.upper[i]]) : [];
-  if (f) document.getElementById("upper-legend").textContent = "\u25a0 P" + Math.round(f.upper_quantile * 100) + " forecast";
-  const all = pts.concat(pre, p50, p95);
-  if (!all.length) { document.body.dataset.points = 0; return; }
-  const x0 = Math.min(...all.map(p => p[0])), x1 = Math.max(...all.map(p => p[0]));
-  const y1 = Math.max(1, ...all.map(p => p[1])) * 1.05;
-  const L = 50, R = 10, T = 10, B = 30, W = c.width - L - R, H = c.height - T - B;
-  const X = x => L + (x - x0) / Math.max(1, x1 - x0) * W, Y = y => T + H - y / y1 * H;
-  g.strokeStyle = "#bbb"; g.fillStyle = "#555"; g.font = "11px sans-serif";
-  for (let k = 0; k <= 4; k++) { const y = y1 * k / 4; g.beginPath(); g.moveTo(L, Y(y)); g.lineTo(L + W, Y(y)); g.stroke(); g.fillText(Math.round(y), 5, Y(y) + 4); }
-  for (let k = 0; k <= 4; k++) { const x = x0 + (x1 - x0) * k / 4; g.fillText(new Date(x).toISOString().slice(5, 16).replace("T", " "), X(x) - 35, c.height - 10); }
-  function line(ps, color, width) { if (!ps.length) return; g.strokeStyle = color; g.lineWidth = width; g.beginPath(); ps.forEach((p, i) => i ? g.lineTo(X(p[0]), Y(p[1])) : g.moveTo(X(p[0]), Y(p[1]))); g.stroke(); }
-  g.fillStyle = "rgba(238,102,119,0.35)";
-  pre.forEach((p, i) => { if (i) { const q = pre[i - 1]; g.fillRect(X(q[0]), Y(q[1]), Math.max(1, X(p[0]) - X(q[0])), Y(0) - Y(q[1])); } });
-  line(pts, "#222", 1.2);
-  const last = pts.length ? [pts[pts.length - 1]] : [];
-  line(last.concat(p50), "#4477aa", 2); line(last.concat(p95), "#ee7733", 2);
-  document.body.dataset.points = pts.length + pre.length + p50.length;
+  const f = data.forecast, last = pts.length ? [pts[pts.length - 1]] : [];
+  const p50 = f ? last.concat(f.target_times.map((s, i) => [t(s), f.p50[i]])) : [];
+  const up = f ? last.concat(f.target_times.map((s, i) => [t(s), f.upper[i]])) : [];
+  if (f) $("upper-legend").textContent = "\\u25a0 P" + Math.round(f.upper_quantile * 100) + " forecast";
+  const past = hist.forecasts.target_times.map((s, i) => [t(s), hist.forecasts.upper[i]]);
+  const missed = hist.forecasts.target_times.map((s, i) => [t(s), hist.forecasts.actual[i], hist.forecasts.missed[i]]).filter(p => p[2]);
+  plot("chart", {ytitle: "GPUs", areas: [{pts: pre, color: "rgba(238,102,119,0.35)"}],
+    lines: [{pts: pts, color: "#222", width: 1.2}, {pts: past, color: "#aa7700", dash: [4, 3], width: 1.2},
+            {pts: p50, color: "#4477aa", width: 2}, {pts: up, color: "#ee7733", width: 2}],
+    dots: [{pts: missed, color: "#cc0000"}]});
+  $("chart").dataset.forecastPoints = past.length;
+}
+function drawBudgets(hist) {
+  const ts = hist.timestamps.map(t);
+  const budget = ts.map((x, i) => [x, Math.max(0, hist.error_budget_remaining[i]) * 100]);
+  const cap = hist.max_waste_gpu_hours_per_day || 1;
+  const waste = ts.map((x, i) => [x, Math.min(150, 100 * (hist.waste_gpu_hours_24h[i] || 0) / cap)]);
+  const spans = hist.episodes.map(e => [t(e.start), e.end ? t(e.end) : (ts.length ? ts[ts.length - 1] : t(e.start))]);
+  plot("budget", {ytitle: "% of budget", ymax: 105, yfmt: y => Math.round(y) + "%", spans: spans,
+    lines: [{pts: budget, color: "#228833", width: 2}, {pts: waste, color: "#aa3377", width: 2}]});
+  $("episodes").innerHTML = hist.episodes.length ? "<table><tr><th>handed off</th><th>until</th><th>why</th></tr>"
+    + hist.episodes.map(e => "<tr><td>" + e.start + "</td><td>" + (e.end || "now") + "</td><td>" + esc(e.reason) + "</td></tr>").join("") + "</table>"
+    : "<p>No hand-off in the last 24 h.</p>";
+}
+function drawHeld(hist) {
+  const ts = hist.timestamps.map(t);
+  plot("held", {ytitle: "GPUs", lines: [
+    {pts: ts.map((x, i) => [x, hist.prewarm_gpus[i]]), color: "#ee6677", width: 2},
+    {pts: ts.map((x, i) => [x, hist.held_gpus[i]]).filter(p => p[1] !== null), color: "#4477aa", width: 2}]});
+}
+function overview(status) {
+  const rows = Object.entries(status.pools).map(([name, p]) =>
+    "<tr><td><a href='#reasons' onclick='select.value=\\"" + name + "\\";refresh()'>" + esc(name) + "</a></td><td>" + esc(p.mode) + "</td>"
+    + "<td><a href='#reasons' title='why this number: the plan's reasons'>" + p.prewarm_gpus + " GPUs</a></td>"
+    + "<td><a href='#budget'>" + (p.error_budget_remaining * 100).toFixed(0) + "%</a></td>"
+    + "<td><a href='#money'>" + money(p.finops.prewarm_cost_24h) + "</a> (" + money(p.finops.prewarm_wasted_cost_24h) + " unused)</td>"
+    + "<td><a href='#money'>" + money(p.finops.cost_per_used_gpu_hour) + "</a></td></tr>").join("");
+  $("overview").innerHTML = "<table><tr><th>pool</th><th>mode</th><th>prewarm now</th><th>error budget left</th><th>prewarm cost today</th><th>cost per used GPU-hour</th></tr>" + rows + "</table>"
+    + "<p>Cluster, last 24 h: nodes " + money(status.finops.node_cost_24h) + ", prewarm " + money(status.finops.prewarm_cost_24h)
+    + " (" + money(status.finops.prewarm_wasted_cost_24h) + " unused), cost per used GPU-hour " + money(status.finops.cost_per_used_gpu_hour)
+    + ", wait removed (estimate) " + status.finops.wait_removed_gpu_minutes_24h_estimate + " GPU-minutes.</p>";
+}
+function finops(f) {
+  const row = (k, v, why) => "<tr><th>" + k + "</th><td>" + v + "</td><td>" + why + "</td></tr>";
+  $("finops").innerHTML = "<table>"
+    + row("GPU-hours of the pool's nodes", f.gpu_hours_24h + " GPU-h (" + money(f.node_cost_24h) + ")", "what the cloud bills for the pool")
+    + row("GPU-hours used by real pods", f.used_gpu_hours_24h + " GPU-h", "running pods' GPU requests")
+    + row("cost per used GPU-hour", money(f.cost_per_used_gpu_hour), "node cost / GPU-hours used: idle GPUs and unused prewarm raise it")
+    + row("prewarm", f.prewarm_gpu_hours_24h + " GPU-h (" + money(f.prewarm_cost_24h) + ")", "whole nodes held because of us")
+    + row("prewarm used", money(f.prewarm_used_cost_24h) + ", " + f.prewarm_taken_gpus_24h + " GPUs taken by real pods", "placeholders real pods preempted")
+    + row("prewarm expired unused", f.prewarm_wasted_gpu_hours_24h + " GPU-h (" + money(f.prewarm_wasted_cost_24h) + ")", "ended, withdrawn or renewed without a taker")
+    + row("wait removed (estimate)", f.wait_removed_gpu_minutes_24h_estimate + " GPU-minutes", "GPUs taken x the lead time each was spared; replay measures the real counterfactual")
+    + "</table>";
+  document.body.dataset.finops = "1";
 }
 async function refresh() {
   const pool = select.value || pools[0];
   try {
-    const [fr, pr, st] = await Promise.all([fetch("api/v1/forecast?pool=" + encodeURIComponent(pool)), fetch("api/v1/plan"), fetch("api/v1/status")]);
-    if (!fr.ok) { document.getElementById("at").textContent = "waiting for the first tick..."; return; }
-    const data = await fr.json(), plan = await pr.json(), status = await st.json();
-    draw(data);
-    document.getElementById("at").textContent = "as of " + data.generated_at + " - model " + data.model + " (" + data.model_version + ")";
-    document.getElementById("mode").textContent = status.pools[pool].mode;
+    const q = "?pool=" + encodeURIComponent(pool);
+    const [fr, hr, pr, st] = await Promise.all([fetch("api/v1/forecast" + q), fetch("api/v1/history" + q), fetch("api/v1/plan"), fetch("api/v1/status")]);
+    if (!fr.ok) { $("loading").textContent = "waiting for the daemon's first reconcile tick..."; return; }
+    const data = await fr.json(), hist = await hr.json(), plan = await pr.json(), status = await st.json();
+    $("loading").style.display = "none";
+    drawDemand(data, hist); drawBudgets(hist); drawHeld(hist); overview(status); finops(status.pools[pool].finops);
+    $("at").textContent = "as of " + data.generated_at + " - model " + data.model + " (" + data.model_version + ")";
+    $("mode").textContent = status.pools[pool].mode;
+    const b = $("banner");
+    if (status.halted) { b.style.display = "block"; b.textContent = "Kill switch on: " + status.halted.reason + " (by " + status.halted.by + ", since " + status.halted.since + ") - every prewarm withdrawn; `forecaster resume` undoes it"; }
+    else b.style.display = "none";
     const p = plan.pools.find(x => x.pool === pool);
-    document.getElementById("plan").innerHTML = "<table><tr><th>prewarm target</th><td>" + p.target_gpus + " GPUs (" + p.placeholders + " placeholders)</td></tr>"
-      + p.reasons.map(r => "<tr><td colspan=2>" + r.replace(/</g, "&lt;") + "</td></tr>").join("") + "</table>";
-  } catch (e) { document.getElementById("at").textContent = "endpoint unreachable: " + e; }
+    $("plan").innerHTML = "<table><tr><th>prewarm target</th><td>" + p.target_gpus + " GPUs (" + p.placeholders + " placeholders)</td></tr>"
+      + p.reasons.map(r => "<tr><td colspan=2>" + esc(r) + "</td></tr>").join("") + "</table>";
+    document.body.dataset.points = $("chart").dataset.points;
+  } catch (e) { $("loading").style.display = "block"; $("loading").textContent = "endpoint unreachable: " + e; }
 }
 refresh(); setInterval(refresh, 3000);
 </script></body></html>

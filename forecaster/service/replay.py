@@ -66,7 +66,8 @@ class Predictive:
     fits: list[tuple[int, int]] = field(default_factory=list)
     """(fit time, end of the training data) per retrain - tests check end <= fit time."""
     _next_retrain: float = -math.inf
-    _last_tick: float | None = None
+    _counted: int = 0
+    """Placeholders whose end the waste budget has been charged (``TwinView.ended_after``)."""
 
     def decide(self, view: TwinView) -> Decision:
         """One tick of the daemon's decision path, in simulated time."""
@@ -78,8 +79,7 @@ class Predictive:
         ):
             self._forecast(view)
         evaluations = self._score(view)
-        waste = view.wasted_gpu_hours(since=self._last_tick) if self._last_tick is not None else 0.0
-        self._last_tick = now
+        self._counted, waste, _ = view.ended_after(self._counted)
         before = self.budget.mode
         self.budget = advance(
             self.budget, evaluations=evaluations, wasted_gpu_hours=waste, policy=self.slo, now=now

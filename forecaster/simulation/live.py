@@ -44,7 +44,7 @@ class LiveTwin:
         self.twin.begin()
         self.pool = config.pool
         self._lock = threading.Lock()
-        self._last_apply: float | None = None
+        self._counted = 0  # placeholders that ended and were reported (``Twin.ended_after``)
 
     @property
     def now(self) -> float:
@@ -96,7 +96,7 @@ class LiveTwin:
                 self._policy.decision = Decision(
                     target, protect=predictive and pool_plan.protect_nodepool
                 )
-                since = self._last_apply if self._last_apply is not None else now
-                report.wasted_gpu_hours[self.pool] = self.twin.wasted_gpu_hours(since=since)
-            self._last_apply = now
+                self._counted, wasted, used = self.twin.ended_after(self._counted)
+                report.wasted_gpu_hours[self.pool] = wasted
+                report.used_gpus[self.pool] = used
         return report

@@ -86,8 +86,9 @@ class TwinView(Protocol):
         """The pool as the observer would see it now."""
         ...
 
-    def wasted_gpu_hours(self, *, since: float) -> float:
-        """GPU-hours of placeholders that ended unused (not preempted) after ``since``."""
+    def ended_after(self, count: int) -> tuple[int, float, int]:
+        """Placeholders ended so far, and of those after the first ``count``: unused GPU-hours
+        and GPUs real jobs took (``Twin.ended_after``)."""
         ...
 
     def created_gpus(self, *, since: float) -> int:
@@ -177,7 +178,6 @@ class Twin:
         self.placeholders: dict[int, _Placeholder] = {}  # every one ever (the record)
         self.live_placeholders: dict[int, _Placeholder] = {}  # not ended yet
         self._ended: list[_Placeholder] = []  # in the order they ended (times ascending)
-        self._ended_at: list[float] = []
         self.pending: list[int] = []  # real jobs, FIFO
         self.pending_placeholders: list[int] = []
         self.job_start = np.full(len(jobs), np.nan)
@@ -243,14 +243,16 @@ class Twin:
         first = bisect.bisect_right(self._created_at, since)
         return self._created_cum[-1] - self._created_cum[first]
 
-    def wasted_gpu_hours(self, *, since: float) -> float:
-        """GPU-hours of placeholders that ended unused (not preempted) after ``since``."""
-        first = bisect.bisect_right(self._ended_at, since)
-        return sum(
-            (p.ended - p.created) * self.cfg.gpus_per_node / 3600
-            for p in self._ended[first:]
-            if p.ended is not None and not p.preempted
-        )
+    def ended_after(self, count: int) -> tuple[int, float, int]:
+        """Of the placeholders that ended after the first ``count``: how many, their unused
+        GPU-hours and the GPUs real jobs took (by position, not time: a placeholder that ends at
+        the very second of a tick is counted once, on the next call)."""
+        ended = self._ended[count:]
+        gpus = self.cfg.gpus_per_node
+        unused = sum(
+            (p.ended or p.created) - p.created for p in ended if not p.preempted
+        ) * gpus / 3600
+        return len(self._ended), unused, sum(gpus for p in ended if p.preempted)
 
     # ---- the event loop ------------------------------------------------------------------------
     def run(self) -> TwinRecord:
@@ -363,7 +365,6 @@ class Twin:
         placeholder.preempted = preempted
         del self.live_placeholders[placeholder.id]
         self._ended.append(placeholder)
-        self._ended_at.append(self.now)
         if placeholder.node is None:
             self.pending_placeholders.remove(placeholder.id)
             return

@@ -134,13 +134,15 @@ def test_workloads_are_locked_down(name: str) -> None:
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
 
-def test_alerts_use_exported_metrics() -> None:
+def test_alerts_and_dashboard_use_exported_metrics() -> None:
     exported = {m.name for m in Metrics().registry.collect()}
     (rule,) = by_kind(render("live"), "PrometheusRule")
     exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
+    dashboard = json.loads((ROOT / "deploy" / "base" / "forecaster-dashboard.json").read_text())
+    exprs += [t["expr"] for panel in dashboard["panels"] for t in panel["targets"]]
     assert exprs
     for expr in exprs:
-        for name in re.findall(r"forecaster_[a-z_]+", expr):
+        for name in re.findall(r"forecaster_[a-z0-9_]+", expr):
             base = re.sub(r"_(total|bucket|count|sum)$", "", name)
             assert base in exported or name in exported, name
 

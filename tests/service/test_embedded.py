@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from forecaster.service.embedded import build_embedded, summary
@@ -44,6 +45,11 @@ def test_daemon_on_the_twin(tmp_path: Path) -> None:
     assert view.model_version == first and view.demand is not None
     assert max(p.prewarm_gpus["itp"] for p in run.daemon.trail) > 0
     assert run.twin.twin.snapshot().placeholder_gpus > 0
+    # every placeholder that ended unused is charged to the waste budget once, and only once
+    _, unused, taken = run.twin.twin.ended_after(0)
+    charged = sum(p.spend["itp"].wasted_gpu_hours for p in run.daemon.trail)
+    assert unused > 0 and charged == pytest.approx(unused)
+    assert sum(p.spend["itp"].used_prewarm_gpus for p in run.daemon.trail) == taken
     assert "itp: predictive" in summary(run)
     run.step(run.twin.now + 4 * 3600)  # past the 6 h retrain: a new version, hot-reloaded
     assert run.store.current_version("itp") != first

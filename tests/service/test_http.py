@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from forecaster.core.error_budget import ErrorBudgetState
+from forecaster.core.planner import Mode
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from tests.service.fakes import T0
@@ -89,3 +91,29 @@ def test_bad_requests_get_4xx_with_a_message(
     response = TestClient(create_app(daemon)).get("/api/v1/forecast", params=params)
     assert response.status_code == status
     assert message in response.text
+
+
+def test_history_shows_past_forecasts_budgets_episodes_and_spend(daemon: Daemon) -> None:
+    for minute in range(40, -1, -1):
+        daemon.reconcile(T0 - 60 * minute)
+    state = daemon.reconciler.state.pool(POOL)
+    state.budget = ErrorBudgetState(mode=Mode.HANDED_OFF, since=T0 + 60, reason="budget burning")
+    daemon.reconcile(T0 + 60)
+    client = TestClient(create_app(daemon))
+    history = client.get("/api/v1/history", params={"pool": POOL}).json()
+    n = len(history["timestamps"])
+    assert n == 42
+    for key in ("mode", "prewarm_gpus", "held_gpus", "error_budget_remaining"):
+        assert len(history[key]) == n, key
+    past = history["forecasts"]
+    assert past["target_times"] and len(past["upper"]) == len(past["actual"]) == len(past["missed"])
+    assert past["quantile"] == 0.95
+    (episode,) = history["episodes"]
+    assert episode["end"] is None and history["mode"][-1] in ("handed-off", "recovering")
+    status = client.get("/api/v1/status").json()
+    finops = status["pools"][POOL]["finops"]
+    assert finops["gpu_hours_24h"] > 0 and finops["cost_per_used_gpu_hour"] > 0
+    assert status["finops"]["node_cost_24h"] == pytest.approx(finops["node_cost_24h"])
+    metrics = client.get("/metrics").text
+    assert f'forecaster_gpu_hours_24h{{kind="nodes",pool="{POOL}"}}' in metrics
+    assert client.get("/api/v1/history", params={"pool": "nope"}).status_code == 404

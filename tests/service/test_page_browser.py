@@ -1,8 +1,11 @@
-"""The inspection page in a real headless Chromium: it renders, and its chart has data.
+"""The inspection page in a real headless Chromium: it renders, and every chart has data.
 
-Starts the endpoint with uvicorn on a free loopback port over a daemon that has ticked, lets
-Chromium load the page (no network beyond loopback), checks the DOM reports drawn points and
-that the screenshot holds the chart's colours (actual demand, P95 forecast, prewarm).
+Starts the endpoint with uvicorn on a free loopback port over a daemon that has ticked (what-if,
+the embedded twin, and a daemon acting on the API double), lets Chromium load the page (no
+network beyond loopback), checks in the DOM that each chart drew points - demand with past
+forecasts, error/waste budgets, prewarm held - that the overview and the FinOps figures are
+there in dollars, and that the screenshot holds the charts' colours (actual demand, P95
+forecast, prewarm, error budget line).
 """
 
 from __future__ import annotations
@@ -23,7 +26,10 @@ from forecaster.service.daemon import Daemon
 from forecaster.service.embedded import build_embedded
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
-from tests.service.fakes import T0
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from tests.service.test_loop import reconciler
 from tests.support.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,6 +71,22 @@ def served_twin(tmp_path: Path) -> Iterator[str]:
     yield from serve(run.daemon)
 
 
+@pytest.fixture
+def served_cluster(tmp_path: Path) -> Iterator[str]:
+    """A daemon that observes and acts on the API double (real placeholders, real spend)."""
+    with KubeApiDouble(capacity_buffers=True) as api:
+        api.clock = float(T0 - 1800)
+        sim = ClusterSim(api)
+        sim.busy_pool(POOL)
+        loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()))
+        daemon = Daemon(reconciler=loop, slo=loop.slo, pools=(POOL,))
+        for minute in range(30, -1, -1):
+            api.clock = float(T0 - 60 * minute)
+            sim.step()
+            daemon.reconcile(T0 - 60 * minute)
+        yield from serve(daemon)
+
+
 def serve(daemon: Daemon) -> Iterator[str]:
     port = free_port()
     server = uvicorn.Server(
@@ -87,7 +109,7 @@ def chromium() -> str:
     return path
 
 
-@pytest.mark.parametrize("fixture", ["served", "served_twin"])
+@pytest.mark.parametrize("fixture", ["served", "served_twin", "served_cluster"])
 def test_page_renders_a_chart_with_data(
     fixture: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
@@ -100,9 +122,18 @@ def test_page_renders_a_chart_with_data(
         timeout=120,
         check=True,
     ).stdout
-    match = re.search(r'data-points="(\d+)"', dom)
-    assert match is not None and int(match.group(1)) > 50, dom[:500]
+    drawn = {
+        m.group(1): int(m.group(2))
+        for m in re.finditer(r'<canvas id="(\w+)"[^>]*?data-points="(\d+)"', dom)
+    }
+    assert drawn.get("chart", 0) > 50 and drawn.get("budget", 0) > 10, drawn
+    assert drawn.get("held", 0) > 10, drawn
+    past = re.search(r'id="chart"[^>]*data-forecast-points="(\d+)"', dom)
+    assert past is not None and int(past.group(1)) > 0, "no past forecast drawn"
     assert "predictive" in dom and "prewarm target" in dom
+    assert 'data-finops="1"' in dom and "cost per used GPU-hour" in dom
+    assert re.search(r"Cluster, last 24 h: nodes \$\d", dom), "no cluster FinOps in dollars"
+    assert "loading: waiting" not in dom or 'id="loading" style="display: none;"' in dom
     shot = tmp_path / "page.png"
     subprocess.run(
         [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--screenshot={shot}", served],
@@ -119,3 +150,4 @@ def test_page_renders_a_chart_with_data(
     assert near((0x22, 0x22, 0x22))  # actual demand line
     assert near((0xEE, 0x77, 0x33))  # P95 forecast
     assert near((0xF6, 0xC6, 0xCC)) or near((0xEE, 0x66, 0x77))  # prewarm area (translucent)
+    assert near((0x22, 0x88, 0x33))  # error budget line
