@@ -249,9 +249,9 @@ class Twin:
         the very second of a tick is counted once, on the next call)."""
         ended = self._ended[count:]
         gpus = self.cfg.gpus_per_node
-        unused = sum(
-            (p.ended or p.created) - p.created for p in ended if not p.preempted
-        ) * gpus / 3600
+        unused = (
+            sum((p.ended or p.created) - p.created for p in ended if not p.preempted) * gpus / 3600
+        )
         return len(self._ended), unused, sum(gpus for p in ended if p.preempted)
 
     # ---- the event loop ------------------------------------------------------------------------
