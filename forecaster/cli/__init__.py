@@ -17,14 +17,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from forecaster import __version__
+from forecaster.cli.config_paths import DEFAULT_CONFIG
 from forecaster.cli.replay_args import add_replay_arguments
 from forecaster.durations import parse_duration
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.registry import known_names
 from forecaster.sources.files import DEFAULT_VALUE_COLUMN
 
-DEFAULT_CONFIG = Path("config/forecaster.yaml")
-BUNDLED_CONFIG = Path(__file__).resolve().parents[2] / "config" / "forecaster.yaml"
 DAY = 86400
 
 

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from forecaster.actuators.control import CONTROL_CONFIG_MAP, Control
 from forecaster.actuators.guardrails import Guardrail
-from forecaster.cli import BUNDLED_CONFIG, DEFAULT_CONFIG
+from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG
 from forecaster.core.actions import Halt
 from forecaster.core.series import iso_utc
 from forecaster.errors import ConfigError, SourceError
