@@ -28,6 +28,7 @@ from bench.measure import rss_mib
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
 from forecaster.service.clock import FakeClock
@@ -38,7 +39,6 @@ from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 
 ROOT = Path(__file__).resolve().parent.parent
-DAY = 86400
 
 
 class ShiftedSource:

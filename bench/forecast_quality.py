@@ -20,7 +20,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from forecaster.core.series import DemandSeries
-from forecaster.durations import parse_duration
+from forecaster.durations import DAY, parse_duration
 from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.features import levels_at, take
 from forecaster.forecasting.registry import known_names
@@ -31,7 +31,6 @@ from forecaster.sources.files import CsvSource
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
 SERIES = ("helios-earth-2020-05.csv", "msr-itp-cluster04.csv")
-DAY = 86400
 
 
 def oracle_scores(series: DemandSeries, spec: BacktestSpec) -> list[ModelScore]:

@@ -20,11 +20,11 @@ from pathlib import Path
 from threadpoolctl import threadpool_limits
 
 from bench.measure import rss_mib
+from forecaster.durations import DAY
 from forecaster.service.embedded import build_embedded
 from forecaster.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent
-DAY = 86400
 
 
 class Counter(logging.Handler):

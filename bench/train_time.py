@@ -15,13 +15,13 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
+from forecaster.durations import DAY
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import CANDIDATES, build, known_names
 from forecaster.service.training import TrainingPlan, train_pool
 from forecaster.sources.files import CsvSource
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
-DAY = 86400
 HISTORY_DAYS = 28
 
 

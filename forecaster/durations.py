@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import re
 
+DAY = 86400
+"""Seconds in a day: the one constant every module uses."""
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 

@@ -7,7 +7,6 @@ cause (``raise SourceError(...) from exc``) so logs still carry the detail.
     ForecasterError
     +-- ConfigError        bad configuration; the message names the field
     +-- SourceError        a data source failed (bad file, bad PromQL, unreachable server)
-    |   +-- StaleDataError the source answered, but not with recent enough data
     +-- DataError          data present but unusable (too short, all gaps)
     +-- ModelError         a model could not be fitted, predicted or loaded
     +-- ActuationError     a write to the cluster failed
@@ -26,10 +25,6 @@ class ConfigError(ForecasterError):
 
 class SourceError(ForecasterError):
     """A data source failed: unreadable file, bad query, unreachable or failing server."""
-
-
-class StaleDataError(SourceError):
-    """The source answered but its newest usable sample is too old to act on."""
 
 
 class DataError(ForecasterError):

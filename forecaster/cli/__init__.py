@@ -19,12 +19,10 @@ from pathlib import Path
 from forecaster import __version__
 from forecaster.cli.config_paths import DEFAULT_CONFIG
 from forecaster.cli.replay_args import add_replay_arguments
-from forecaster.durations import parse_duration
+from forecaster.durations import DAY, parse_duration
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.registry import known_names
 from forecaster.sources.files import DEFAULT_VALUE_COLUMN
-
-DAY = 86400
 
 
 def build_parser() -> argparse.ArgumentParser:

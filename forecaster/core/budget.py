@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DAY = 86400
+from forecaster.durations import DAY
+
 BUCKET_SECONDS = 300
 """Spend is kept in 5-minute buckets: 288 per day, cheap to sum every tick."""
 

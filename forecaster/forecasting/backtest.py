@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from forecaster.core.series import DemandSeries, FloatArray, IntArray
+from forecaster.durations import DAY
 from forecaster.errors import DataError, ModelError
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.features import take
 from forecaster.forecasting.scoring import coverage, headroom, pinball_loss
 
 ModelFactory = Callable[[], Forecaster]
-DAY = 86400
 
 
 @dataclass(frozen=True)

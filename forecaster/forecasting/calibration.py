@@ -24,11 +24,10 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from forecaster.core.series import DemandSeries, FloatArray, Forecast, IntArray
+from forecaster.durations import DAY
 from forecaster.errors import ModelError
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.features import take
-
-DAY = 86400
 
 
 class Calibrated:

@@ -16,6 +16,7 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 from forecaster.core.series import DemandSeries, FloatArray, Forecast, IntArray
+from forecaster.durations import DAY
 from forecaster.errors import ModelError
 from forecaster.forecasting.features import (
     forward_filled,
@@ -29,8 +30,7 @@ from forecaster.forecasting.features import (
 
 _RECENT_STEPS = (1, 5, 15, 30, 60, 180)
 _VOLATILITY_STEPS = (60, 360)
-_DAY = 86400
-_WEEK = 7 * _DAY
+_WEEK = 7 * DAY
 
 
 def feature_matrix(series: DemandSeries, at: IntArray, *, horizon_seconds: int) -> FloatArray:
@@ -49,15 +49,15 @@ def feature_matrix(series: DemandSeries, at: IntArray, *, horizon_seconds: int) 
         n = max(1, window * 60 // step)
         cols.append(trailing_sum(abs_step, idx, n))
         cols.append(trailing_sum(moved, idx, n))
-    day_steps = _DAY // step
+    day_steps = DAY // step
     cols.append(level - trailing_mean(level_values, idx, day_steps))
     cols.append(level - trailing_max(level_values, idx, 360 * 60 // step))
     # what the same window did one day earlier (all of it is in the past for h < 1 day)
     h = horizon_steps(series, horizon_seconds)
     cols.append(take(level_values, idx + h - day_steps) - take(level_values, idx - day_steps))
-    seconds_of_day = np.asarray(at) % _DAY
-    seconds_of_week = (np.asarray(at) + 4 * _DAY) % _WEEK  # epoch day 0 was a Thursday
-    for period, phase in ((_DAY, seconds_of_day), (_WEEK, seconds_of_week)):
+    seconds_of_day = np.asarray(at) % DAY
+    seconds_of_week = (np.asarray(at) + 4 * DAY) % _WEEK  # epoch day 0 was a Thursday
+    for period, phase in ((DAY, seconds_of_day), (_WEEK, seconds_of_week)):
         angle = 2 * np.pi * phase / period
         cols.append(np.sin(angle))
         cols.append(np.cos(angle))

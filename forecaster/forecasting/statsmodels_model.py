@@ -13,6 +13,7 @@ from typing import Any, ClassVar, Self
 import numpy as np
 
 from forecaster.core.series import DemandSeries, FloatArray, Forecast, IntArray
+from forecaster.durations import DAY
 from forecaster.errors import ModelError
 from forecaster.forecasting.features import (
     forward_filled,
@@ -22,8 +23,7 @@ from forecaster.forecasting.features import (
     trailing_sum,
 )
 
-_DAY = 86400
-_WEEK = 7 * _DAY
+_WEEK = 7 * DAY
 
 
 def design_matrix(
@@ -32,7 +32,7 @@ def design_matrix(
     """Intercept, Fourier terms of day and week, and 1 h volatility (log1p of |changes|)."""
     at = np.asarray(at, dtype=np.int64)
     cols: list[FloatArray] = [np.ones(at.size)]
-    for period, terms, shift in ((_DAY, daily_terms, 0), (_WEEK, weekly_terms, 4 * _DAY)):
+    for period, terms, shift in ((DAY, daily_terms, 0), (_WEEK, weekly_terms, 4 * DAY)):
         phase = 2 * np.pi * ((at + shift) % period) / period
         for k in range(1, terms + 1):
             cols.extend((np.sin(k * phase), np.cos(k * phase)))
@@ -74,7 +74,7 @@ class FourierQuantReg:
         # a Fourier term of a period needs two periods of data, or it extrapolates wildly
         span = series.end - series.start
         self.terms_ = (
-            self.daily_terms if span >= 2 * _DAY else 0,
+            self.daily_terms if span >= 2 * DAY else 0,
             self.weekly_terms if span >= 2 * _WEEK else 0,
         )
         x = self._design(series, origins)

@@ -30,6 +30,7 @@ from forecaster.core.error_budget import SloPolicy
 from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, to_epoch_seconds
+from forecaster.durations import DAY
 from forecaster.errors import ConfigError, ForecasterError, SourceError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.service.clock import Clock
@@ -50,7 +51,6 @@ log = logging.getLogger(__name__)
 UNINSTALL_IDENTITY = "forecaster-cleanup"
 UNINSTALL_HOLD_SECONDS = 3600  # replicas stay followers this long after `cleanup`
 BUFFER_DRAIN_CHECKS, BUFFER_DRAIN_SECONDS = 12, 5.0  # up to a minute for buffers to drain
-DAY = 86400
 
 
 def build_source(settings: Settings) -> DemandSource:

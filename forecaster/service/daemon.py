@@ -27,11 +27,12 @@ from forecaster.core.error_budget import (
     waste_last_day,
 )
 from forecaster.core.finops import PoolSpend, SpendPoint, pool_spend
+from forecaster.durations import DAY
 from forecaster.service.loop import Reconciler, TickRecord
 from forecaster.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
-TRAIL_SECONDS = 86400
+TRAIL_SECONDS = DAY
 
 
 @dataclass(frozen=True)

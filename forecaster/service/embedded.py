@@ -21,6 +21,7 @@ from pathlib import Path
 import uvicorn
 
 from forecaster.core.series import from_epoch_seconds
+from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.service import app
@@ -33,7 +34,6 @@ from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.files import read_job_trace
 
 log = logging.getLogger(__name__)
-DAY = 86400
 REAL_STEP_SECONDS = 0.1
 
 

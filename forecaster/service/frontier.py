@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from forecaster.core.jobs import JobTrace
+from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.service.replay import ReplaySetup, make_policy, replay
 from forecaster.simulation.metrics import ReplayMetrics, measure
@@ -45,7 +46,6 @@ KEYS = (
     "cap_breaches",
 )
 COMPARED = ("share_waiting_over_5min", "mean_wait_s", "p95_wait_s")
-DAY = 86400
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,7 @@ from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
 from forecaster.core.planner import Mode
 from forecaster.core.series import iso_utc
+from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.service.daemon import Daemon, TrailPoint
 from forecaster.service.page import PAGE
@@ -40,7 +41,7 @@ PoolQuery = Annotated[
         description="NodePool name",
     ),
 ]
-HISTORY_SECONDS = 86400
+HISTORY_SECONDS = DAY
 
 
 class Problem(BaseModel):

@@ -33,6 +33,7 @@ from forecaster.core.planner import Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
+from forecaster.durations import DAY
 from forecaster.errors import ConflictError, ForecasterError
 from forecaster.service.models import ModelProvider
 from forecaster.service.state import PendingForecast, PoolState, ServiceState, StateStore
@@ -50,9 +51,6 @@ class PrewarmActuator(Protocol):
     def apply(self, plan: Plan, *, now: int) -> ActuationReport:
         """Act on every acting pool of ``plan``."""
         ...
-
-
-DAY = 86400
 
 
 @dataclass(frozen=True)

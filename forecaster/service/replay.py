@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -21,6 +21,7 @@ from forecaster.core.jobs import JobTrace
 from forecaster.core.planner import Mode
 from forecaster.core.policy import Budgets, PoolPolicy, covering_horizon, prewarm_window_seconds
 from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import build
@@ -37,7 +38,6 @@ from forecaster.simulation.policies import (
 from forecaster.simulation.twin import Decision, Policy, Twin, TwinConfig, TwinRecord, TwinView
 
 log = logging.getLogger(__name__)
-DAY = 86400
 POLICIES = POLICY_NAMES
 
 
@@ -261,22 +261,3 @@ def replay(
         handoffs=getattr(policy, "handoffs", 0),
     )
     return ReplayResult(policy.name, metrics, record)
-
-
-def replay_all(
-    jobs: JobTrace,
-    names: Sequence[str],
-    setup: ReplaySetup,
-    progress: Callable[[str, float], None] | None = None,
-) -> list[ReplayResult]:
-    """Run several policies one after another on the same trace."""
-    results = []
-    for name in names:
-        policy = make_policy(name, setup, jobs)
-
-        def tick(now: float, label: str = policy.name) -> None:
-            if progress is not None:
-                progress(label, now)
-
-        results.append(replay(jobs, policy, setup, tick))
-    return results

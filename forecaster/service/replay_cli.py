@@ -12,6 +12,7 @@ from tqdm import tqdm
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.policy import Budgets
+from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.service.frontier import frontier, parse_days
@@ -20,7 +21,6 @@ from forecaster.simulation.report import ReportRun, render
 from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.files import CsvSource, read_job_trace
 
-DAY = 86400
 KEYS = (
     "p50_wait_s",
     "p95_wait_s",

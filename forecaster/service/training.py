@@ -21,6 +21,7 @@ import numpy as np
 
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, from_epoch_seconds
+from forecaster.durations import DAY
 from forecaster.errors import ModelError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun, ModelScore, run_backtest, score
@@ -28,7 +29,6 @@ from forecaster.forecasting.registry import FALLBACK, build
 from forecaster.forecasting.selection import Selection, select
 
 log = logging.getLogger(__name__)
-DAY = 86400
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,7 @@ expired unused (removed, renewed or still idle).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,10 +35,6 @@ class ReplayMetrics:
     cost_spot: float
     cap_breaches: int
     handoffs: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form."""
-        return asdict(self)
 
 
 def _overlap(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> np.ndarray:

@@ -19,12 +19,12 @@ import pytest
 import skops.io
 
 from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
 from forecaster.errors import ModelError
 from forecaster.forecasting.artifacts import ArtifactStore, canonical_hash
 from forecaster.forecasting.registry import build
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "artifacts"
-DAY = 86400
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,11 @@ import numpy as np
 import pytest
 
 from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
 from forecaster.errors import DataError
 from forecaster.forecasting.backtest import BacktestSpec, run_backtest, score
 from forecaster.forecasting.scoring import coverage, headroom, pinball_loss
 from tests.forecasting.fakes import LevelPlusConstant, random_walk
-
-DAY = 86400
 
 
 def test_refits_see_only_the_past() -> None:

@@ -14,12 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
 from forecaster.forecasting.backtest import BacktestSpec, run_backtest, score
 from forecaster.forecasting.calibration import Calibrated, conformal_quantile
 from tests.forecasting.fakes import LevelPlusConstant, random_walk
 
 H = 900
-DAY = 86400
 
 
 @settings(max_examples=200, deadline=None)

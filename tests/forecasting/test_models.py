@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 
 from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
 from forecaster.errors import ModelError
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import build, known_names, model_class
 
 HORIZONS = (300, 900)
 QUANTILES = (0.5, 0.95)
-DAY = 86400
 
 
 @pytest.fixture(scope="module")

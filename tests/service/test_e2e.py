@@ -16,6 +16,7 @@ from fastapi.testclient import TestClient
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.cli import main
 from forecaster.core.series import to_epoch_seconds
+from forecaster.durations import DAY
 from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
@@ -28,7 +29,6 @@ from tests.kubeapi.server import KubeApiDouble
 
 pytestmark = pytest.mark.prometheus
 POOL = "earth"
-DAY = 86400
 
 
 def settings(tmp_path: Path, prometheus_url: str) -> Settings:

@@ -15,12 +15,11 @@ import yaml
 
 from forecaster.cli import main
 from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import ModelScore
 from forecaster.forecasting.registry import build
 from forecaster.service.training import champion_or_challenger
-
-DAY = 86400
 
 
 def score(model: str, pinball: float) -> ModelScore:

@@ -21,13 +21,13 @@ from forecaster.cli import main
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.policy import Budgets
+from forecaster.durations import DAY
 from forecaster.errors import SourceError
 from forecaster.service.replay import Predictive, ReplaySetup, make_policy, replay
 from forecaster.simulation.twin import Decision, TwinConfig, TwinView
 from forecaster.sources.files import read_job_trace
 
 T0 = 1_800_000_000 - 1_800_000_000 % 86400
-DAY = 86400
 
 
 def synthetic(days: float, *, seed: int, start: float = 0.0) -> JobTrace:

@@ -19,9 +19,9 @@ import yaml
 
 from forecaster.cli import main
 from forecaster.core.series import DemandSeries, iso_utc
+from forecaster.durations import DAY
 from tests.support.prometheus_server import Series, running_prometheus
 
-DAY = 86400
 NOW = int(time.time()) // 3600 * 3600  # retention is applied relative to the newest data
 
 
