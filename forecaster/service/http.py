@@ -247,9 +247,9 @@ def create_app(daemon: Daemon) -> FastAPI:
                     view.snapshot.ready_placeholder_gpus if view and view.snapshot else None
                 ),
                 "errors": [
-                    f"{k.split(' ')[0]}: {v}"
-                    for k, v in (record.errors.items() if record else [])
-                    if k.endswith(f" {name}")
+                    f"{e.kind}: {e.message}"
+                    for e in (record.errors if record else ())
+                    if e.pool == name
                 ],
             }
         return {
@@ -271,7 +271,10 @@ def create_app(daemon: Daemon) -> FastAPI:
             },
             "finops": _finops_total([daemon.spend(name) for name in daemon.pools]),
             "guardrails": list(daemon.guardrails),
-            "errors": dict(record.errors) if record else {},
+            "errors": [
+                {"kind": e.kind, "pool": e.pool, "message": e.message}
+                for e in (record.errors if record else ())
+            ],
         }
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)

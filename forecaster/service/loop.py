@@ -85,6 +85,18 @@ class PoolView:
 
 
 @dataclass(frozen=True)
+class TickError:
+    """A problem one tick met, and where."""
+
+    kind: str
+    """data, model, forecast, crash, actuate, cluster or state: the label of
+    ``forecaster_reconcile_errors_total``."""
+    pool: str | None
+    """The pool it concerns; None for the whole tick (cluster unobservable, state)."""
+    message: str
+
+
+@dataclass(frozen=True)
 class TickRecord:
     """The outcome of one tick."""
 
@@ -94,11 +106,16 @@ class TickRecord:
     transitions: tuple[tuple[str, Transition], ...]
     """Mode changes this tick, as (pool, transition)."""
     actuation: ActuationReport | None
-    errors: dict[str, str] = field(default_factory=dict)
-    """Problems met, keyed ``"<kind> <pool>"`` (data, model, forecast, crash, actuate) or
-    ``cluster`` / ``state``; the kind is the label of ``forecaster_reconcile_errors_total``."""
+    errors: tuple[TickError, ...] = ()
+    """Problems met this tick, in the order met."""
     halt: Halt | None = None
     """The kill switch, when on: this tick withdrew every prewarm."""
+
+    def error(self, kind: str, pool: str | None = None) -> str | None:
+        """The message of the last ``kind`` error of ``pool`` (None: there was none)."""
+        found = [e.message for e in self.errors if e.kind == kind and e.pool == pool]
+        return found[-1] if found else None
+
     unattributed: tuple[Unattributed, ...] = ()
     """Pending GPU pods no NodePool can serve (Karpenter will not launch for them)."""
     evaluations: dict[str, tuple[Evaluation, ...]] = field(default_factory=dict)
@@ -146,7 +163,7 @@ class Reconciler:
         ``act=False`` (a replica that is not the leader): forecast and plan, write nothing -
         neither to the cluster nor to the persisted state.
         """
-        errors: dict[str, str] = {}
+        errors: list[TickError] = []
         self._load_state(errors)
         snapshots = self._observe(now, errors)
         halt, readable = self._halt(errors)
@@ -161,7 +178,7 @@ class Reconciler:
                 view, evaluations = self._forecast(runtime, pool_state, now, errors)
             except Exception as exc:  # a bug or malformed input harms only this pool
                 log.exception("pool %s: forecasting failed; the pool withdraws this tick", name)
-                errors[f"crash {name}"] = f"{type(exc).__name__}: {exc}"
+                errors.append(TickError("crash", name, f"{type(exc).__name__}: {exc}"))
                 view, evaluations = _no_forecast(runtime), []
             scored[name] = tuple(evaluations)
             before = len(pool_state.budget.transitions)
@@ -208,22 +225,31 @@ class Reconciler:
             )
         unattributed = snapshots.unattributed if isinstance(snapshots, Observation) else ()
         self.last = TickRecord(
-            now, decision, views, tuple(transitions), report, errors, halt, unattributed, scored
+            now,
+            decision,
+            views,
+            tuple(transitions),
+            report,
+            tuple(errors),
+            halt,
+            unattributed,
+            scored,
         )
         return self.last
 
     # ---- steps ---------------------------------------------------------------------------
-    def _load_state(self, errors: dict[str, str]) -> None:
+    def _load_state(self, errors: list[TickError]) -> None:
         if self._loaded:
             return
         try:
             saved = self.state_store.load()
         except (ForecasterError, ValueError, KeyError, TypeError) as exc:
-            errors["state"] = (
+            message = (
                 f"could not read the persisted state ({exc}): acting as if the GPU-hours budget"
                 " were spent until it can be read"
             )
-            log.error("%s", errors["state"])
+            errors.append(TickError("state", None, message))
+            log.error("%s", message)
             return  # fail closed: never "start from zero" on a transient read error
         if saved is not None:
             self.state = ServiceState.from_dict(saved)
@@ -238,14 +264,15 @@ class Reconciler:
                     )
         self._loaded = True
 
-    def _observe(self, now: int, errors: dict[str, str]) -> Mapping[str, PoolSnapshot] | None:
+    def _observe(self, now: int, errors: list[TickError]) -> Mapping[str, PoolSnapshot] | None:
         if self.observe is None:
             return None
         try:
             snapshots = self.observe([p.policy.pool for p in self.pools], now)
         except ForecasterError as exc:
-            errors["cluster"] = f"cannot observe the cluster, not acting this tick: {exc}"
-            log.error("%s", errors["cluster"])
+            message = f"cannot observe the cluster, not acting this tick: {exc}"
+            errors.append(TickError("cluster", None, message))
+            log.error("%s", message)
             return None
         for lost in snapshots.unattributed if isinstance(snapshots, Observation) else ():
             log.warning(
@@ -257,19 +284,21 @@ class Reconciler:
             )
         for name, snapshot in snapshots.items():
             if snapshot.problem is not None:
-                errors[f"cluster {name}"] = f"cannot observe the pool: {snapshot.problem}"
-                log.error("pool %s: %s; it withdraws its prewarm", name, errors[f"cluster {name}"])
+                message = f"cannot observe the pool: {snapshot.problem}"
+                errors.append(TickError("cluster", name, message))
+                log.error("pool %s: %s; it withdraws its prewarm", name, message)
         return snapshots
 
-    def _halt(self, errors: dict[str, str]) -> tuple[Halt | None, bool]:
+    def _halt(self, errors: list[TickError]) -> tuple[Halt | None, bool]:
         """The kill switch, and whether it could be read at all."""
         if self.read_halt is None:
             return None, True
         try:
             halt = self.read_halt()
         except ForecasterError as exc:
-            errors["cluster"] = f"cannot read the kill switch, not acting this tick: {exc}"
-            log.error("%s", errors["cluster"])
+            message = f"cannot read the kill switch, not acting this tick: {exc}"
+            errors.append(TickError("cluster", None, message))
+            log.error("%s", message)
             return None, False
         if halt is not None:
             log.warning(
@@ -280,7 +309,7 @@ class Reconciler:
         return halt, True
 
     def _forecast(
-        self, runtime: PoolRuntime, pool_state: PoolState, now: int, errors: dict[str, str]
+        self, runtime: PoolRuntime, pool_state: PoolState, now: int, errors: list[TickError]
     ) -> tuple[PoolView, list[Evaluation]]:
         name = runtime.policy.pool
         empty = PoolView(
@@ -292,7 +321,7 @@ class Reconciler:
                 name, start=now - self.lookback_seconds, end=now, step_seconds=self.step_seconds
             )
         except ForecasterError as exc:
-            errors[f"data {name}"] = str(exc)
+            errors.append(TickError("data", name, str(exc)))
             log.error(
                 "pool %s: no fresh data (%s); keeping the last forecast, which goes stale",
                 name,
@@ -303,7 +332,7 @@ class Reconciler:
         usable = np.flatnonzero(series.usable)
         active = self.models.get(name, history=series) if usable.size else None
         if active is None:
-            errors[f"model {name}"] = "no usable history or model"
+            errors.append(TickError("model", name, "no usable history or model"))
             return PoolView(
                 **{**empty.__dict__, "history": series, "quality": _lines(quality)}
             ), evaluations
@@ -311,7 +340,7 @@ class Reconciler:
         try:
             forecast = active.model.predict(series, at=np.array([origin], dtype=np.int64))
         except (ForecasterError, ValueError) as exc:
-            errors[f"forecast {name}"] = str(exc)
+            errors.append(TickError("forecast", name, str(exc)))
             return PoolView(**{**empty.__dict__, "history": series}), evaluations
         q = runtime.target_quantile
         p95 = float(forecast.values_at(quantile=q, horizon_seconds=runtime.horizon_seconds)[0])
@@ -359,13 +388,13 @@ class Reconciler:
         decision: Plan,
         snapshots: Mapping[str, PoolSnapshot] | None,
         now: int,
-        errors: dict[str, str],
+        errors: list[TickError],
     ) -> ActuationReport | None:
         if self.actuator is None or snapshots is None:
             self._last_waste = {}
             return None
         report = self.actuator.apply(decision, now=now)
-        errors.update({f"actuate {k}": v for k, v in report.errors.items()})
+        errors.extend(TickError("actuate", pool, m) for pool, m in report.errors.items())
         self._last_waste = dict(report.wasted_gpu_hours)
         return report
 
@@ -373,7 +402,7 @@ class Reconciler:
         self,
         snapshots: Mapping[str, PoolSnapshot] | None,
         now: int,
-        errors: dict[str, str],
+        errors: list[TickError],
         *,
         halted: bool,
     ) -> None:
@@ -391,12 +420,13 @@ class Reconciler:
         try:
             self.state_store.save(self.state.to_dict())
         except ConflictError as exc:
-            errors["state"] = f"state changed under us (another leader?): re-reading it: {exc}"
-            log.error("%s", errors["state"])
+            message = f"state changed under us (another leader?): re-reading it: {exc}"
+            errors.append(TickError("state", None, message))
+            log.error("%s", message)
             self._loaded = False
         except ForecasterError as exc:
-            errors["state"] = f"could not save state: {exc}"
-            log.error("%s", errors["state"])
+            errors.append(TickError("state", None, f"could not save state: {exc}"))
+            log.error("could not save state: %s", exc)
 
 
 def _no_forecast(runtime: PoolRuntime) -> PoolView:

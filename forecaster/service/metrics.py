@@ -171,8 +171,8 @@ class Metrics:
         self.unattributed.clear()
         for lost in record.unattributed:
             self.unattributed.labels(namespace=lost.namespace).set(lost.gpus)
-        for kind in record.errors:
-            self.errors.labels(kind=kind.split(" ")[0]).inc()
+        for error in record.errors:
+            self.errors.labels(kind=error.kind).inc()
         self.cost.set(record.plan.cost_per_hour)
         self.spent.set(record.plan.gpu_hours_spent_last_day)
         for pool_plan in record.plan.pools:

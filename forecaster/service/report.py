@@ -109,9 +109,9 @@ def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budget
         lines.extend(f"  - {reason}" for reason in pool_plan.reasons)
         for line in view.quality:
             lines.append(f"  data: {line}")
-        for key, message in record.errors.items():
-            if key.endswith(f" {pool_plan.pool}"):
-                lines.append(f"  error ({key.split(' ')[0]}): {message}")
+        for error in record.errors:
+            if error.pool == pool_plan.pool:
+                lines.append(f"  error ({error.kind}): {error.message}")
     lines.append(
         f"budgets: prewarm {decision.total_target_gpus} of {budgets.max_total_prewarm_gpus} GPUs;"
         f" cost ${decision.cost_per_hour:.2f}/h of ${budgets.max_cost_per_hour:.2f}/h;"

@@ -87,7 +87,7 @@ def test_auto_prewarms_with_a_buffer_where_karpenter_serves_them(
         d.reconcile(now)
         sim.step()
         record = d.last
-        assert record is not None and record.errors == {}, record.errors if record else None
+        assert record is not None and record.errors == (), record.errors if record else None
         targets.append(record.plan.pool(POOL).target_gpus)
         nodes.append(len(api.objects("nodes")))
     (buffer,) = api.objects("capacitybuffers", NS)

@@ -59,7 +59,7 @@ def test_source_failure_is_reported_held_and_recovers(tmp_path: Path) -> None:
     source.fail = None
     source.append(*calm_history(days=0.01, level=source.values[-1])[:11])
     recovered = d.reconcile(T0 + 660)
-    assert recovered is not None and recovered.errors == {}
+    assert recovered is not None and recovered.errors == ()
     assert recovered.plan.pool(POOL).target_gpus >= 8
     assert not any("stale" in r for r in recovered.plan.pool(POOL).reasons)
 
@@ -96,7 +96,7 @@ def test_prometheus_clock_ahead_of_the_daemon(
     """Prometheus holds samples stamped after the daemon's "now": none may be acted on."""
     now = last_sample() - ahead_seconds
     record = prometheus_daemon(tmp_path, prometheus_url, "earth").reconcile(now)
-    assert record is not None and record.errors == {}
+    assert record is not None and record.errors == ()
     view = record.pools["earth"]
     assert view.demand is not None and now - 300 <= view.demand.data_end <= now
     assert view.history is not None and view.history.end <= now
