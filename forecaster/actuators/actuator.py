@@ -23,7 +23,7 @@ from forecaster.actuators.events import Events
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.actions import ActuationReport
-from forecaster.core.planner import Mode, NodePoolAction, Plan, PoolPlan
+from forecaster.core.planner import NodePoolAction, Plan, PoolPlan
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ class Actuator:
     def _apply_pool(self, pool_plan: PoolPlan, report: ActuationReport, *, now: int) -> None:
         name = pool_plan.pool
         config = self.pools[name]
-        target = pool_plan.placeholders if pool_plan.mode is Mode.PREDICTIVE else 0
+        target = pool_plan.placeholders  # the plan decided it (0 for every non-predictive mode)
         action = pool_plan.nodepool
         if action is NodePoolAction.PAUSE and self.nodepools.protect(
             name,

@@ -16,7 +16,7 @@ import numpy as np
 from forecaster.core.actions import ActuationReport
 from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.jobs import JobTrace
-from forecaster.core.planner import Mode, Plan
+from forecaster.core.planner import Plan
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
 from forecaster.errors import SourceError
@@ -90,11 +90,9 @@ class LiveTwin:
         for pool_plan in plan.pools:
             if pool_plan.pool != self.pool or not pool_plan.acts:
                 continue
-            predictive = pool_plan.mode is Mode.PREDICTIVE
-            target = pool_plan.target_gpus if predictive else 0
-            with self._lock:
+            with self._lock:  # the plan decided both (0 and no pause outside predictive mode)
                 self._policy.decision = Decision(
-                    target, protect=predictive and pool_plan.protect_nodepool
+                    pool_plan.target_gpus, protect=pool_plan.protect_nodepool
                 )
                 self._counted, wasted, used = self.twin.ended_after(self._counted)
                 report.wasted_gpu_hours[self.pool] = wasted

@@ -294,3 +294,19 @@ def test_no_capacity_at_the_cloud_holds_what_exists_and_adds_nothing() -> None:
     assert pool_plan.needed_gpus >= 40 and pool_plan.target_gpus == 8
     assert any("no capacity at the cloud" in r and "warm: 0 of 8" in r for r in pool_plan.reasons)
     assert one(80.0, snap=dataclasses.replace(snap, launch_problem=None)).target_gpus >= 40
+
+
+@pytest.mark.parametrize("mode", [Mode.HANDED_OFF, Mode.RECOVERING, None])
+def test_only_predictive_pools_get_prewarm_the_actuator_just_carries_it_out(
+    mode: Mode | None,
+) -> None:
+    """The actuator takes the plan's target as is: every other acting mode must plan 0 and a
+    restored NodePool (None: the kill switch)."""
+    pol = policy(protect_nodepool=True)
+    item = PoolInput(pol, snapshot(), forecast(80.0), mode or Mode.PREDICTIVE)
+    halted = "incident" if mode is None else None
+    (pool_plan,) = plan(
+        [item], budgets=BIG, spent_gpu_hours_last_day=0, now=NOW, halted=halted
+    ).pools
+    assert pool_plan.acts and pool_plan.target_gpus == 0 and pool_plan.placeholders == 0
+    assert not pool_plan.protect_nodepool
