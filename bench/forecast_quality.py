@@ -19,13 +19,13 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from forecaster.cli.report import backtest_header, score_table
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY, parse_duration
 from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.features import levels_at, take
 from forecaster.forecasting.registry import known_names
 from forecaster.forecasting.scoring import coverage, headroom, pinball_loss
-from forecaster.service.report import backtest_header, score_table
 from forecaster.service.training import TrainingPlan, backtest_models
 from forecaster.sources.files import CsvSource
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from threadpoolctl import threadpool_limits
 
 from forecaster.cli import build_parser
-from forecaster.service.replay_cli import against_sweep, load_trace, run_all, setup_from, table
+from forecaster.cli.replay import against_sweep, load_trace, run_all, setup_from, table
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,6 +15,15 @@ from tqdm import tqdm
 from forecaster.actuators.control import CONTROL_CONFIG_MAP, Control
 from forecaster.actuators.guardrails import Guardrail
 from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG
+from forecaster.cli.replay import replay_command
+from forecaster.cli.report import (
+    backtest_header,
+    plan_report,
+    query_check_report,
+    score_table,
+    selection_line,
+    training_report,
+)
 from forecaster.core.actions import Halt
 from forecaster.core.series import iso_utc
 from forecaster.errors import ConfigError, SourceError
@@ -25,15 +34,6 @@ from forecaster.forecasting.selection import select
 from forecaster.service import app
 from forecaster.service.clock import SystemClock
 from forecaster.service.embedded import serve_embedded
-from forecaster.service.replay_cli import replay_command
-from forecaster.service.report import (
-    backtest_header,
-    plan_report,
-    query_check_report,
-    score_table,
-    selection_line,
-    training_report,
-)
 from forecaster.service.scheduler import serve_cluster
 from forecaster.service.training import TrainingPlan, backtest_models
 from forecaster.settings import Settings, load_settings

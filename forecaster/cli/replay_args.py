@@ -1,4 +1,4 @@
-"""The ``replay`` subcommand's flags (the command itself: ``service.replay_cli``)."""
+"""The ``replay`` subcommand's flags (the command itself: ``cli.replay``)."""
 
 from __future__ import annotations
 
