@@ -28,7 +28,7 @@ from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
-from tests.core.test_planner import policy as pool_policy
+from tests.factories import policy as pool_policy
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 

@@ -20,10 +20,10 @@ from forecaster.actuators.kube import Kube
 from forecaster.actuators.observer import observe
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
+from tests.factories import placeholders, reconciler
 from tests.kubeapi.cluster import GPU_TAINT, ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
-from tests.service.test_loop import placeholders, reconciler
 
 NODEPOOL = "karpenter.sh/nodepool"
 

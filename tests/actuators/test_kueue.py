@@ -23,43 +23,13 @@ from forecaster.service import app
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
+from tests.factories import cluster_queue, flavor
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
 
 V = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
-
-
-def flavor(name: str, pool: str) -> dict[str, Any]:
-    return {
-        "apiVersion": V,
-        "kind": "ResourceFlavor",
-        "metadata": {"name": name},
-        "spec": {"nodeLabels": {"karpenter.sh/nodepool": pool}},
-    }
-
-
-def cluster_queue(name: str, cohort: str, nominal: int, used: int, **limits: int) -> dict[str, Any]:
-    resource: dict[str, Any] = {"name": GPU, "nominalQuota": nominal}
-    if "borrowing" in limits:
-        resource["borrowingLimit"] = limits["borrowing"]
-    return {
-        "apiVersion": V,
-        "kind": "ClusterQueue",
-        "metadata": {"name": name},
-        "spec": {
-            "cohortName": cohort,
-            "resourceGroups": [
-                {"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [resource]}]}
-            ],
-        },
-        "status": {
-            "flavorsReservation": [
-                {"name": "a100", "resources": [{"name": GPU, "total": used, "borrowed": 0}]}
-            ]
-        },
-    }
 
 
 def workload(

@@ -20,42 +20,7 @@ from hypothesis import strategies as st
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.planner import Mode, PoolInput, billed_gpus, plan
 from forecaster.core.policy import Budgets, PoolPolicy
-
-NOW = 1_800_000_000
-
-
-def policy(pool: str = "a", **changes: object) -> PoolPolicy:
-    base = PoolPolicy(
-        pool=pool,
-        gpus_per_node=8,
-        placeholder_gpus=8,
-        max_prewarm_gpus=64,
-        price_per_gpu_hour=2.0,
-        stale_after_seconds=300,
-        hold_seconds=600,
-    )
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
-
-
-def snapshot(pool: str = "a", **changes: object) -> PoolSnapshot:
-    base = PoolSnapshot(
-        pool=pool,
-        observed_at=NOW,
-        allocatable_gpus=40,
-        launching_gpus=0,
-        running_gpus=36,
-        pending_gpus=0,
-        placeholder_gpus=0,
-        nodepool_limit_gpus=200,
-    )
-    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
-
-
-def forecast(p95: float, pool: str = "a", data_end: int = NOW - 60) -> DemandForecast:
-    return DemandForecast(
-        pool=pool, p50_gpus=p95 * 0.9, upper_gpus=p95, data_end=data_end, model="m", quantile=0.95
-    )
-
+from tests.factories import NOW, forecast, policy, snapshot
 
 BIG = Budgets(
     max_total_prewarm_gpus=1000,

@@ -88,3 +88,18 @@ FORECAST_ONLY = ("kustomize-forecast-only", "helm-forecast-only")
 
 def by_kind(objects: Objects, kind: str) -> Objects:
     return [o for o in objects if o["kind"] == kind]
+
+
+def grants(objects: Objects) -> set[tuple[str, str, str, str]]:
+    """(apiGroup, resource, verb, scope) granted; scope is 'cluster' or the Role's namespace."""
+    out = set()
+    for obj in objects:
+        if obj["kind"] not in ("ClusterRole", "Role"):
+            continue
+        scope = "cluster" if obj["kind"] == "ClusterRole" else obj["metadata"]["namespace"]
+        for rule in obj["rules"]:
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        out.add((group, resource, verb, scope))
+    return out

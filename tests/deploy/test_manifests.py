@@ -32,8 +32,8 @@ from tests.deploy.renders import (
     FORECAST_ONLY,
     RENDERS,
     ROOT,
-    Objects,
     by_kind,
+    grants,
     helm,
     kubectl,
     render,
@@ -159,21 +159,6 @@ def test_forecast_only_cannot_write(name: str) -> None:
     for group, resource, verb, _ in granted:
         if resource in ("nodepools", "priorityclasses", "pods"):
             assert verb in ("get", "list"), (group, resource, verb)
-
-
-def grants(objects: Objects) -> set[tuple[str, str, str, str]]:
-    """(apiGroup, resource, verb, scope) granted; scope is 'cluster' or the Role's namespace."""
-    out = set()
-    for obj in objects:
-        if obj["kind"] not in ("ClusterRole", "Role"):
-            continue
-        scope = "cluster" if obj["kind"] == "ClusterRole" else obj["metadata"]["namespace"]
-        for rule in obj["rules"]:
-            for group in rule["apiGroups"]:
-                for resource in rule["resources"]:
-                    for verb in rule["verbs"]:
-                        out.add((group, resource, verb, scope))
-    return out
 
 
 def test_retraining_trains_every_configured_pool(

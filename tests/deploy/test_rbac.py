@@ -23,9 +23,8 @@ from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import KueuePoolSettings, Settings, load_settings
-from tests.actuators.test_kueue import cluster_queue, flavor
-from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT
-from tests.deploy.test_manifests import grants
+from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT, grants
+from tests.factories import cluster_queue, flavor
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import _PATH, RESOURCES, KubeApiDouble, Request
 from tests.service.fakes import T0, LiveSource, calm_history

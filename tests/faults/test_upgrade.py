@@ -22,10 +22,10 @@ import pytest
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.core.budget import spent_last_day
 from forecaster.service import app
+from tests.factories import NS, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
-from tests.service.test_loop import NS, settings
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "format-0.1"
 RECORD = "forecaster.io/original-disruption"

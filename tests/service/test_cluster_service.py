@@ -21,10 +21,10 @@ from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
 from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings
+from tests.factories import settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
-from tests.service.test_loop import settings
 
 
 def replica(tmp_path: Path, api: KubeApiDouble, identity: str, clock: FakeClock):  # type: ignore[no-untyped-def]

@@ -21,10 +21,10 @@ from forecaster.service import app
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.service.loop import Reconciler
+from tests.factories import NS, client, placeholders, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
-from tests.service.test_loop import NS, client, placeholders, reconciler, settings
 
 ORIGINAL = "forecaster.io/original-disruption"
 

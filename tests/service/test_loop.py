@@ -17,51 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from forecaster.actuators.kube import Kube, api_client
 from forecaster.core.budget import spent_last_day
 from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
 from forecaster.service import app
-from forecaster.service.loop import Reconciler
-from forecaster.settings import Settings
+from tests.factories import NS, client, placeholders, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
-
-NS = "forecaster"
-
-
-def settings(tmp_path: Path, **changes: object) -> Settings:
-    document: dict[str, object] = {
-        "source": {"kind": "prometheus"},
-        "models_dir": str(tmp_path / "models"),
-        "planning": {
-            "actuation": "placeholders",  # the CapacityBuffer path: test_backends.py
-            "budgets": {"max_total_prewarm_gpus": 48},
-            "stale_after_seconds": 300,
-            "hold_seconds": 900,
-        },
-        "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 32}],
-    }
-    document.update(changes)
-    return Settings.model_validate(document)
-
-
-def client(api: KubeApiDouble, *, dry_run: bool = False) -> Kube:
-    return Kube(api_client(host=api.url), dry_run=dry_run, backoff_seconds=0.01)
-
-
-def reconciler(
-    tmp_path: Path, api: KubeApiDouble, source: LiveSource, **changes: object
-) -> Reconciler:
-    config = settings(tmp_path, **changes)
-    return app.build_reconciler(config, source=source, kube=client(api, dry_run=config.dry_run))
-
-
-def placeholders(api: KubeApiDouble) -> list[dict[str, object]]:
-    """Our placeholder Jobs (each owns one pod once the Job controller has run)."""
-    return api.objects("jobs", NS)
 
 
 def test_one_tick_prewarms_a_forecast_ramp(

@@ -26,10 +26,10 @@ from forecaster.service.daemon import Daemon
 from forecaster.service.embedded import build_embedded
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
+from tests.factories import reconciler
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
-from tests.service.test_loop import reconciler
 from tests.support.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -18,10 +18,12 @@ import pytest
 
 from forecaster.cli import main
 from forecaster.core.jobs import JobTrace
+from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.service.frontier import KEYS, Point, choose, frontier, interpolate, parse_days
 from forecaster.simulation.metrics import ReplayMetrics
-from tests.simulation.test_replay import DAY, T0, setup, synthetic
+from tests.factories import REPLAY_T0 as T0
+from tests.factories import setup, synthetic
 
 
 def metrics(gpu_hours: float, mean: float = 0.0, share: float = 0.0) -> ReplayMetrics:

@@ -20,39 +20,13 @@ import pytest
 from forecaster.cli import main
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
-from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
 from forecaster.errors import SourceError
 from forecaster.service.replay import Predictive, ReplaySetup, make_policy, replay
-from forecaster.simulation.twin import Decision, TwinConfig, TwinView
+from forecaster.simulation.twin import Decision, TwinView
 from forecaster.sources.files import read_job_trace
-
-T0 = 1_800_000_000 - 1_800_000_000 % 86400
-
-
-def synthetic(days: float, *, seed: int, start: float = 0.0) -> JobTrace:
-    rng = np.random.default_rng(seed)
-    count = int(days * 600)
-    submit = np.sort(rng.uniform(start, start + days * DAY, count))
-    duration = rng.uniform(1800, 6 * 3600, count)
-    gpus = rng.choice([1, 1, 1, 2, 8], count)
-    return JobTrace(submit=T0 + submit, duration=duration, gpus=gpus.astype(np.int64))
-
-
-def setup(days: float, cap: int = 512) -> ReplaySetup:
-    return ReplaySetup(
-        twin=TwinConfig(max_prewarm_gpus=cap),
-        start=T0,
-        warmup_end=T0 + DAY,
-        end=int(T0 + days * DAY),
-        budgets=Budgets(
-            max_total_prewarm_gpus=cap,
-            max_prewarm_gpu_hours_per_day=cap * 24.0,
-            max_cost_per_hour=cap * 4.1,
-            commitment_seconds=3600,
-        ),
-        max_prewarm_gpus=cap,
-    )
+from tests.factories import REPLAY_T0 as T0
+from tests.factories import setup, synthetic
 
 
 class Recording:

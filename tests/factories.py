@@ -1,0 +1,159 @@
+"""Builders the tests share: one place, instead of test modules importing from each other.
+
+Daemon on the API double (``settings``, ``client``, ``reconciler``, ``placeholders``), planner
+inputs (``policy``, ``snapshot``, ``forecast``), Kueue objects (``flavor``, ``cluster_queue``) and
+replay runs (``REPLAY_T0``, ``synthetic``, ``setup``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.core.cluster import DemandForecast, PoolSnapshot
+from forecaster.core.jobs import JobTrace
+from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.durations import DAY
+from forecaster.service import app
+from forecaster.service.loop import Reconciler
+from forecaster.service.replay import ReplaySetup
+from forecaster.settings import Settings
+from forecaster.simulation.twin import TwinConfig
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import POOL, LiveSource
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+
+NS = "forecaster"
+
+
+def settings(tmp_path: Path, **changes: object) -> Settings:
+    document: dict[str, object] = {
+        "source": {"kind": "prometheus"},
+        "models_dir": str(tmp_path / "models"),
+        "planning": {
+            "actuation": "placeholders",  # the CapacityBuffer path: test_backends.py
+            "budgets": {"max_total_prewarm_gpus": 48},
+            "stale_after_seconds": 300,
+            "hold_seconds": 900,
+        },
+        "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 32}],
+    }
+    document.update(changes)
+    return Settings.model_validate(document)
+
+
+def client(api: KubeApiDouble, *, dry_run: bool = False) -> Kube:
+    return Kube(api_client(host=api.url), dry_run=dry_run, backoff_seconds=0.01)
+
+
+def reconciler(
+    tmp_path: Path, api: KubeApiDouble, source: LiveSource, **changes: object
+) -> Reconciler:
+    config = settings(tmp_path, **changes)
+    return app.build_reconciler(config, source=source, kube=client(api, dry_run=config.dry_run))
+
+
+def placeholders(api: KubeApiDouble) -> list[dict[str, object]]:
+    """Our placeholder Jobs (each owns one pod once the Job controller has run)."""
+    return api.objects("jobs", NS)
+
+
+NOW = 1_800_000_000
+
+
+def policy(pool: str = "a", **changes: object) -> PoolPolicy:
+    base = PoolPolicy(
+        pool=pool,
+        gpus_per_node=8,
+        placeholder_gpus=8,
+        max_prewarm_gpus=64,
+        price_per_gpu_hour=2.0,
+        stale_after_seconds=300,
+        hold_seconds=600,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def snapshot(pool: str = "a", **changes: object) -> PoolSnapshot:
+    base = PoolSnapshot(
+        pool=pool,
+        observed_at=NOW,
+        allocatable_gpus=40,
+        launching_gpus=0,
+        running_gpus=36,
+        pending_gpus=0,
+        placeholder_gpus=0,
+        nodepool_limit_gpus=200,
+    )
+    return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+
+
+def forecast(p95: float, pool: str = "a", data_end: int = NOW - 60) -> DemandForecast:
+    return DemandForecast(
+        pool=pool, p50_gpus=p95 * 0.9, upper_gpus=p95, data_end=data_end, model="m", quantile=0.95
+    )
+
+
+def flavor(name: str, pool: str) -> dict[str, Any]:
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {"nodeLabels": {"karpenter.sh/nodepool": pool}},
+    }
+
+
+def cluster_queue(name: str, cohort: str, nominal: int, used: int, **limits: int) -> dict[str, Any]:
+    resource: dict[str, Any] = {"name": GPU, "nominalQuota": nominal}
+    if "borrowing" in limits:
+        resource["borrowingLimit"] = limits["borrowing"]
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": {
+            "cohortName": cohort,
+            "resourceGroups": [
+                {"coveredResources": [GPU], "flavors": [{"name": "a100", "resources": [resource]}]}
+            ],
+        },
+        "status": {
+            "flavorsReservation": [
+                {"name": "a100", "resources": [{"name": GPU, "total": used, "borrowed": 0}]}
+            ]
+        },
+    }
+
+
+REPLAY_T0 = 1_800_000_000 - 1_800_000_000 % 86400
+
+
+def synthetic(days: float, *, seed: int, start: float = 0.0) -> JobTrace:
+    rng = np.random.default_rng(seed)
+    count = int(days * 600)
+    submit = np.sort(rng.uniform(start, start + days * DAY, count))
+    duration = rng.uniform(1800, 6 * 3600, count)
+    gpus = rng.choice([1, 1, 1, 2, 8], count)
+    return JobTrace(submit=REPLAY_T0 + submit, duration=duration, gpus=gpus.astype(np.int64))
+
+
+def setup(days: float, cap: int = 512) -> ReplaySetup:
+    return ReplaySetup(
+        twin=TwinConfig(max_prewarm_gpus=cap),
+        start=REPLAY_T0,
+        warmup_end=REPLAY_T0 + DAY,
+        end=int(REPLAY_T0 + days * DAY),
+        budgets=Budgets(
+            max_total_prewarm_gpus=cap,
+            max_prewarm_gpu_hours_per_day=cap * 24.0,
+            max_cost_per_hour=cap * 4.1,
+            commitment_seconds=3600,
+        ),
+        max_prewarm_gpus=cap,
+    )
