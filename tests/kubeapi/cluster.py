@@ -85,22 +85,7 @@ class ClusterSim:
         self.no_capacity: set[str] = set()
         """NodePools the cloud has no capacity for: launches fail with Karpenter's Warning."""
         self._serial = 0
-        original = api._dispatch
-
-        def admitting(
-            method: str,
-            resource: str,
-            namespace: str,
-            name: str | None,
-            query: dict[str, str],
-            content_type: str,
-            body: Any,
-        ) -> tuple[int, Obj]:
-            if method == "POST" and resource == "pods" and name is None:
-                self._admit(body)
-            return original(method, resource, namespace, name, query, content_type, body)
-
-        api._dispatch = admitting  # type: ignore[method-assign]
+        api.admission.append(self._admit_pod)
         if priority_class and ("priorityclasses", "", "forecaster-placeholder") not in (
             api.store.objects
         ):
@@ -451,6 +436,10 @@ class ClusterSim:
                     self.api.clock
                 )
                 self._save("pods", pod)
+
+    def _admit_pod(self, resource: str, body: Any) -> None:
+        if resource == "pods":
+            self._admit(body)
 
     def _fits_node(self, pod: Obj, node: Obj) -> bool:
         selector = pod["spec"].get("nodeSelector", {})

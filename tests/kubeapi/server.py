@@ -17,6 +17,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -124,6 +125,8 @@ class KubeApiDouble:
         self.requests: list[Request] = []
         self.invalid: list[tuple[str, list[str]]] = []
         self.faults = Faults()
+        self.admission: list[Callable[[str, Any], None]] = []
+        """Admission hooks run on every create (resource, body), before it is stored."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -201,6 +204,9 @@ class KubeApiDouble:
             return 404, ApiError(404, "NotFound", f"the server could not find {path}").status()
         namespace, name = match.group("ns") or "", match.group("name")
         try:
+            if method == "POST" and name is None:
+                for admit in self.admission:  # like admission plugins: mutate or refuse (403)
+                    admit(resource, body)
             return self._dispatch(method, resource, namespace, name, query, content_type, body)
         except ApiError as exc:
             return exc.code, exc.status()
