@@ -54,7 +54,7 @@ def oracle_scores(series: DemandSeries, spec: BacktestSpec) -> list[ModelScore]:
             ModelScore(
                 model=name,
                 coverage=coverage(actual, upper),
-                pinball=pinball_loss(actual, upper, spec.quantile),
+                pinball=pinball_loss(actual, upper, quantile=spec.quantile),
                 headroom_gpus=headroom(actual, upper),
                 mean_fit_seconds=0.0,
                 points=int(actual.size),
@@ -90,7 +90,7 @@ def main() -> None:
                 refit_every_seconds=spec.refit_every_seconds,
             )
             began = time.perf_counter()
-            _, scores = backtest_models(series, plan, spec)
+            _, scores = backtest_models(series, plan, spec=spec)
             elapsed = time.perf_counter() - began
             print(backtest_header(filename, spec) + f"  [{elapsed:.0f}s]")
             rows = scores + oracle_scores(series, spec)

@@ -55,12 +55,12 @@ def main() -> None:
     results, timings = [], []
     for name in mine.policies.split(","):
         began = time.perf_counter()
-        results += run_all([name], jobs, setup, static_gpus=args.static_gpus)
+        results += run_all([name], jobs, setup=setup, static_gpus=args.static_gpus)
         timings.append((results[-1].policy, time.perf_counter() - began))
     sweep = []
     for k in filter(None, mine.sweep.split(",")):
         began = time.perf_counter()
-        sweep += run_all([f"static:{k}"], jobs, setup, static_gpus=args.static_gpus)
+        sweep += run_all([f"static:{k}"], jobs, setup=setup, static_gpus=args.static_gpus)
         timings.append((sweep[-1].policy, time.perf_counter() - began))
     print(
         f"ITP jobs trace: {len(jobs)} jobs, days 0-50, metrics days 10-50;"

@@ -39,7 +39,7 @@ def _code_lines() -> list[str]:
 def _commands(tool: str) -> list[str]:
     found = []
     for line in _code_lines():
-        words = shlex.split(line) if line else []
+        words = line.split()  # prose in a code block (the tree) is no command: no shlex here
         if words and words[0].endswith(tool) and "[" not in line and " | " not in line:
             found.append(line)
     return found

@@ -45,7 +45,7 @@ class BackendChoice:
     reason: str
 
 
-def choose_backend(kube: Kube, namespace: str, actuation: Actuation, *, now: int) -> BackendChoice:
+def choose_backend(kube: Kube, namespace: str, *, actuation: Actuation, now: int) -> BackendChoice:
     """Decide from what the cluster serves and how our buffers fare (see module docstring)."""
     if actuation == "placeholders":
         return BackendChoice("placeholders", "configured: actuation placeholders")
@@ -106,7 +106,9 @@ class BackendDetector:
         if self.choice is None or self._at is None or now - self._at >= self.resync_seconds:
             previous = self.choice
             try:
-                self.choice = choose_backend(self.kube, self.namespace, self.actuation, now=now)
+                self.choice = choose_backend(
+                    self.kube, self.namespace, actuation=self.actuation, now=now
+                )
             except ActuationError as exc:
                 if previous is None:
                     raise

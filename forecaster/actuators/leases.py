@@ -120,8 +120,8 @@ class LeaderElector:
         return lease_body(
             self.namespace,
             self.name,
-            self.identity,
-            self.lease_seconds,
+            identity=self.identity,
+            duration=self.lease_seconds,
             now=now,
             transitions=transitions,
         )
@@ -171,7 +171,9 @@ def fence(
     for _ in range(5):
         lease = kube.get_lease(namespace, LEASE_NAME)
         now = wall()
-        body = lease_body(namespace, LEASE_NAME, identity, hold_seconds, now=now, transitions=0)
+        body = lease_body(
+            namespace, LEASE_NAME, identity=identity, duration=hold_seconds, now=now, transitions=0
+        )
         if lease is None:
             try:
                 kube.create_lease(namespace, body)
@@ -200,7 +202,7 @@ def fence(
 
 
 def lease_body(
-    namespace: str, name: str, identity: str, duration: int, *, now: float, transitions: int
+    namespace: str, name: str, *, identity: str, duration: int, now: float, transitions: int
 ) -> Obj:
     """Our Lease object held by ``identity`` from ``now``."""
     return {

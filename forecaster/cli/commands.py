@@ -76,9 +76,11 @@ def _check_query(settings: Settings, args: argparse.Namespace) -> int:
     """Each pool's query as Prometheus answers it; exit 1 when a query is unusable."""
     now = args.at if args.at is not None else int(SystemClock().now().timestamp())
     retention, checks = app.check_queries(settings, pools=args.pool, now=now)
-    for line in query_check_report(settings.source.prometheus.url, retention, checks, now=now):
+    for line in query_check_report(
+        settings.source.prometheus.url, retention, checks=checks, now=now
+    ):
         print(line)
-    findings = app.history_findings(settings, retention, checks, now=now)
+    findings = app.history_findings(settings, retention, checks=checks, now=now)
     for finding in findings:
         where = f" [{finding.pool}]" if finding.pool else ""
         print(f"WARN {finding.code}{where}: {finding.message}")
@@ -148,7 +150,7 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
         except SourceError as exc:
             findings.append(Guardrail("prometheus-unreachable", None, str(exc)))
         else:
-            findings += app.history_findings(settings, retention, checks, now=now)
+            findings += app.history_findings(settings, retention, checks=checks, now=now)
     for finding in findings:
         where = f" [{finding.pool}]" if finding.pool else ""
         print(f"WARN {finding.code}{where}: {finding.message}")
@@ -361,7 +363,7 @@ def _backtest(args: argparse.Namespace) -> int:
         refit_every_seconds=args.refit_every,
     )
     with _model_bar(len(names), desc="backtest") as advance:
-        runs, scores = backtest_models(series, plan, spec, progress=advance)
+        runs, scores = backtest_models(series, plan, spec=spec, progress=advance)
     selection = select(scores, target=args.quantile, tolerance=args.tolerance, fallback=FALLBACK)
     print(backtest_header(args.data.name, spec))
     for line in score_table(

@@ -48,7 +48,9 @@ def load_trace(args: argparse.Namespace) -> tuple[JobTrace, int]:
         return read_job_trace(args.jobs, epoch=epoch), epoch
     if args.series is not None:
         series, _ = CsvSource({"series": args.series}).fetch_all("series", step_seconds=60)
-        return jobs_from_series(series.start, series.step_seconds, series.values), series.start
+        return jobs_from_series(
+            series.start, series.step_seconds, values=series.values
+        ), series.start
     raise ConfigError("give --jobs FILE or --series FILE")
 
 
@@ -93,13 +95,13 @@ def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
 
 
 def run_all(
-    names: list[str], jobs: JobTrace, setup: ReplaySetup, *, static_gpus: int
+    names: list[str], jobs: JobTrace, *, setup: ReplaySetup, static_gpus: int
 ) -> list[ReplayResult]:
     """Each policy in turn, with a progress bar over simulated days."""
     results = []
     total_days = (setup.end - setup.start) / DAY
     for name in names:
-        policy = make_policy(name, setup, jobs, static_gpus=static_gpus)
+        policy = make_policy(name, setup, jobs=jobs, static_gpus=static_gpus)
         with tqdm(
             total=round(total_days, 1),
             desc=f"{policy.name:>12}",
@@ -113,7 +115,7 @@ def run_all(
                 if day > bar.n:
                     bar.update(day - bar.n)
 
-            results.append(replay(jobs, policy, setup, progress))
+            results.append(replay(jobs, policy, setup=setup, progress=progress))
     return results
 
 
@@ -173,8 +175,10 @@ def replay_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--sweep: expected GPU counts separated by commas, e.g. 0,16,32; got {args.sweep!r}"
         ) from None
-    results = run_all(names, jobs, setup, static_gpus=args.static_gpus)
-    sweep = run_all(sweep_names, jobs, setup, static_gpus=args.static_gpus) if sweep_names else []
+    results = run_all(names, jobs, setup=setup, static_gpus=args.static_gpus)
+    sweep = (
+        run_all(sweep_names, jobs, setup=setup, static_gpus=args.static_gpus) if sweep_names else []
+    )
     for line in table(results + sweep):
         print(line)
     oracle = next((r for r in results if r.policy == "oracle"), None)

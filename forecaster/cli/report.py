@@ -124,7 +124,7 @@ def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budget
 
 
 def query_check_report(
-    url: str, retention: str | None, checks: Sequence[QueryCheck], *, now: int
+    url: str, retention: str | None, *, checks: Sequence[QueryCheck], now: int
 ) -> list[str]:
     """What Prometheus returns for each pool's query, for a person checking a config."""
     lines = [f"Prometheus {url}: retention {retention or 'not reported by the server'}"]

@@ -36,7 +36,7 @@ class JobTrace:
         return np.cumsum(delta)[:-1]
 
 
-def jobs_from_series(start: int, step_seconds: int, values: npt.NDArray[np.float64]) -> JobTrace:
+def jobs_from_series(start: int, step_seconds: int, *, values: npt.NDArray[np.float64]) -> JobTrace:
     """Turn a per-step demand series into 1-GPU pods: each rise starts pods, each fall ends
     the oldest running ones (FIFO). Gaps (NaN) hold the last level."""
     level = 0

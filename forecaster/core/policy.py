@@ -70,7 +70,10 @@ KARPENTER_BATCH_SECONDS = 10
 
 
 def prewarm_window_seconds(
-    lead_seconds: int, decision_interval_seconds: int, batch_seconds: int = KARPENTER_BATCH_SECONDS
+    lead_seconds: int,
+    decision_interval_seconds: int,
+    *,
+    batch_seconds: int = KARPENTER_BATCH_SECONDS,
 ) -> int:
     """How far ahead a decision must cover: the one rule for the daemon, replay and the oracle.
 

@@ -93,7 +93,7 @@ class ArtifactStore:
         self.load(pool, version)  # only verified artifacts leave the store
         return (self._pool_dir(pool) / f"{version}.json").read_text()
 
-    def install(self, pool: str, version: str, text: str) -> None:
+    def install(self, pool: str, version: str, *, text: str) -> None:
         """Store an artifact received from elsewhere, verify it, then make it current.
 
         A damaged or foreign artifact raises ``ModelError`` and CURRENT is left as it was.

@@ -71,7 +71,7 @@ def score(run: ModelRun, *, quantile: float) -> ModelScore:
     return ModelScore(
         model=run.model,
         coverage=coverage(run.actual, run.upper),
-        pinball=pinball_loss(run.actual, run.upper, quantile),
+        pinball=pinball_loss(run.actual, run.upper, quantile=quantile),
         headroom_gpus=headroom(run.actual, run.upper),
         mean_fit_seconds=float(np.mean(run.fit_seconds)) if run.fit_seconds else float("nan"),
         points=int(run.actual.size),
@@ -80,7 +80,7 @@ def score(run: ModelRun, *, quantile: float) -> ModelScore:
 
 
 def run_backtest(
-    series: DemandSeries, factory: ModelFactory, spec: BacktestSpec, *, label: str
+    series: DemandSeries, factory: ModelFactory, *, spec: BacktestSpec, label: str
 ) -> ModelRun:
     """Backtest one model; a failed refit leaves its block unscored and is recorded."""
     test_start = _test_start(series, spec)

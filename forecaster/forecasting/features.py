@@ -64,7 +64,7 @@ def empirical_quantile(sample: FloatArray, q: float) -> float:
     return float(np.quantile(finite, q)) if finite.size else float("nan")
 
 
-def trailing_sum(values: FloatArray, index: IntArray, steps: int) -> FloatArray:
+def trailing_sum(values: FloatArray, index: IntArray, *, steps: int) -> FloatArray:
     """Sum of ``values[i - steps + 1 .. i]`` (NaN counted as 0) for each ``i`` in ``index``."""
     csum = np.concatenate(([0.0], np.cumsum(np.nan_to_num(values))))
     hi = np.clip(np.asarray(index) + 1, 0, values.size)
@@ -72,16 +72,16 @@ def trailing_sum(values: FloatArray, index: IntArray, steps: int) -> FloatArray:
     return np.asarray(csum[hi] - csum[lo], dtype=np.float64)
 
 
-def trailing_mean(values: FloatArray, index: IntArray, steps: int) -> FloatArray:
+def trailing_mean(values: FloatArray, index: IntArray, *, steps: int) -> FloatArray:
     """Mean of the non-NaN values among ``values[i - steps + 1 .. i]`` (NaN if none)."""
-    counts = trailing_sum((~np.isnan(values)).astype(np.float64), index, steps)
-    total = trailing_sum(values, index, steps)
+    counts = trailing_sum((~np.isnan(values)).astype(np.float64), index, steps=steps)
+    total = trailing_sum(values, index, steps=steps)
     out = np.full(counts.shape, np.nan)
     np.divide(total, counts, out=out, where=counts > 0)
     return out
 
 
-def trailing_max(values: FloatArray, index: IntArray, steps: int) -> FloatArray:
+def trailing_max(values: FloatArray, index: IntArray, *, steps: int) -> FloatArray:
     """Max of the non-NaN values among ``values[i - steps + 1 .. i]`` (NaN if none)."""
     padded = np.concatenate(
         (np.full(steps - 1, -np.inf), np.where(np.isnan(values), -np.inf, values))

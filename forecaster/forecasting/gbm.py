@@ -47,11 +47,11 @@ def feature_matrix(series: DemandSeries, at: IntArray, *, horizon_seconds: int) 
     moved[np.isnan(abs_step)] = np.nan
     for window in _VOLATILITY_STEPS:
         n = max(1, window * 60 // step)
-        cols.append(trailing_sum(abs_step, idx, n))
-        cols.append(trailing_sum(moved, idx, n))
+        cols.append(trailing_sum(abs_step, idx, steps=n))
+        cols.append(trailing_sum(moved, idx, steps=n))
     day_steps = DAY // step
-    cols.append(level - trailing_mean(level_values, idx, day_steps))
-    cols.append(level - trailing_max(level_values, idx, 360 * 60 // step))
+    cols.append(level - trailing_mean(level_values, idx, steps=day_steps))
+    cols.append(level - trailing_max(level_values, idx, steps=360 * 60 // step))
     # what the same window did one day earlier (all of it is in the past for h < 1 day)
     h = horizon_steps(series, horizon_seconds)
     cols.append(take(level_values, idx + h - day_steps) - take(level_values, idx - day_steps))

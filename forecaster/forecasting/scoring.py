@@ -7,7 +7,7 @@ import numpy as np
 from forecaster.core.series import FloatArray
 
 
-def pinball_loss(actual: FloatArray, predicted: FloatArray, quantile: float) -> float:
+def pinball_loss(actual: FloatArray, predicted: FloatArray, *, quantile: float) -> float:
     """Mean quantile (pinball) loss; lower is better, in the data's unit (GPUs)."""
     diff = actual - predicted
     return float(np.mean(np.maximum(quantile * diff, (quantile - 1.0) * diff)))

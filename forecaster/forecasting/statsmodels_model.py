@@ -39,7 +39,7 @@ def design_matrix(
     filled = forward_filled(series.values, max_steps=600 // series.step_seconds)
     moves = np.abs(np.diff(filled, prepend=np.nan))
     idx = series.index_of(at)
-    cols.append(np.log1p(trailing_sum(moves, idx, 3600 // series.step_seconds)))
+    cols.append(np.log1p(trailing_sum(moves, idx, steps=3600 // series.step_seconds)))
     return np.column_stack(cols)
 
 

@@ -91,7 +91,7 @@ def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:
 
 
 def fetch_history(
-    settings: Settings, source: DemandSource, pool: PoolSettings, *, clock: Clock
+    settings: Settings, source: DemandSource, *, pool: PoolSettings, clock: Clock
 ) -> tuple[DemandSeries, QualityReport]:
     """The trailing ``history_days`` of demand; a CSV file's history ends at its last row."""
     history = int(settings.forecast.history_days * DAY)
@@ -124,7 +124,7 @@ def train(
         fetch_models(settings, mirror)
     results = _train_pools(settings, pools=pools, clock=clock, progress=progress)
     if mirror is not None:
-        publish_models(settings, mirror, [r.pool for r in results])
+        publish_models(settings, mirror, pools=[r.pool for r in results])
     return results
 
 
@@ -139,7 +139,7 @@ def _train_pools(
         if pools and pool.name not in pools:
             continue
         try:
-            series, report = fetch_history(settings, source, pool, clock=clock)
+            series, report = fetch_history(settings, source, pool=pool, clock=clock)
             for line in report.describe():  # debug: `train` prints these in its report
                 log.debug("pool %s data: %s", pool.name, line)
             result = train_pool(
@@ -318,7 +318,9 @@ def build_actuator(settings: Settings, kube: Kube) -> Actuator:
 def backend_choice(settings: Settings, kube: Kube) -> BackendChoice:
     """The prewarm backend pools without their own would use now, and why (``doctor``)."""
     ph = settings.planning.placeholders
-    return choose_backend(kube, ph.namespace, settings.planning.actuation, now=int(time.time()))
+    return choose_backend(
+        kube, ph.namespace, actuation=settings.planning.actuation, now=int(time.time())
+    )
 
 
 def model_mirror(settings: Settings, kube: Kube) -> ModelConfigMaps | None:
@@ -340,7 +342,7 @@ def fetch_models(settings: Settings, mirror: ModelConfigMaps) -> list[str]:
             found = mirror.fetch(pool.name)
             if found is None or found[0] == store.current_version(pool.name):
                 continue
-            store.install(pool.name, found[0], found[1])
+            store.install(pool.name, found[0], text=found[1])
         except ForecasterError as exc:
             log.error(
                 "pool %s: published model not installed, keeping the current: %s", pool.name, exc
@@ -350,7 +352,7 @@ def fetch_models(settings: Settings, mirror: ModelConfigMaps) -> list[str]:
     return changed
 
 
-def publish_models(settings: Settings, mirror: ModelConfigMaps, pools: Sequence[str]) -> None:
+def publish_models(settings: Settings, mirror: ModelConfigMaps, *, pools: Sequence[str]) -> None:
     """Publish the current local model of each pool in ``pools``."""
     store = ArtifactStore(settings.models_dir)
     for name in pools:
@@ -410,7 +412,7 @@ def check_queries(
 
 
 def history_findings(
-    settings: Settings, retention: str | None, checks: Sequence[QueryCheck], *, now: int
+    settings: Settings, retention: str | None, *, checks: Sequence[QueryCheck], now: int
 ) -> list[Guardrail]:
     """What keeps training from its history: a short retention, a query that does not return
     one series, less history than ``min_history_days``."""

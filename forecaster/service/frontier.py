@@ -78,7 +78,7 @@ def choose(
     return min(within, key=lambda p: (p.tune.mean_wait_s, p.tune.gpu_hours)) if within else None
 
 
-def interpolate(curve: Sequence[ReplayMetrics], gpu_hours: float, key: str) -> float | None:
+def interpolate(curve: Sequence[ReplayMetrics], gpu_hours: float, *, key: str) -> float | None:
     """``key`` of the static curve at ``gpu_hours`` (linear); None outside the swept range."""
     points = sorted((m.gpu_hours, float(getattr(m, key))) for m in curve)
     if not points or not points[0][0] <= gpu_hours <= points[-1][0]:
@@ -119,7 +119,7 @@ def frontier(
     def run(name: str, knob: float, which: ReplaySetup) -> Point:
         if progress is not None:
             progress(name)
-        record = replay(jobs, make_policy(name, which, jobs), which).record
+        record = replay(jobs, make_policy(name, which, jobs=jobs), setup=which).record
         measured = {
             key: measure(
                 record,
@@ -202,7 +202,7 @@ def _ratios(point: ReplayMetrics, curve: Sequence[ReplayMetrics]) -> str:
     """``point`` over ``curve`` interpolated at its GPU-hours, per compared metric."""
     out = []
     for key in COMPARED:
-        other = interpolate(curve, point.gpu_hours, key)
+        other = interpolate(curve, point.gpu_hours, key=key)
         mine = float(getattr(point, key))
         if other is None:
             out.append(f"{key} n/a (outside the curve)")

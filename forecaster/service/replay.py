@@ -175,7 +175,9 @@ class ReplaySetup:
     def window_seconds(self) -> int:
         """What a decision must cover: lead + the twin's decision interval + Karpenter's batch."""
         return prewarm_window_seconds(
-            self.lead_seconds, int(self.twin.tick_seconds), int(self.twin.batch_seconds)
+            self.lead_seconds,
+            int(self.twin.tick_seconds),
+            batch_seconds=int(self.twin.batch_seconds),
         )
 
     @property
@@ -198,7 +200,7 @@ class ReplaySetup:
         return PlannedPrewarm(policy, self.budgets)
 
 
-def make_policy(name: str, setup: ReplaySetup, jobs: JobTrace, *, static_gpus: int = 64) -> Policy:
+def make_policy(name: str, setup: ReplaySetup, *, jobs: JobTrace, static_gpus: int = 64) -> Policy:
     """A fresh policy by name (``static:K`` sets the headroom)."""
     if name == "reactive":
         return Reactive()
@@ -211,7 +213,9 @@ def make_policy(name: str, setup: ReplaySetup, jobs: JobTrace, *, static_gpus: i
         alpha = float(name.split(":", 1)[1]) if ":" in name else 1.0
         return Burst(
             window_seconds=prewarm_window_seconds(
-                setup.lead_seconds, int(Burst.tick_seconds), int(setup.twin.batch_seconds)
+                setup.lead_seconds,
+                int(Burst.tick_seconds),
+                batch_seconds=int(setup.twin.batch_seconds),
             ),
             gpus_per_node=setup.twin.gpus_per_node,
             max_gpus=setup.max_prewarm_gpus,
@@ -246,6 +250,7 @@ class ReplayResult:
 def replay(
     jobs: JobTrace,
     policy: Policy,
+    *,
     setup: ReplaySetup,
     progress: Callable[[float], None] | None = None,
 ) -> ReplayResult:

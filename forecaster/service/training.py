@@ -87,8 +87,8 @@ Progress = Callable[[str], None]
 def backtest_models(
     series: DemandSeries,
     plan: TrainingPlan,
-    spec: BacktestSpec,
     *,
+    spec: BacktestSpec,
     progress: Progress | None = None,
 ) -> tuple[list[ModelRun], list[ModelScore]]:
     """Run every candidate through the same backtest."""
@@ -98,7 +98,7 @@ def backtest_models(
         def factory(name: str = name) -> Any:
             return build(name, horizons_seconds=(spec.horizon_seconds,), quantiles=plan.quantiles)
 
-        run = run_backtest(series, factory, spec, label=name)
+        run = run_backtest(series, factory, spec=spec, label=name)
         for failure in run.failures:
             log.warning("backtest of %s on %s: %s", name, series.name, failure)
         runs.append(run)
@@ -135,7 +135,7 @@ def train_pool(
             quality=quality,
         )
     spec = backtest_spec(series, plan)
-    runs, scores = backtest_models(series, plan, spec, progress=progress)
+    runs, scores = backtest_models(series, plan, spec=spec, progress=progress)
     selection = select(
         scores, target=plan.target_quantile, tolerance=plan.coverage_tolerance, fallback=FALLBACK
     )
@@ -152,7 +152,7 @@ def train_pool(
         model = build(FALLBACK, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
         model.fit(series)
     fit_seconds = time.perf_counter() - fit_began
-    promote, why = champion_or_challenger(store, pool, model_name, scores)
+    promote, why = champion_or_challenger(store, pool, challenger=model_name, scores=scores)
     version = store.publish(
         pool=pool,
         model_name=model_name,
@@ -180,7 +180,7 @@ def train_pool(
 
 
 def champion_or_challenger(
-    store: ArtifactStore, pool: str, challenger: str, scores: list[ModelScore]
+    store: ArtifactStore, pool: str, *, challenger: str, scores: list[ModelScore]
 ) -> tuple[bool, str]:
     """Should the newly trained model become current? (champion/challenger on this backtest)
 

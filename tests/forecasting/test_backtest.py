@@ -27,7 +27,7 @@ def test_refits_see_only_the_past() -> None:
         return models[-1]
 
     spec = BacktestSpec(horizon_seconds=900, test_seconds=3 * DAY, train_seconds=5 * DAY)
-    run = run_backtest(series, factory, spec, label="fake")
+    run = run_backtest(series, factory, spec=spec, label="fake")
     assert len(models) == 3
     for model in models:
         ((fit_start, fit_end),) = model.fitted_on
@@ -46,7 +46,7 @@ def test_gaps_in_actuals_are_not_scored() -> None:
     series = DemandSeries(base.start, 60, values)
     spec = BacktestSpec(horizon_seconds=900, test_seconds=2 * DAY, train_seconds=5 * DAY)
     run = run_backtest(
-        series, lambda: LevelPlusConstant({0.5: 0, 0.95: 1}, (900,)), spec, label="f"
+        series, lambda: LevelPlusConstant({0.5: 0, 0.95: 1}, (900,)), spec=spec, label="f"
     )
     assert np.isfinite(run.actual).all()
     assert run.actual.size < 2 * 288 - 100
@@ -58,7 +58,7 @@ def test_scoring_known_values() -> None:
     assert coverage(actual, upper) == 0.75
     assert headroom(actual, upper) == pytest.approx((2 + 2 + 2 - 8) / 4)
     # three points 2 above (0.05 * 2 each), one 8 below (0.95 * 8)
-    assert pinball_loss(actual, upper, 0.95) == pytest.approx((3 * 0.1 + 7.6) / 4)
+    assert pinball_loss(actual, upper, quantile=0.95) == pytest.approx((3 * 0.1 + 7.6) / 4)
 
 
 def test_too_short_series_names_what_is_needed() -> None:
@@ -67,7 +67,7 @@ def test_too_short_series_names_what_is_needed() -> None:
         run_backtest(
             series,
             lambda: LevelPlusConstant({0.5: 0, 0.95: 1}, (900,)),
-            BacktestSpec(horizon_seconds=900),
+            spec=BacktestSpec(horizon_seconds=900),
             label="f",
         )
 
@@ -79,7 +79,7 @@ def test_score_of_a_run_with_nothing_to_score_is_nan() -> None:
     series = DemandSeries(base.start, 60, values)
     spec = BacktestSpec(horizon_seconds=900, test_seconds=DAY, train_seconds=2 * DAY)
     run = run_backtest(
-        series, lambda: LevelPlusConstant({0.5: 0, 0.95: 1}, (900,)), spec, label="f"
+        series, lambda: LevelPlusConstant({0.5: 0, 0.95: 1}, (900,)), spec=spec, label="f"
     )
     result = score(run, quantile=0.95)
     assert result.points == 0 and np.isnan(result.pinball) and np.isnan(result.coverage)

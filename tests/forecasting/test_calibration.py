@@ -39,7 +39,7 @@ def test_conformal_quantile_of_nothing_is_zero() -> None:
 
 def backtest_coverage(series: DemandSeries, factory: object) -> float:
     spec = BacktestSpec(horizon_seconds=H, test_seconds=4 * DAY, train_seconds=5 * DAY)
-    run = run_backtest(series, factory, spec, label="x")  # type: ignore[arg-type]
+    run = run_backtest(series, factory, spec=spec, label="x")  # type: ignore[arg-type]
     return score(run, quantile=0.95).coverage
 
 

@@ -59,9 +59,9 @@ def test_a_published_model_reaches_every_replica(
     version = publish_a_model(ArtifactStore(trainer.models_dir))
     mirror = app.model_mirror(trainer, kube)
     assert mirror is not None
-    app.publish_models(trainer, mirror, [POOL])
+    app.publish_models(trainer, mirror, pools=[POOL])
     before = len(api.writes())
-    app.publish_models(trainer, mirror, [POOL])
+    app.publish_models(trainer, mirror, pools=[POOL])
     assert len(api.writes()) == before  # same version: nothing written
     replica = build_cluster_service(
         shared(tmp_path, "replica"),

@@ -40,23 +40,29 @@ def publish(store: ArtifactStore, helios: DemandSeries, name: str, created: str)
 
 
 def test_promotion_rules(store: ArtifactStore, helios: DemandSeries) -> None:
-    assert champion_or_challenger(store, "earth", "gbm", []) == (
+    assert champion_or_challenger(store, "earth", challenger="gbm", scores=[]) == (
         True,
         "promoted: first model of the pool",
     )
     publish(store, helios, "persistence", "20260101T000000Z")
-    promote, why = champion_or_challenger(store, "earth", "persistence", [])
+    promote, why = champion_or_challenger(store, "earth", challenger="persistence", scores=[])
     assert promote and "fresher fit" in why
     promote, why = champion_or_challenger(
-        store, "earth", "quantreg", [score("persistence", 2.0), score("quantreg", 1.9)]
+        store,
+        "earth",
+        challenger="quantreg",
+        scores=[score("persistence", 2.0), score("quantreg", 1.9)],
     )
     assert promote and "pinball 1.900 < 2.000" in why
     promote, why = champion_or_challenger(
-        store, "earth", "quantreg", [score("persistence", 2.0), score("quantreg", 2.1)]
+        store,
+        "earth",
+        challenger="quantreg",
+        scores=[score("persistence", 2.0), score("quantreg", 2.1)],
     )
     assert not promote and "champion persistence" in why and "stays current" in why
     (store.root / "earth" / (store.current_version("earth") + ".json")).write_text("{")  # type: ignore[operator]
-    promote, why = champion_or_challenger(store, "earth", "quantreg", [])
+    promote, why = champion_or_challenger(store, "earth", challenger="quantreg", scores=[])
     assert promote and "unusable" in why
 
 

@@ -44,8 +44,8 @@ def test_window_flags() -> None:
 
 def test_the_static_curve_is_interpolated_not_extrapolated() -> None:
     curve = [metrics(100, mean=50), metrics(200, mean=10)]
-    assert interpolate(curve, 150, "mean_wait_s") == pytest.approx(30)
-    assert interpolate(curve, 250, "mean_wait_s") is None
+    assert interpolate(curve, 150, key="mean_wait_s") == pytest.approx(30)
+    assert interpolate(curve, 250, key="mean_wait_s") is None
 
 
 def test_the_operating_point_is_the_best_tuning_wait_within_the_budget() -> None:

@@ -45,7 +45,7 @@ class Recording:
 
 def predictive(s: ReplaySetup) -> Predictive:
     policy = make_policy(
-        "predictive", s, JobTrace(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
+        "predictive", s, jobs=JobTrace(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
     )
     assert isinstance(policy, Predictive)
     return dataclasses.replace(policy, min_train_seconds=DAY, retrain_every_seconds=DAY)
@@ -63,8 +63,8 @@ def test_predictive_never_sees_future_data() -> None:
     )
     s = setup(5)
     a, b = Recording(predictive(s)), Recording(predictive(s))
-    replay(base, a, s)
-    replay(changed, b, s)
+    replay(base, a, setup=s)
+    replay(changed, b, setup=s)
     before = [(t, d) for t, d in a.decisions if t < cut]
     assert before == [(t, d) for t, d in b.decisions if t < cut]
     assert any(d.placeholder_gpus > 0 for _, d in before)
@@ -78,7 +78,7 @@ def test_predictive_never_sees_future_data() -> None:
 def test_planned_policies_never_breach_their_caps(name: str) -> None:
     jobs = synthetic(3, seed=3)
     s = setup(3, cap=16)
-    policy = make_policy(name, s, jobs)
+    policy = make_policy(name, s, jobs=jobs)
     if isinstance(policy, Predictive):
         policy = dataclasses.replace(
             policy,
@@ -86,7 +86,7 @@ def test_planned_policies_never_breach_their_caps(name: str) -> None:
             retrain_every_seconds=DAY,
             slo=SloPolicy(fast_burn=1e9, slow_burn=1e9),
         )
-    result = replay(jobs, policy, s)
+    result = replay(jobs, policy, setup=s)
     assert result.metrics.cap_breaches == 0
     assert result.record.prewarm.max() <= 16
     assert result.record.prewarm.max() > 0
@@ -94,7 +94,7 @@ def test_planned_policies_never_breach_their_caps(name: str) -> None:
 
 def test_series_become_pods_that_reproduce_it() -> None:
     values = np.array([3.0, 5, 5, np.nan, 2, 0, 4])
-    jobs = jobs_from_series(T0, 60, values)
+    jobs = jobs_from_series(T0, 60, values=values)
     rebuilt = jobs.demand(start=T0, end=T0 + 60 * values.size)
     expected = np.array([3.0, 5, 5, 5, 2, 0, 4])
     np.testing.assert_array_equal(rebuilt, expected)
@@ -177,7 +177,7 @@ def test_with_a_kueue_quota_no_prewarm_goes_beyond_what_it_admits() -> None:
     jobs = synthetic(2, seed=4)
     s = setup(2)
     s = dataclasses.replace(s, twin=dataclasses.replace(s.twin, kueue_quota_gpus=40))
-    oracle = make_policy("oracle", s, jobs)
+    oracle = make_policy("oracle", s, jobs=jobs)
     seen: list[tuple[int, int]] = []
 
     class Watch:
@@ -190,10 +190,10 @@ def test_with_a_kueue_quota_no_prewarm_goes_beyond_what_it_admits() -> None:
             seen.append((decision.placeholder_gpus, room.admissible_gpus))
             return decision
 
-    result = replay(jobs, Watch(), s)  # type: ignore[arg-type]
+    result = replay(jobs, Watch(), setup=s)  # type: ignore[arg-type]
     assert all(prewarm <= room for prewarm, room in seen)
     assert any(prewarm > 0 for prewarm, _ in seen)
     assert any(room < 8 for _, room in seen)  # the quota did bind
     assert result.record.demand.max() <= 40  # only admitted work has pods
-    unlimited = replay(jobs, make_policy("oracle", setup(2), jobs), setup(2))
+    unlimited = replay(jobs, make_policy("oracle", setup(2), jobs=jobs), setup=setup(2))
     assert result.record.prewarm.sum() < unlimited.record.prewarm.sum()
