@@ -71,7 +71,7 @@ def policy(pool: str = "a", **changes: object) -> PoolPolicy:
     base = PoolPolicy(
         pool=pool,
         gpus_per_node=8,
-        placeholder_gpus=8,
+        placeholder_size_gpus=8,
         max_prewarm_gpus=64,
         price_per_gpu_hour=2.0,
         stale_after_seconds=300,
@@ -88,7 +88,7 @@ def snapshot(pool: str = "a", **changes: object) -> PoolSnapshot:
         launching_gpus=0,
         running_gpus=36,
         pending_gpus=0,
-        placeholder_gpus=0,
+        prewarm_gpus=0,
         nodepool_limit_gpus=200,
     )
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]

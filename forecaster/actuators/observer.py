@@ -248,7 +248,7 @@ def _snapshot(
         launching_gpus=capacity[False],
         running_gpus=running,
         pending_gpus=pending,
-        placeholder_gpus=placeholders,
+        prewarm_gpus=placeholders,
         nodepool_limit_gpus=limit,
         stranded_gpus=stranded,
         held_gpus=held,

@@ -98,11 +98,11 @@ def plan_report(record: TickRecord, *, horizons: dict[str, int], budgets: Budget
             lines.append(
                 f"  cluster: {s.allocatable_gpus} GPUs allocatable, {s.launching_gpus} launching,"
                 f" {s.running_gpus} running + {s.pending_gpus} pending requested,"
-                f" {s.placeholder_gpus} in placeholders, NodePool limit {limit}"
+                f" {s.prewarm_gpus} in placeholders, NodePool limit {limit}"
             )
         lines.append(
             f"  prewarm target {pool_plan.target_gpus} GPUs = {pool_plan.placeholders}"
-            f" placeholder(s) x {pool_plan.placeholder_gpus} GPUs"
+            f" placeholder(s) x {pool_plan.placeholder_size_gpus} GPUs"
             f" (needed {pool_plan.needed_gpus} before caps)"
             + ("" if pool_plan.acts else " - not acted on")
         )

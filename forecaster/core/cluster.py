@@ -24,8 +24,8 @@ class PoolSnapshot:
     """GPUs requested by running real pods."""
     pending_gpus: int
     """GPUs requested by real pods waiting to be scheduled."""
-    placeholder_gpus: int
-    """GPUs requested by our placeholders (running or pending)."""
+    prewarm_gpus: int
+    """GPUs our prewarm holds: placeholder requests (running or pending) and buffer headroom."""
     nodepool_limit_gpus: int | None
     """The NodePool's ``spec.limits["nvidia.com/gpu"]``; None when it has none."""
     stranded_gpus: int = 0
@@ -47,7 +47,7 @@ class PoolSnapshot:
     @property
     def billed_gpus(self) -> int:
         """What the spend ledger charges for this pool: ``held_gpus`` when known."""
-        return self.placeholder_gpus if self.held_gpus is None else self.held_gpus
+        return self.prewarm_gpus if self.held_gpus is None else self.held_gpus
 
     @property
     def real_demand_gpus(self) -> int:
@@ -61,7 +61,7 @@ class PoolSnapshot:
         Stranded GPUs are not counted: GPU jobs often need a whole node, and free GPUs scattered
         over busy nodes cannot host them, so counting them would under-prewarm.
         """
-        held = self.real_demand_gpus + self.placeholder_gpus + self.stranded_gpus
+        held = self.real_demand_gpus + self.prewarm_gpus + self.stranded_gpus
         return max(0, self.allocatable_gpus + self.launching_gpus - held)
 
 
@@ -100,7 +100,7 @@ def assumed_snapshot(
         launching_gpus=0,
         running_gpus=demand,
         pending_gpus=0,
-        placeholder_gpus=0,
+        prewarm_gpus=0,
         nodepool_limit_gpus=limit_gpus,
     )
 
@@ -119,7 +119,7 @@ def unobservable(pool: str, *, problem: str, now: int) -> PoolSnapshot:
         launching_gpus=0,
         running_gpus=0,
         pending_gpus=0,
-        placeholder_gpus=0,
+        prewarm_gpus=0,
         nodepool_limit_gpus=0,
         problem=problem,
     )

@@ -30,7 +30,7 @@ class SpendPoint:
     """GPUs of the pool's nodes, Ready or launching (billed by the cloud)."""
     running_gpus: int
     """GPUs real pods run on."""
-    prewarm_gpus: int
+    billed_prewarm_gpus: int
     """GPUs billed because of us (``PoolSnapshot.billed_gpus``)."""
     wasted_gpu_hours: float = 0.0
     """Prewarm that ended unused since the previous tick."""
@@ -103,5 +103,5 @@ def pool_spend(
         hours = min(max(0, following - point.at), max_step_seconds) / 3600
         node += point.node_gpus * hours
         used += point.running_gpus * hours
-        prewarm += point.prewarm_gpus * hours
+        prewarm += point.billed_prewarm_gpus * hours
     return PoolSpend(node, used, prewarm, wasted, taken, price_per_gpu_hour, lead_seconds)

@@ -74,7 +74,8 @@ class PoolPlan:
     spare_gpus: int
     needed_gpus: int
     target_gpus: int
-    placeholder_gpus: int
+    placeholder_size_gpus: int
+    """GPUs of one placeholder (the unit of every target)."""
     nodepool: NodePoolAction
     reasons: tuple[str, ...]
 
@@ -85,8 +86,8 @@ class PoolPlan:
 
     @property
     def placeholders(self) -> int:
-        """How many placeholders of ``placeholder_gpus`` each make up the target."""
-        return self.target_gpus // self.placeholder_gpus
+        """How many placeholders of ``placeholder_size_gpus`` each make up the target."""
+        return self.target_gpus // self.placeholder_size_gpus
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ def _observe_only(d: _Draft) -> bool:
 def _draft(item: PoolInput, *, now: int) -> _Draft:
     policy, snap, forecast = item.policy, item.snapshot, item.forecast
     reasons: list[str] = []
-    unit = policy.placeholder_gpus
+    unit = policy.placeholder_size_gpus
     if snap.problem is not None:
         return _Draft(item, 0, 0, [f"cannot observe this pool ({snap.problem}): prewarm 0"])
     if forecast is None:
@@ -213,7 +214,7 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
     cap = needed
     age = now - forecast.data_end
     if age > policy.stale_after_seconds:
-        held = snap.placeholder_gpus // unit * unit
+        held = snap.prewarm_gpus // unit * unit
         if age <= policy.stale_after_seconds + policy.hold_seconds:
             cap = held
             reasons.append(f"data {age}s old (stale): no new prewarm, holding the existing {held}")
@@ -221,9 +222,9 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
             cap = 0
             reasons.append(f"data {age}s old, stale beyond the {policy.hold_seconds}s hold: 0")
     if snap.launch_problem is not None:  # more pending placeholders would not launch either
-        held = snap.placeholder_gpus // unit * unit
+        held = snap.prewarm_gpus // unit * unit
         ready = snap.ready_placeholder_gpus
-        warm = f"{ready} of {snap.placeholder_gpus}" if ready is not None else "unknown"
+        warm = f"{ready} of {snap.prewarm_gpus}" if ready is not None else "unknown"
         reasons.append(
             f"no capacity at the cloud ({snap.launch_problem}): no new prewarm, holding the"
             f" existing {held}; prewarm warm: {warm} GPUs"
@@ -244,7 +245,7 @@ def _limit_room(policy: PoolPolicy, snap: PoolSnapshot, reasons: list[str]) -> i
             return 1 << 30
         reasons.append("NodePool has no nvidia.com/gpu limit: refusing to prewarm an uncapped pool")
         return 0
-    in_use = snap.allocatable_gpus + snap.launching_gpus - snap.placeholder_gpus
+    in_use = snap.allocatable_gpus + snap.launching_gpus - snap.prewarm_gpus
     return max(0, snap.nodepool_limit_gpus - max(in_use, snap.real_demand_gpus))
 
 
@@ -280,7 +281,7 @@ def _allocate(acting: list[_Draft], *, budgets: Budgets, spent: float) -> list[s
         still = []
         for d in active:
             policy = d.source.policy
-            unit = policy.placeholder_gpus
+            unit = policy.placeholder_size_gpus
             extra = billed_gpus(policy, d.target + unit) - billed_gpus(policy, d.target)
             price = extra * policy.price_per_gpu_hour
             why = None
@@ -337,7 +338,7 @@ def _finish(d: _Draft, *, acts: bool, now: int) -> PoolPlan:
         spare_gpus=item.snapshot.spare_gpus,
         needed_gpus=d.needed,
         target_gpus=d.target,
-        placeholder_gpus=item.policy.placeholder_gpus,
+        placeholder_size_gpus=item.policy.placeholder_size_gpus,
         nodepool=nodepool,
         reasons=tuple(reasons),
     )

@@ -25,7 +25,7 @@ class PoolPolicy:
 
     pool: str
     gpus_per_node: int
-    placeholder_gpus: int
+    placeholder_size_gpus: int
     max_prewarm_gpus: int
     price_per_gpu_hour: float
     stale_after_seconds: int
@@ -38,8 +38,8 @@ class PoolPolicy:
     def __post_init__(self) -> None:
         _require(self.gpus_per_node > 0, f"{self.pool}: gpus_per_node must be > 0")
         _require(
-            0 < self.placeholder_gpus <= self.gpus_per_node,
-            f"{self.pool}: placeholder_gpus must be between 1 and gpus_per_node",
+            0 < self.placeholder_size_gpus <= self.gpus_per_node,
+            f"{self.pool}: placeholder_size_gpus must be between 1 and gpus_per_node",
         )
         _require(self.max_prewarm_gpus >= 0, f"{self.pool}: max_prewarm_gpus must be >= 0")
         _finite_non_negative(self.price_per_gpu_hour, f"{self.pool}: price_per_gpu_hour")

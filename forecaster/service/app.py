@@ -164,7 +164,7 @@ def pool_policy(settings: Settings, pool: PoolSettings) -> PoolPolicy:
     return PoolPolicy(
         pool=pool.name,
         gpus_per_node=pool.gpus_per_node,
-        placeholder_gpus=pool.placeholder_size,
+        placeholder_size_gpus=pool.placeholder_size,
         max_prewarm_gpus=pool.max_prewarm_gpus,
         price_per_gpu_hour=pool.price_per_gpu_hour,
         stale_after_seconds=settings.planning.stale_after_seconds,

@@ -129,7 +129,7 @@ class Daemon:
                     at=record.at,
                     node_gpus=snap.allocatable_gpus + snap.launching_gpus,
                     running_gpus=snap.running_gpus,
-                    prewarm_gpus=snap.billed_gpus,
+                    billed_prewarm_gpus=snap.billed_gpus,
                     wasted_gpu_hours=report.wasted_gpu_hours.get(name, 0.0) if report else 0.0,
                     used_prewarm_gpus=report.used_gpus.get(name, 0) if report else 0,
                 )

@@ -161,7 +161,9 @@ def create_app(daemon: Daemon) -> FastAPI:
             "timestamps": [iso_utc(p.at) for p in trail],
             "mode": [p.modes[pool] for p in trail],
             "prewarm_gpus": [p.prewarm_gpus.get(pool, 0) for p in trail],
-            "held_gpus": [p.spend[pool].prewarm_gpus if pool in p.spend else None for p in trail],
+            "held_gpus": [
+                p.spend[pool].billed_prewarm_gpus if pool in p.spend else None for p in trail
+            ],
             "error_budget_remaining": [p.budget_remaining.get(pool) for p in trail],
             "waste_gpu_hours_24h": [p.waste_gpu_hours.get(pool) for p in trail],
             "max_waste_gpu_hours_per_day": daemon.slo.max_waste_gpu_hours_per_day,
@@ -202,7 +204,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                     "needed_gpus": p.needed_gpus,
                     "target_gpus": p.target_gpus,
                     "placeholders": p.placeholders,
-                    "placeholder_gpus": p.placeholder_gpus,
+                    "placeholder_size_gpus": p.placeholder_size_gpus,
                     "protect_nodepool": p.protect_nodepool,
                     "reasons": list(p.reasons),
                 }

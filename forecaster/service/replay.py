@@ -190,7 +190,7 @@ class ReplaySetup:
         policy = PoolPolicy(
             pool=self.twin.pool,
             gpus_per_node=self.twin.gpus_per_node,
-            placeholder_gpus=self.twin.gpus_per_node,
+            placeholder_size_gpus=self.twin.gpus_per_node,
             max_prewarm_gpus=self.max_prewarm_gpus,
             price_per_gpu_hour=self.price_on_demand,
             stale_after_seconds=900,

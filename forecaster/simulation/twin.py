@@ -69,7 +69,8 @@ class TwinConfig:
 class Decision:
     """What a policy wants now."""
 
-    placeholder_gpus: int
+    target_gpus: int
+    """Total prewarm GPUs wanted (whole placeholders)."""
     protect: bool = False
 
 
@@ -226,7 +227,7 @@ class Twin:
             launching_gpus=launching,
             running_gpus=running,
             pending_gpus=pending,
-            placeholder_gpus=held,
+            prewarm_gpus=held,
             nodepool_limit_gpus=self.cfg.nodepool_limit_gpus,
             stranded_gpus=stranded,
             kueue=(
@@ -302,7 +303,7 @@ class Twin:
     def _tick(self) -> None:
         minute = int((self.now - self._minute_start) // 60)
         decision = self.policy.decide(self)
-        self._target = decision.placeholder_gpus // self.cfg.gpus_per_node
+        self._target = decision.target_gpus // self.cfg.gpus_per_node
         self._set_placeholders(self._target)
         self.protect = decision.protect
         self._expire_placeholders()

@@ -113,7 +113,7 @@ def test_prewarm_creates_placeholder_jobs_and_leaves_the_nodepool_alone(
 ) -> None:
     setup_cluster(sim)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    assert (snap.allocatable_gpus, snap.running_gpus, snap.placeholder_gpus) == (16, 16, 0)
+    assert (snap.allocatable_gpus, snap.running_gpus, snap.prewarm_gpus) == (16, 16, 0)
     before = len(api.requests)
     actuator(kube).apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
     writes = [r for r in api.requests[before:] if r.method != "GET"]
@@ -137,7 +137,7 @@ def test_prewarm_creates_placeholder_jobs_and_leaves_the_nodepool_alone(
     sim.step()
     sim.step()
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    assert (snap.allocatable_gpus, snap.placeholder_gpus, snap.pending_gpus) == (40, 24, 0)
+    assert (snap.allocatable_gpus, snap.prewarm_gpus, snap.pending_gpus) == (40, 24, 0)
     assert snap.held_gpus == 24  # three nodes that only we occupy
     assert all(p["status"]["phase"] == "Running" for p in placeholder_pods(api))
 
@@ -228,7 +228,7 @@ def test_real_pods_preempt_placeholders(api: KubeApiDouble, sim: ClusterSim, kub
     assert len(placeholder_pods(api)) == 2
     # the next tick plans from the new demand, not by re-creating the preempted one blindly
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    assert snap.running_gpus == 24 and snap.placeholder_gpus == 16
+    assert snap.running_gpus == 24 and snap.prewarm_gpus == 16
     next_plan = make_plan(snap, p95=40, now=now_of(api))
     assert next_plan.pools[0].target_gpus == 16
 
@@ -308,7 +308,7 @@ def test_expired_placeholders_are_removed_and_counted_as_waste(
         for j in api.objects("jobs", NS)
     )
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    assert snap.placeholder_gpus == 0  # expired placeholders hold nothing
+    assert snap.prewarm_gpus == 0  # expired placeholders hold nothing
     report = act.apply(make_plan(snap, p95=16, now=now_of(api)), now=now_of(api))
     assert report.wasted_gpu_hours[POOL] == pytest.approx(3 * 8 * 1.0)
     assert api.objects("jobs", NS) == []

@@ -134,7 +134,7 @@ def test_no_capacity_at_the_cloud_is_surfaced_and_stops_new_prewarm(
     assert snapshot.ready_placeholder_gpus == 0  # pending placeholders are not warm
     pool_plan = record.plan.pool(POOL)
     assert any("no capacity at the cloud" in r for r in pool_plan.reasons)
-    assert pool_plan.target_gpus <= snapshot.placeholder_gpus
+    assert pool_plan.target_gpus <= snapshot.prewarm_gpus
     assert len(placeholders(api)) == created
     client = TestClient(create_app(daemon))
     status = client.get("/api/v1/status").json()["pools"][POOL]

@@ -11,10 +11,18 @@ from forecaster.core.finops import SpendPoint, pool_spend
 
 def test_spend_integrates_ticks_as_steps() -> None:
     points = [
-        SpendPoint(at=0, node_gpus=80, running_gpus=64, prewarm_gpus=16),  # before since
-        SpendPoint(at=3600, node_gpus=40, running_gpus=32, prewarm_gpus=8, wasted_gpu_hours=2.0),
-        SpendPoint(at=7200, node_gpus=48, running_gpus=32, prewarm_gpus=16, used_prewarm_gpus=8),
-        SpendPoint(at=7200 + 5 * 3600, node_gpus=8, running_gpus=8, prewarm_gpus=0),  # a gap
+        SpendPoint(at=0, node_gpus=80, running_gpus=64, billed_prewarm_gpus=16),  # before since
+        SpendPoint(
+            at=3600, node_gpus=40, running_gpus=32, billed_prewarm_gpus=8, wasted_gpu_hours=2.0
+        ),
+        SpendPoint(
+            at=7200,
+            node_gpus=48,
+            running_gpus=32,
+            billed_prewarm_gpus=16,
+            used_prewarm_gpus=8,
+        ),
+        SpendPoint(at=7200 + 5 * 3600, node_gpus=8, running_gpus=8, billed_prewarm_gpus=0),  # a gap
     ]
     spend = pool_spend(
         points, since=3600, price_per_gpu_hour=2.0, lead_seconds=420, max_step_seconds=3600

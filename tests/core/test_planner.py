@@ -65,7 +65,7 @@ def test_nodepool_pause_only_when_opted_in_and_only_with_a_target() -> None:
 
 def test_caps_charge_the_whole_node_a_small_placeholder_launches() -> None:
     # 1-GPU placeholders on 8-GPU nodes: one placeholder bills a whole node
-    small = policy(placeholder_gpus=1)
+    small = policy(placeholder_size_gpus=1)
     cost_for_four_gpus = dataclasses.replace(BIG, max_cost_per_hour=4 * 2.0)
     assert one(57.0, pol=small, budgets=cost_for_four_gpus).target_gpus == 0
     cost_for_one_node = dataclasses.replace(BIG, max_cost_per_hour=8 * 2.0)
@@ -113,7 +113,7 @@ def test_unlimited_nodepool_only_when_allowed() -> None:
 
 
 def test_stale_data_holds_existing_prewarm_then_drops_to_zero() -> None:
-    snap = snapshot(placeholder_gpus=16)
+    snap = snapshot(prewarm_gpus=16)
     fresh = one(100.0, snap=snap)
     held = one(100.0, snap=snap, data_end=NOW - 600)
     gone = one(100.0, snap=snap, data_end=NOW - 1000)
@@ -130,8 +130,8 @@ def test_forecast_only_reports_but_does_not_act() -> None:
 
 
 def test_invalid_policies_refuse_to_exist() -> None:
-    with pytest.raises(ValueError, match="placeholder_gpus"):
-        policy(placeholder_gpus=16)
+    with pytest.raises(ValueError, match="placeholder_size_gpus"):
+        policy(placeholder_size_gpus=16)
     with pytest.raises(ValueError, match="price_per_gpu_hour"):
         policy(price_per_gpu_hour=float("nan"))
     with pytest.raises(ValueError, match="max_cost_per_hour"):
@@ -149,7 +149,7 @@ def pool_inputs(draw: st.DrawFn, name: str) -> PoolInput:
     pol = PoolPolicy(
         pool=name,
         gpus_per_node=8,
-        placeholder_gpus=unit,
+        placeholder_size_gpus=unit,
         max_prewarm_gpus=draw(st.integers(0, 200)),
         price_per_gpu_hour=draw(st.floats(0, 10, allow_nan=False)),
         stale_after_seconds=300,
@@ -166,7 +166,7 @@ def pool_inputs(draw: st.DrawFn, name: str) -> PoolInput:
         launching_gpus=draw(st.integers(0, 64)),
         running_gpus=draw(st.integers(0, alloc)),
         pending_gpus=draw(st.integers(0, 100)),
-        placeholder_gpus=draw(st.integers(0, 100)),
+        prewarm_gpus=draw(st.integers(0, 100)),
         nodepool_limit_gpus=draw(st.one_of(st.none(), st.integers(0, 600))),
     )
     p95 = draw(st.floats(0, 2000, allow_nan=False))
@@ -210,10 +210,10 @@ def test_no_cap_is_ever_exceeded(scenario: tuple[list[PoolInput], Budgets, float
     for item, pool in zip(inputs, result.pools, strict=True):
         snap, pol = item.snapshot, item.policy
         assert pool.target_gpus >= 0
-        assert pool.target_gpus % pol.placeholder_gpus == 0
+        assert pool.target_gpus % pol.placeholder_size_gpus == 0
         assert pool.target_gpus <= pol.max_prewarm_gpus
         in_use = max(
-            snap.allocatable_gpus + snap.launching_gpus - snap.placeholder_gpus,
+            snap.allocatable_gpus + snap.launching_gpus - snap.prewarm_gpus,
             snap.real_demand_gpus,
         )
         if snap.nodepool_limit_gpus is not None and pool.target_gpus > 0:
@@ -230,7 +230,7 @@ def test_no_cap_is_ever_exceeded(scenario: tuple[list[PoolInput], Budgets, float
         if age > pol.stale_after_seconds + pol.hold_seconds:
             assert pool.target_gpus == 0
         elif age > pol.stale_after_seconds:
-            assert pool.target_gpus <= snap.placeholder_gpus
+            assert pool.target_gpus <= snap.prewarm_gpus
         assert pool.reasons
 
 
@@ -254,7 +254,7 @@ def test_a_larger_forecast_never_shrinks_that_pool(
 
 def test_no_capacity_at_the_cloud_holds_what_exists_and_adds_nothing() -> None:
     problem = "Karpenter could not launch a node 3 time(s) (InsufficientCapacityError)"
-    snap = snapshot(placeholder_gpus=8, ready_placeholder_gpus=0, launch_problem=problem)
+    snap = snapshot(prewarm_gpus=8, ready_placeholder_gpus=0, launch_problem=problem)
     pool_plan = one(80.0, snap=snap)  # the forecast wants 40 GPUs more than running + spare
     assert pool_plan.needed_gpus >= 40 and pool_plan.target_gpus == 8
     assert any("no capacity at the cloud" in r and "warm: 0 of 8" in r for r in pool_plan.reasons)

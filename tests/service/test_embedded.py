@@ -44,7 +44,7 @@ def test_daemon_on_the_twin(tmp_path: Path) -> None:
     view = record.pools["itp"]
     assert view.model_version == first and view.demand is not None
     assert max(p.prewarm_gpus["itp"] for p in run.daemon.trail) > 0
-    assert run.twin.twin.snapshot().placeholder_gpus > 0
+    assert run.twin.twin.snapshot().prewarm_gpus > 0
     # every placeholder that ended unused is charged to the waste budget once, and only once
     _, unused, taken = run.twin.twin.ended_after(0)
     charged = sum(p.spend["itp"].wasted_gpu_hours for p in run.daemon.trail)

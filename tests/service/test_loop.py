@@ -215,8 +215,8 @@ def test_capacity_buffer_spend_is_charged_and_capped_like_placeholders(
         capped.append(any("GPU-hours/day budget" in r for r in record.plan.pool(POOL).reasons))
         view = record.pools[POOL].snapshot
         assert view is not None
-        if view.placeholder_gpus:  # while the buffer holds: its headroom is prewarm, not spare
-            assert view.placeholder_gpus == 8 * replicas and view.spare_gpus == 0
+        if view.prewarm_gpus:  # while the buffer holds: its headroom is prewarm, not spare
+            assert view.prewarm_gpus == 8 * replicas and view.spare_gpus == 0
     assert spent_last_day(loop.state.ledger) >= 16  # two buffer hours at least were charged
     first = capped.index(True)  # the GPU-hours cap bound, as for placeholders
     assert targets[first] < targets[0], (targets, capped)

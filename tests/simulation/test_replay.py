@@ -67,7 +67,7 @@ def test_predictive_never_sees_future_data() -> None:
     replay(changed, b, setup=s)
     before = [(t, d) for t, d in a.decisions if t < cut]
     assert before == [(t, d) for t, d in b.decisions if t < cut]
-    assert any(d.placeholder_gpus > 0 for _, d in before)
+    assert any(d.target_gpus > 0 for _, d in before)
     assert [(t, d) for t, d in a.decisions if t >= cut] != [
         (t, d) for t, d in b.decisions if t >= cut
     ]
@@ -187,7 +187,7 @@ def test_with_a_kueue_quota_no_prewarm_goes_beyond_what_it_admits() -> None:
             room = view.snapshot().kueue
             assert room is not None
             decision = oracle.decide(view)
-            seen.append((decision.placeholder_gpus, room.admissible_gpus))
+            seen.append((decision.target_gpus, room.admissible_gpus))
             return decision
 
     result = replay(jobs, Watch(), setup=s)  # type: ignore[arg-type]

@@ -147,7 +147,7 @@ def test_burst_baseline_follows_recent_pod_creations() -> None:
 
         def decide(self, view: TwinView) -> Decision:
             decision = policy.decide(view)
-            seen.append((view.now - T0, decision.placeholder_gpus))
+            seen.append((view.now - T0, decision.target_gpus))
             return decision
 
     run(jobs, Watch(), end=4000)
