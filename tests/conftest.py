@@ -11,6 +11,8 @@ import pytest
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries
 from forecaster.sources.files import CsvSource
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import T0
 from tests.support.prometheus_server import Series, running_prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,3 +126,13 @@ def faulty_series(demand: DemandSeries) -> list[Series]:
         samples = zip(demand.timestamps.tolist(), values.tolist(), strict=True)
         out.append(Series("gpus_requested", {"pool": kind}, samples, keep_nan=True))
     return out
+
+
+@pytest.fixture
+def api() -> Iterator[KubeApiDouble]:
+    """The API server double (serving CapacityBuffers) at ``T0``; every object sent to it must
+    pass the real schemas."""
+    with KubeApiDouble(capacity_buffers=True) as server:
+        server.clock = float(T0)
+        yield server
+    assert server.invalid == [], f"objects refused by schema validation: {server.invalid}"

@@ -1,21 +1,12 @@
-"""Fixtures: a fresh API server double (+ scheduler/Karpenter) and the real client on it."""
+"""Fixtures: a plain cluster (scheduler/Karpenter) on the API double, the real client on it."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
-
-
-@pytest.fixture
-def api() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble(capacity_buffers=True) as server:
-        yield server
-    assert server.invalid == [], f"objects refused by schema validation: {server.invalid}"
 
 
 @pytest.fixture

@@ -79,7 +79,7 @@ def workload(
 
 
 @pytest.fixture
-def api() -> Iterator[KubeApiDouble]:
+def kueue_api() -> Iterator[KubeApiDouble]:
     with KubeApiDouble(kueue=True) as server:
         server.clock = float(T0)
         ClusterSim(server).busy_pool(POOL, limit_gpus=400)
@@ -105,28 +105,30 @@ def surge() -> LiveSource:
     return LiveSource(T0 - 60 * (len(values) - 1), values)
 
 
-def tick(tmp_path: Path, api: KubeApiDouble, source: LiveSource | None = None, **pool: object):  # type: ignore[no-untyped-def]
+def tick(
+    tmp_path: Path, kueue_api: KubeApiDouble, source: LiveSource | None = None, **pool: object
+):  # type: ignore[no-untyped-def]
     config = settings(tmp_path, **pool)
-    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    kube = Kube(api_client(host=kueue_api.url), dry_run=False, backoff_seconds=0.01)
     return app.build_reconciler(config, source=source or surge(), kube=kube).tick(T0)
 
 
 def test_a_cohort_quota_below_the_forecast_caps_the_prewarm(
-    tmp_path: Path, api: KubeApiDouble
+    tmp_path: Path, kueue_api: KubeApiDouble
 ) -> None:
-    api.put("clusterqueues", cluster_queue("research-a", "research", 16, 16, borrowing=16))
-    api.put("clusterqueues", cluster_queue("research-b", "research", 16, 0))
-    plan = tick(tmp_path, api, kueue={}).plan.pool(POOL)
+    kueue_api.put("clusterqueues", cluster_queue("research-a", "research", 16, 16, borrowing=16))
+    kueue_api.put("clusterqueues", cluster_queue("research-b", "research", 16, 0))
+    plan = tick(tmp_path, kueue_api, kueue={}).plan.pool(POOL)
     assert plan.target_gpus == 16  # 64 without Kueue: max_prewarm_gpus binds (reason above)
     assert "capped by pool max_prewarm_gpus (64 GPUs): 80 -> 64" in plan.reasons
     assert "capped by Kueue cohort `research` quota (16 GPUs): 64 -> 16" in plan.reasons
 
 
 def test_quota_reserved_without_pods_is_demand_and_gated_pods_are_not(
-    tmp_path: Path, api: KubeApiDouble
+    tmp_path: Path, kueue_api: KubeApiDouble
 ) -> None:
-    api.put("clusterqueues", cluster_queue("research-a", "research", 64, 16))
-    api.put(
+    kueue_api.put("clusterqueues", cluster_queue("research-a", "research", 64, 16))
+    kueue_api.put(
         "workloads",
         workload("waiting-check", 8, 2, ("QuotaReserved", "True", "QuotaReserved")),
     )
@@ -140,8 +142,8 @@ def test_quota_reserved_without_pods_is_demand_and_gated_pods_are_not(
             "containers": [{"name": "c", "image": "train", "resources": {"requests": {GPU: "8"}}}],
         },
     }
-    api.put("pods", gated)
-    record = tick(tmp_path, api, LiveSource(T0 - 2 * 86400, [16.0] * 2881), kueue={})
+    kueue_api.put("pods", gated)
+    record = tick(tmp_path, kueue_api, LiveSource(T0 - 2 * 86400, [16.0] * 2881), kueue={})
     snapshot = record.pools[POOL].snapshot
     assert snapshot is not None and snapshot.pending_gpus == 0  # the gated pod starts no node
     assert snapshot.kueue is not None and snapshot.kueue.reserved_gpus == 16
@@ -151,39 +153,41 @@ def test_quota_reserved_without_pods_is_demand_and_gated_pods_are_not(
     )
 
 
-def test_queue_health_counts_admission_waits_and_pods_ready_timeouts(api: KubeApiDouble) -> None:
-    api.put("clusterqueues", cluster_queue("research-a", "research", 64, 16))
-    api.put(
+def test_queue_health_counts_admission_waits_and_pods_ready_timeouts(
+    kueue_api: KubeApiDouble,
+) -> None:
+    kueue_api.put("clusterqueues", cluster_queue("research-a", "research", 64, 16))
+    kueue_api.put(
         "workloads",
         workload(
             "ok", 8, 1, ("QuotaReserved", "True", "QuotaReserved"), ("Admitted", "True", "Admitted")
         ),
     )
-    api.put("workloads", workload("slow", 8, 1, ("Evicted", "True", "PodsReadyTimeout")))
-    kube = Kube(api_client(host=api.url), dry_run=True)
+    kueue_api.put("workloads", workload("slow", 8, 1, ("Evicted", "True", "PodsReadyTimeout")))
+    kube = Kube(api_client(host=kueue_api.url), dry_run=True)
     rooms = read_rooms(kube, [KueueScope(POOL)])
     assert rooms[POOL].admissible_gpus == 48
     assert rooms[POOL].health == (QueueHealth("research-a", 300.0, 1),)
 
 
 def test_a_kueue_pool_on_a_cluster_without_kueue_withdraws(tmp_path: Path) -> None:
-    with KubeApiDouble() as api:
-        api.clock = float(T0)
-        sim = ClusterSim(api)
+    with KubeApiDouble() as kueue_api:
+        kueue_api.clock = float(T0)
+        sim = ClusterSim(kueue_api)
         sim.add_nodepool(POOL, limit_gpus=400)
         sim.add_node(POOL)
         sim.step()
-        plan = tick(tmp_path, api, kueue={}).plan.pool(POOL)
+        plan = tick(tmp_path, kueue_api, kueue={}).plan.pool(POOL)
     assert plan.target_gpus == 0
     assert any("Kueue gates this pool but the cluster does not serve it" in r for r in plan.reasons)
 
 
-def test_status_and_metrics_show_the_kueue_room(tmp_path: Path, api: KubeApiDouble) -> None:
-    api.put("clusterqueues", cluster_queue("research-a", "research", 16, 16, borrowing=16))
-    api.put("clusterqueues", cluster_queue("research-b", "research", 16, 0))
-    api.put("workloads", workload("slow", 8, 1, ("Evicted", "True", "PodsReadyTimeout")))
+def test_status_and_metrics_show_the_kueue_room(tmp_path: Path, kueue_api: KubeApiDouble) -> None:
+    kueue_api.put("clusterqueues", cluster_queue("research-a", "research", 16, 16, borrowing=16))
+    kueue_api.put("clusterqueues", cluster_queue("research-b", "research", 16, 0))
+    kueue_api.put("workloads", workload("slow", 8, 1, ("Evicted", "True", "PodsReadyTimeout")))
     config = settings(tmp_path, kueue={})
-    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    kube = Kube(api_client(host=kueue_api.url), dry_run=False, backoff_seconds=0.01)
     reconciler = app.build_reconciler(config, source=surge(), kube=kube)
     daemon = Daemon(reconciler=reconciler, slo=app.slo_policy(config), pools=(POOL,))
     daemon.reconcile(T0)
@@ -199,14 +203,14 @@ def test_status_and_metrics_show_the_kueue_room(tmp_path: Path, api: KubeApiDoub
 
 
 def test_kueue_v1beta1_is_read_where_v1beta2_is_not_served() -> None:
-    with KubeApiDouble(kueue="v1beta1") as api:
+    with KubeApiDouble(kueue="v1beta1") as kueue_api:
         old = flavor("a100", POOL) | {"apiVersion": "kueue.x-k8s.io/v1beta1"}
-        api.put("resourceflavors", old)
+        kueue_api.put("resourceflavors", old)
         queue = cluster_queue("research-a", "research", 16, 4)
         queue["apiVersion"] = "kueue.x-k8s.io/v1beta1"
         queue["spec"]["cohort"] = queue["spec"].pop("cohortName")  # v1beta1's field name
-        api.put("clusterqueues", queue)
-        kube = Kube(api_client(host=api.url), dry_run=True)
+        kueue_api.put("clusterqueues", queue)
+        kube = Kube(api_client(host=kueue_api.url), dry_run=True)
         rooms = read_rooms(kube, [KueueScope(POOL)])
-        assert api.invalid == []
+        assert kueue_api.invalid == []
     assert rooms[POOL].admissible_gpus == 12 and rooms[POOL].scope == "cohort `research`"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,18 +15,11 @@ from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 
 @pytest.fixture
-def api() -> Iterator[KubeApiDouble]:
-    with KubeApiDouble(capacity_buffers=True) as server:
-        server.clock = float(T0)
-        yield server
-    assert server.invalid == []
-
-
-@pytest.fixture
-def sim(api: KubeApiDouble) -> ClusterSim:
-    sim = ClusterSim(api)
-    sim.busy_pool(POOL)
-    return sim
+def busy_cluster(api: KubeApiDouble) -> ClusterSim:
+    """A NodePool with two Ready 8-GPU nodes running two 8-GPU jobs (``ClusterSim.busy_pool``)."""
+    cluster = ClusterSim(api)
+    cluster.busy_pool(POOL)
+    return cluster
 
 
 @pytest.fixture

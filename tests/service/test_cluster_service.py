@@ -35,7 +35,9 @@ def replica(tmp_path: Path, api: KubeApiDouble, identity: str, clock: FakeClock)
     return service
 
 
-def test_only_the_leader_writes(tmp_path: Path, api: KubeApiDouble, sim: ClusterSim) -> None:
+def test_only_the_leader_writes(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
     clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
     a = replica(tmp_path, api, "replica-a", clock)
     b = replica(tmp_path, api, "replica-b", clock)
@@ -56,7 +58,7 @@ def test_only_the_leader_writes(tmp_path: Path, api: KubeApiDouble, sim: Cluster
     assert b.daemon.is_leader()
 
 
-def test_scheduler_jobs(tmp_path: Path, api: KubeApiDouble, sim: ClusterSim) -> None:
+def test_scheduler_jobs(tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim) -> None:
     clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
     service = replica(tmp_path, api, "replica-a", clock)
     scheduler = service.start()
@@ -72,7 +74,7 @@ def test_scheduler_jobs(tmp_path: Path, api: KubeApiDouble, sim: ClusterSim) -> 
 
 
 def test_a_deposed_leader_stops_writing_in_the_middle_of_a_tick(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     clock_a = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
     clock_b = FakeClock(datetime.fromtimestamp(T0 + 20, tz=UTC))  # skewed wall clock, too
@@ -106,7 +108,7 @@ def test_a_deposed_leader_stops_writing_in_the_middle_of_a_tick(
 
 
 def test_a_stuck_leader_fails_liveness_and_lets_its_lease_lapse(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
     a = replica(tmp_path, api, "replica-a", clock)
@@ -125,7 +127,7 @@ def test_a_stuck_leader_fails_liveness_and_lets_its_lease_lapse(
 
 
 def test_uninstall_cleanup_fences_a_running_leader(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     """Helm's pre-delete hook (or `forecaster cleanup`) runs while the Deployment still does:
     after it, the still-running replicas must not prewarm again."""

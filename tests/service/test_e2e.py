@@ -63,13 +63,13 @@ def test_daemon_end_to_end(
     config = settings(tmp_path, prometheus_url)
     with KubeApiDouble() as api:
         api.clock = float(now)
-        sim = ClusterSim(api)
-        sim.add_nodepool(POOL, limit_gpus=2000)
+        busy_cluster = ClusterSim(api)
+        busy_cluster.add_nodepool(POOL, limit_gpus=2000)
         for _ in range(80):
-            sim.add_node(POOL)
+            busy_cluster.add_node(POOL)
         for i in range(80):
-            sim.submit(f"job-{i}", POOL, 8)
-        sim.step()
+            busy_cluster.submit(f"job-{i}", POOL, 8)
+        busy_cluster.step()
         original = api.objects("nodepools")[0]
         kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
         service = build_cluster_service(config, kube, identity="replica-a", clock=clock)

@@ -47,12 +47,12 @@ def _nodepool_annotations(api: KubeApiDouble) -> dict[str, str]:
 
 
 def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, capsys: pytest.CaptureFixture[str]
 ) -> None:
     loop = _protected_loop(tmp_path, api)
     daemon = Daemon(reconciler=loop, slo=loop.slo, pools=(POOL,))
     daemon.reconcile(T0)
-    sim.step()
+    busy_cluster.step()
     assert placeholders(api) and ORIGINAL in _nodepool_annotations(api)
 
     config = _config(tmp_path)
@@ -86,7 +86,7 @@ def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
 
 
 def test_a_committed_control_config_map_halts_too(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     loop = _protected_loop(tmp_path, api)
     loop.tick(T0)
@@ -107,7 +107,7 @@ def test_a_committed_control_config_map_halts_too(
 
 
 def test_an_unreadable_kill_switch_stops_the_tick_from_acting(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     loop = app.build_reconciler(settings(tmp_path), source=source, kube=client(api))

@@ -29,7 +29,7 @@ from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 
 def test_one_tick_prewarms_a_forecast_ramp(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     record = reconciler(tmp_path, api, source).tick(T0)
@@ -43,7 +43,7 @@ def test_one_tick_prewarms_a_forecast_ramp(
 
 
 def test_misses_hand_off_withdraw_and_survive_a_restart(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, caplog: pytest.LogCaptureFixture
 ) -> None:
     original = copy.deepcopy(api.objects("nodepools")[0])
     source = LiveSource(T0 - 2 * 86400, calm_history())
@@ -77,13 +77,13 @@ def test_misses_hand_off_withdraw_and_survive_a_restart(
 
 
 def test_stale_data_holds_existing_prewarm_then_withdraws(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     loop = reconciler(tmp_path, api, source)
     held = loop.tick(T0).plan.pool(POOL).placeholders
     assert held >= 1
-    sim.step()  # the Job controller creates the placeholder pods
+    busy_cluster.step()  # the Job controller creates the placeholder pods
     source.fail = "Prometheus http://prom:9090 is unreachable: connection refused"
     record = loop.tick(T0 + 600)  # 10 min old: stale, within the 15 min hold
     assert "unreachable" in (record.error("data", POOL) or "")
@@ -98,7 +98,9 @@ def test_stale_data_holds_existing_prewarm_then_withdraws(
     )
 
 
-def test_dry_run_sends_zero_writes(tmp_path: Path, api: KubeApiDouble, sim: ClusterSim) -> None:
+def test_dry_run_sends_zero_writes(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
     before = len(api.writes())
     source = LiveSource(T0 - 2 * 86400, calm_history())
     record = reconciler(tmp_path, api, source, dry_run=True).tick(T0)
@@ -107,7 +109,7 @@ def test_dry_run_sends_zero_writes(tmp_path: Path, api: KubeApiDouble, sim: Clus
 
 
 def test_forecast_only_pools_plan_but_never_write(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     config_changes = {"pools": [{"name": POOL, "forecast_only": True}]}
@@ -124,7 +126,7 @@ def test_forecast_only_pools_plan_but_never_write(
 
 
 def test_tampered_artifact_falls_back_to_the_baseline(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, caplog: pytest.LogCaptureFixture
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     store = ArtifactStore(tmp_path / "models")
@@ -146,7 +148,7 @@ def test_tampered_artifact_falls_back_to_the_baseline(
 
 
 def test_guardrails_are_logged_at_start_up(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING):
         findings = app.run_guardrails(settings(tmp_path), client(api))
@@ -155,7 +157,7 @@ def test_guardrails_are_logged_at_start_up(
 
 
 def test_an_unreadable_state_fails_closed_and_never_resets_the_ledger(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     loop = reconciler(tmp_path, api, source)
@@ -164,9 +166,9 @@ def test_an_unreadable_state_fails_closed_and_never_resets_the_ledger(
             source.append(*[source.values[-1]] * 5)
         api.clock = T0 + 60 * minute
         loop.tick(T0 + 60 * minute)
-        sim.step()
+        busy_cluster.step()
         api.clock += 60
-        sim.step()
+        busy_cluster.step()
     spent = spent_last_day(loop.state.ledger)
     assert spent > 0
     # a restarted replica meets a transient read error on the state ConfigMap
@@ -189,7 +191,7 @@ def test_an_unreadable_state_fails_closed_and_never_resets_the_ledger(
 
 
 def test_capacity_buffer_spend_is_charged_and_capped_like_placeholders(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     loop = reconciler(
@@ -204,7 +206,7 @@ def test_capacity_buffer_spend_is_charged_and_capped_like_placeholders(
     replicas = buffer["spec"]["replicas"]
     assert replicas >= 1 and record.plan.pool(POOL).target_gpus == 8 * replicas
     for _ in range(replicas):  # Karpenter keeps that headroom as pod-less nodes
-        sim.add_node(POOL)
+        busy_cluster.add_node(POOL)
     now, targets, capped = T0, [], []
     for _ in range(6):  # the buffer's nodes are billed to us, hour after hour
         now += 3600
@@ -224,7 +226,7 @@ def test_capacity_buffer_spend_is_charged_and_capped_like_placeholders(
 
 
 def test_a_save_conflict_rereads_the_state_another_leader_wrote(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     a = reconciler(tmp_path, api, source)
@@ -244,7 +246,7 @@ def test_a_save_conflict_rereads_the_state_another_leader_wrote(
 
 
 def test_a_follower_taking_over_acts_on_the_state_the_leader_left(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     leader, follower = reconciler(tmp_path, api, source), reconciler(tmp_path, api, source)

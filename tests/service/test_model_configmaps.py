@@ -53,7 +53,7 @@ def shared(tmp_path: Path, name: str) -> Settings:
 
 
 def test_a_published_model_reaches_every_replica(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, kube: Kube
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, kube: Kube
 ) -> None:
     trainer = shared(tmp_path, "cronjob")
     version = publish_a_model(ArtifactStore(trainer.models_dir))
@@ -79,7 +79,7 @@ def test_a_published_model_reaches_every_replica(
 
 
 def test_a_tampered_published_model_is_refused(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, kube: Kube
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, kube: Kube
 ) -> None:
     replica = ArtifactStore(tmp_path / "replica")
     good = publish_a_model(replica)
@@ -101,7 +101,7 @@ def test_an_artifact_too_large_for_a_configmap_is_refused(api: KubeApiDouble, ku
 
 
 def test_training_fetches_the_champion_and_publishes_the_result(
-    tmp_path: Path, api: KubeApiDouble, sim: ClusterSim, kube: Kube
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, kube: Kube
 ) -> None:
     earlier = ArtifactStore(tmp_path / "earlier-run")
     champion = publish_a_model(earlier)

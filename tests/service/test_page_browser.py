@@ -76,13 +76,13 @@ def served_cluster(tmp_path: Path) -> Iterator[str]:
     """A daemon that observes and acts on the API double (real placeholders, real spend)."""
     with KubeApiDouble(capacity_buffers=True) as api:
         api.clock = float(T0 - 1800)
-        sim = ClusterSim(api)
-        sim.busy_pool(POOL)
+        busy_cluster = ClusterSim(api)
+        busy_cluster.busy_pool(POOL)
         loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()))
         daemon = Daemon(reconciler=loop, slo=loop.slo, pools=(POOL,))
         for minute in range(30, -1, -1):
             api.clock = float(T0 - 60 * minute)
-            sim.step()
+            busy_cluster.step()
             daemon.reconcile(T0 - 60 * minute)
         yield from serve(daemon)
 
