@@ -101,7 +101,11 @@ def _parse_value(cell: str, *, where: str) -> float:
 
 
 class CsvSource:
-    """A ``DemandSource`` over one CSV file per pool."""
+    """A ``DemandSource`` over one CSV file per pool.
+
+    Each file is parsed once and kept; it is parsed again only when it changes on disk (its
+    modification time or size), so a tick, ``plan`` and training read it once, not per fetch.
+    """
 
     def __init__(
         self,
@@ -113,6 +117,7 @@ class CsvSource:
         self._files = dict(files)
         self._value_column = value_column
         self._outage_min_seconds = outage_min_seconds
+        self._parsed: dict[Path, tuple[tuple[int, int], CsvSamples]] = {}
 
     def fetch(
         self, pool: str, *, start: int, end: int, step_seconds: int
@@ -121,7 +126,7 @@ class CsvSource:
         if pool not in self._files:
             raise SourceError(f"no CSV file configured for pool {pool!r}")
         path = self._files[pool]
-        samples = read_csv_samples(path, value_column=self._value_column)
+        samples = self._samples(path)
         keep = (samples.timestamps >= start) & (samples.timestamps <= end)
         if not np.any(keep):
             raise SourceError(f"{path}: no rows between the requested start and end")
@@ -135,7 +140,7 @@ class CsvSource:
 
     def fetch_all(self, pool: str, *, step_seconds: int) -> tuple[DemandSeries, QualityReport]:
         """The whole file of ``pool``, regularized."""
-        samples = read_csv_samples(self._files[pool], value_column=self._value_column)
+        samples = self._samples(self._files[pool])
         return regularize(
             samples.timestamps,
             samples.values,
@@ -143,6 +148,19 @@ class CsvSource:
             name=pool,
             outage_min_seconds=self._outage_min_seconds,
         )
+
+
+    def _samples(self, path: Path) -> CsvSamples:
+        try:
+            stat = path.stat()
+        except OSError:
+            return read_csv_samples(path, value_column=self._value_column)  # its error message
+        version = (stat.st_mtime_ns, stat.st_size)
+        cached = self._parsed.get(path)
+        if cached is None or cached[0] != version:
+            cached = (version, read_csv_samples(path, value_column=self._value_column))
+            self._parsed[path] = cached
+        return cached[1]
 
 
 JOB_COLUMNS = ("submission_time", "duration", "num_gpu")

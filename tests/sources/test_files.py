@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from forecaster.errors import SourceError
+from forecaster.sources import files
 from forecaster.sources.files import CsvSource, read_csv_samples
 
 
@@ -78,3 +80,26 @@ def test_fetch_filters_the_window(tmp_path: Path) -> None:
     assert series.values.tolist() == [2.0, 3.0, 4.0, 5.0]
     with pytest.raises(SourceError, match="no rows between"):
         CsvSource({"p": path}).fetch("p", start=0, end=10, step_seconds=60)
+
+
+def test_a_file_is_parsed_once_until_it_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "a.csv"
+    path.write_text("timestamp,gpus_requested\n0,1\n60,2\n120,3\n")
+    reads = []
+    real = files.read_csv_samples
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        reads.append(args)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(files, "read_csv_samples", counting)
+    source = files.CsvSource({"a": path})
+    source.fetch_all("a", step_seconds=60)
+    source.fetch("a", start=0, end=120, step_seconds=60)
+    source.fetch("a", start=60, end=120, step_seconds=60)
+    assert len(reads) == 1
+    path.write_text("timestamp,gpus_requested\n0,1\n60,2\n120,3\n180,9\n")
+    series, _ = source.fetch_all("a", step_seconds=60)
+    assert len(reads) == 2 and series.values[-1] == 9
