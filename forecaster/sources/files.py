@@ -149,7 +149,6 @@ class CsvSource:
             outage_min_seconds=self._outage_min_seconds,
         )
 
-
     def _samples(self, path: Path) -> CsvSamples:
         try:
             stat = path.stat()
