@@ -56,9 +56,5 @@ class Control:
             },
             "data": data,
         }
-        if current is None:
-            self.kube.create_config_map(self.namespace, body)
-        else:
-            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            self.kube.replace_config_map(self.namespace, body)
+        self.kube.put_config_map(self.namespace, body, current=current)
         return True

@@ -374,6 +374,15 @@ class Kube:
             ),
         )
 
+    def put_config_map(self, namespace: str, body: Obj, *, current: Obj | None) -> None:
+        """Create ``body``, or replace ``current`` with it (its resourceVersion: a concurrent
+        change is a 409)."""
+        if current is None:
+            self.create_config_map(namespace, body)
+            return
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        self.replace_config_map(namespace, body)
+
     def get_lease(self, namespace: str, name: str) -> Obj | None:
         """The Lease, or None."""
         return self._get(

@@ -53,11 +53,7 @@ class ModelConfigMaps:
             },
             "data": {"version": version, ARTIFACT_KEY: text},
         }
-        if current is None:
-            self.kube.create_config_map(self.namespace, body)
-        else:
-            body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            self.kube.replace_config_map(self.namespace, body)
+        self.kube.put_config_map(self.namespace, body, current=current)
         return True
 
     def fetch(self, pool: str) -> tuple[str, str] | None:
