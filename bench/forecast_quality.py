@@ -26,7 +26,7 @@ from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.features import levels_at, take
 from forecaster.forecasting.registry import known_names
 from forecaster.forecasting.scoring import coverage, headroom, pinball_loss
-from forecaster.service.training import TrainingPlan, backtest_models
+from forecaster.forecasting.training import TrainingPlan, backtest_models
 from forecaster.sources.files import CsvSource
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"

@@ -42,7 +42,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=120)
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("forecaster.service.loop").setLevel(logging.ERROR)
+    logging.getLogger("forecaster.reconcile.loop").setLevel(logging.ERROR)
     errors = Counter()
     logging.getLogger().addHandler(errors)
     settings = load_settings(ROOT / "config" / "forecaster.yaml", env={})

@@ -18,7 +18,7 @@ from threadpoolctl import threadpool_limits
 from forecaster.durations import DAY
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import CANDIDATES, build, known_names
-from forecaster.service.training import TrainingPlan, train_pool
+from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.sources.files import CsvSource
 
 SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"

@@ -18,8 +18,8 @@ from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.jobs import JobTrace
 from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.durations import DAY
+from forecaster.reconcile.loop import Reconciler
 from forecaster.service import app
-from forecaster.service.loop import Reconciler
 from forecaster.service.replay import ReplaySetup
 from forecaster.settings import Settings
 from forecaster.simulation.twin import TwinConfig

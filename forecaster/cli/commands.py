@@ -31,11 +31,11 @@ from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun
 from forecaster.forecasting.registry import FALLBACK, known_names
 from forecaster.forecasting.selection import select
+from forecaster.forecasting.training import TrainingPlan, backtest_models
 from forecaster.service import app
 from forecaster.service.clock import SystemClock
 from forecaster.service.embedded import serve_embedded
 from forecaster.service.scheduler import serve_cluster
-from forecaster.service.training import TrainingPlan, backtest_models
 from forecaster.settings import Settings, load_settings
 from forecaster.sources.base import DemandSource
 from forecaster.sources.files import CsvSource

@@ -10,8 +10,8 @@ from forecaster.core.series import iso_utc
 from forecaster.durations import format_duration
 from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.selection import Selection
-from forecaster.service.loop import TickRecord
-from forecaster.service.training import PoolTraining
+from forecaster.forecasting.training import PoolTraining
+from forecaster.reconcile.loop import TickRecord
 from forecaster.sources.prometheus import QueryCheck
 
 

@@ -33,11 +33,11 @@ from forecaster.core.series import DemandSeries, to_epoch_seconds
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, ForecasterError, SourceError
 from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.training import PoolTraining, Progress, TrainingPlan, train_pool
+from forecaster.reconcile.loop import Observer, PoolRuntime, PrewarmActuator, Reconciler
+from forecaster.reconcile.models import ModelProvider
+from forecaster.reconcile.state import MemoryStateStore, StateStore
 from forecaster.service.clock import Clock
-from forecaster.service.loop import Observer, PoolRuntime, PrewarmActuator, Reconciler
-from forecaster.service.models import ModelProvider
-from forecaster.service.state import MemoryStateStore, StateStore
-from forecaster.service.training import PoolTraining, Progress, TrainingPlan, train_pool
 from forecaster.settings import PoolSettings, Settings
 from forecaster.sources.base import DemandSource
 from forecaster.sources.files import CsvSource

@@ -28,7 +28,7 @@ from forecaster.core.error_budget import (
 )
 from forecaster.core.finops import PoolSpend, SpendPoint, pool_spend
 from forecaster.durations import DAY
-from forecaster.service.loop import Reconciler, TickRecord
+from forecaster.reconcile.loop import Reconciler, TickRecord
 from forecaster.service.metrics import Metrics
 
 log = logging.getLogger(__name__)

@@ -24,10 +24,10 @@ from forecaster.core.series import from_epoch_seconds
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.training import train_pool
 from forecaster.service import app
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app, ensure_port_free
-from forecaster.service.training import train_pool
 from forecaster.settings import Settings
 from forecaster.simulation.live import LiveTwin
 from forecaster.simulation.twin import TwinConfig
@@ -151,7 +151,7 @@ def serve_embedded(settings: Settings, *, port: int, duration_seconds: float | N
     run = build_embedded(settings)
     # at hundreds of ticks per real second the per-tick decision line would flood the terminal:
     # keep warnings (hand-offs, errors) and print a summary every simulated hour instead
-    logging.getLogger("forecaster.service.loop").setLevel(logging.WARNING)
+    logging.getLogger("forecaster.reconcile.loop").setLevel(logging.WARNING)
     server = uvicorn.Server(
         uvicorn.Config(create_app(run.daemon), host="127.0.0.1", port=port, log_level="warning")
     )

@@ -13,8 +13,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from forecaster.core.error_budget import SloPolicy, budget_remaining, waste_last_day
 from forecaster.core.finops import PoolSpend
 from forecaster.core.planner import Mode
-from forecaster.service.loop import TickRecord
-from forecaster.service.state import ServiceState
+from forecaster.reconcile.loop import TickRecord
+from forecaster.reconcile.state import ServiceState
 
 
 class Metrics:

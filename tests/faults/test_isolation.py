@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.reconcile.loop import Reconciler
 from forecaster.service import app
-from forecaster.service.loop import Reconciler
 from forecaster.settings import Settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble

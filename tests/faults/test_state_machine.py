@@ -29,10 +29,10 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.observer import observe
 from forecaster.core.budget import spent_last_day
 from forecaster.core.planner import Mode
+from forecaster.reconcile.state import ServiceState
 from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import ClusterService, build_cluster_service
-from forecaster.service.state import ServiceState
 from forecaster.settings import Settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble

@@ -17,11 +17,11 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.cli import main
 from forecaster.core.series import to_epoch_seconds
 from forecaster.durations import DAY
+from forecaster.reconcile.state import PendingForecast
 from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
 from forecaster.service.scheduler import build_cluster_service
-from forecaster.service.state import PendingForecast
 from forecaster.settings import Settings
 from tests.conftest import HELIOS, load_sample
 from tests.kubeapi.cluster import ClusterSim

@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 
 from forecaster.cli import main
 from forecaster.core.planner import Mode
+from forecaster.reconcile.loop import Reconciler
 from forecaster.service import app
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from forecaster.service.loop import Reconciler
 from tests.factories import NS, client, placeholders, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble

@@ -53,7 +53,7 @@ def test_misses_hand_off_withdraw_and_survive_a_restart(
     assert placeholders(api)
     now = T0
     modes = []
-    with caplog.at_level(logging.WARNING, logger="forecaster.service.loop"):
+    with caplog.at_level(logging.WARNING, logger="forecaster.reconcile.loop"):
         for _ in range(30):  # demand climbs 12 GPUs every 5 minutes: far beyond any P95
             last = source.values[-1]
             source.append(*[last + 12 * (i + 1) / 5 for i in range(5)])

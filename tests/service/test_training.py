@@ -19,7 +19,7 @@ from forecaster.durations import DAY
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import ModelScore
 from forecaster.forecasting.registry import build
-from forecaster.service.training import champion_or_challenger
+from forecaster.forecasting.selection import champion_or_challenger
 
 
 def score(model: str, pinball: float) -> ModelScore:

@@ -1,6 +1,6 @@
 """Train one pool: check the history, backtest the candidates, select, fit, publish.
 
-Knows sources' output and forecasting, not where the data came from (``app.py`` fetches it).
+Knows sources' output and forecasting, not where the data came from (the caller fetches it).
 A pool with too little usable history is marked forecast-only with how much more it needs; a
 model that fails in the backtest is simply not selected; the selected model is fitted on the whole
 training history and published atomically.
@@ -26,7 +26,7 @@ from forecaster.errors import ModelError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun, ModelScore, run_backtest, score
 from forecaster.forecasting.registry import FALLBACK, build
-from forecaster.forecasting.selection import Selection, select
+from forecaster.forecasting.selection import Selection, champion_or_challenger, select
 
 log = logging.getLogger(__name__)
 
@@ -176,39 +176,6 @@ def train_pool(
         fit_seconds=fit_seconds,
         total_seconds=time.perf_counter() - began,
         spec=spec,
-    )
-
-
-def champion_or_challenger(
-    store: ArtifactStore, pool: str, *, challenger: str, scores: list[ModelScore]
-) -> tuple[bool, str]:
-    """Should the newly trained model become current? (champion/challenger on this backtest)
-
-    Both are scored in the same backtest on the same fresh data: the champion's model family
-    was among the candidates. The challenger is promoted if it is the same family (a fresher
-    fit), if there is no usable champion, or if its pinball loss is lower; otherwise it is kept
-    for inspection and rollback while the champion stays current.
-    """
-    try:
-        champion = store.load_current(pool)
-    except ModelError as exc:
-        return True, f"promoted: the current model is unusable ({exc})"
-    if champion is None:
-        return True, "promoted: first model of the pool"
-    if champion.model_name == challenger:
-        return True, f"promoted: a fresher fit of the champion's family {challenger}"
-    by_name = {s.model: s for s in scores}
-    old, new = by_name.get(champion.model_name), by_name.get(challenger)
-    if old is None or new is None or not np.isfinite(old.pinball):
-        return True, f"promoted: champion {champion.model_name} was not scored in this backtest"
-    if new.pinball < old.pinball:
-        return True, (
-            f"promoted over champion {champion.model_name}"
-            f" (pinball {new.pinball:.3f} < {old.pinball:.3f})"
-        )
-    return False, (
-        f"champion {champion.model_name} ({champion.version}) stays current"
-        f" (pinball {old.pinball:.3f} <= challenger {new.pinball:.3f})"
     )
 
 

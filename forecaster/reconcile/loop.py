@@ -35,8 +35,8 @@ from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
 from forecaster.durations import DAY
 from forecaster.errors import ConflictError, ForecasterError
-from forecaster.service.models import ModelProvider
-from forecaster.service.state import PendingForecast, PoolState, ServiceState, StateStore
+from forecaster.reconcile.models import ModelProvider
+from forecaster.reconcile.state import PendingForecast, PoolState, ServiceState, StateStore
 from forecaster.sources.base import DemandSource
 
 log = logging.getLogger(__name__)
