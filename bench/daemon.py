@@ -26,13 +26,13 @@ from threadpoolctl import threadpool_limits
 
 from bench.measure import rss_mib
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app.build import build_cluster_service
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
 from forecaster.service.clock import FakeClock
-from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings
 from forecaster.sources.files import CsvSource
 from tests.kubeapi.cluster import ClusterSim

@@ -20,8 +20,8 @@ from pathlib import Path
 from threadpoolctl import threadpool_limits
 
 from bench.measure import rss_mib
+from forecaster.app.build import build_embedded
 from forecaster.durations import DAY
-from forecaster.service.embedded import build_embedded
 from forecaster.settings import load_settings
 
 ROOT = Path(__file__).resolve().parent.parent

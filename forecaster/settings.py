@@ -14,6 +14,7 @@ Only ``service`` and ``cli`` read settings; they hand plain values to everything
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import os
 from collections.abc import Mapping
@@ -23,6 +24,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from forecaster.core.error_budget import SloPolicy
 from forecaster.core.policy import covering_horizon, prewarm_window_seconds
 from forecaster.errors import ConfigError
 
@@ -157,27 +159,6 @@ class PlanningSettings(_Strict):
     )
 
 
-class SloSettings(_Strict):
-    """Forecast SLO, burn-rate hand-off and the waste budget."""
-
-    target_exceedance: float = Field(0.05, gt=0, lt=1)
-    window_seconds: int = Field(86400, gt=0)
-    fast_window_seconds: int = Field(3600, gt=0)
-    fast_burn: float = Field(6.0, gt=0)
-    slow_window_seconds: int = Field(21600, gt=0)
-    slow_burn: float = Field(3.0, gt=0)
-    recovery_burn: float = Field(1.0, gt=0)
-    recovery_seconds: int = Field(7200, ge=0)
-    min_points: int = Field(12, ge=1)
-    max_waste_gpu_hours_per_day: float = Field(
-        150.0,
-        ge=0,
-        allow_inf_nan=False,
-        description="prewarm that ended unused; a P95 plan leaves most prewarm unused by design,"
-        " so keep it near the prewarm GPU-hours/day budget",
-    )
-
-
 class PrometheusSettings(_Strict):
     """Where and how to query Prometheus."""
 
@@ -278,7 +259,8 @@ class Settings(_Strict):
     source: SourceSettings = SourceSettings()
     forecast: ForecastSettings = ForecastSettings()
     planning: PlanningSettings = PlanningSettings()
-    slo: SloSettings = SloSettings()
+    slo: SloPolicy = SloPolicy()
+    """The core value itself (validated by its own ``__post_init__``; unknown keys refused)."""
     models_dir: Path = Path("models")
     models_store: Literal["directory", "configmap"] = Field(
         "directory",
@@ -396,7 +378,7 @@ _BOUNDS = {
 
 def _our_words(error: Any) -> str:
     kind, ctx, given = error["type"], error.get("ctx") or {}, error.get("input")
-    if kind == "extra_forbidden":
+    if kind in ("extra_forbidden", "unexpected_keyword_argument"):  # a model / a core dataclass
         valid = _fields_at(error["loc"][:-1])
         near = difflib.get_close_matches(str(error["loc"][-1]), valid, n=1, cutoff=0.6)
         return f"unknown key; did you mean `{near[0]}`?" if near else (
@@ -417,20 +399,29 @@ def _our_words(error: Any) -> str:
 
 def _fields_at(loc: tuple[Any, ...]) -> list[str]:
     """The keys valid at ``loc`` (list indexes skipped), for "did you mean"."""
-    model: type[BaseModel] = Settings
+    model: type[Any] = Settings
     for part in loc:
         if isinstance(part, int):
             continue
-        field = model.model_fields.get(str(part))
-        found = _model_in(field.annotation) if field is not None else None
+        field = _keys(model).get(str(part))
+        found = _model_in(field) if field is not None else None
         if found is None:
             return []
         model = found
-    return sorted(model.model_fields)
+    return sorted(_keys(model))
 
 
-def _model_in(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _keys(model: type[Any]) -> dict[str, Any]:
+    """Key -> annotation of a settings model, or of a core dataclass used as a section."""
+    if dataclasses.is_dataclass(model):
+        return {f.name: f.type for f in dataclasses.fields(model)}
+    return {name: field.annotation for name, field in model.model_fields.items()}
+
+
+def _model_in(annotation: Any) -> type[Any] | None:
+    if isinstance(annotation, type) and (
+        issubclass(annotation, BaseModel) or dataclasses.is_dataclass(annotation)
+    ):
         return annotation
     for arg in get_args(annotation):
         found = _model_in(arg)

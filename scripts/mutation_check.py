@@ -109,8 +109,8 @@ MUTATIONS = (
     Mutation(
         "NodePool never restored",
         "forecaster/actuators/actuator.py",
-        "if action is NodePoolAction.RESTORE and self.nodepools.restore(name):",
-        "if False:",
+        "        elif self.nodepools.restore(name):",
+        "        elif False:",
         ("tests/actuators/test_actuation.py", "tests/faults/test_daemon_gone.py"),
     ),
     Mutation(
@@ -208,7 +208,7 @@ MUTATIONS = (
     ),
     Mutation(
         "uninstall cleanup does not fence the running leader",
-        "forecaster/service/app.py",
+        "forecaster/app/cleanup.py",
         "    if wait:\n        sleep(wait)\n",
         "",
         ("tests/service/test_cluster_service.py",),
@@ -298,10 +298,21 @@ MUTATIONS = (
         ("tests/faults/test_upgrade.py",),
     ),
     Mutation(
+        "prewarm is set before the NodePool is protected (its nodes may be consolidated)",
+        "forecaster/core/actions.py",
+        "        if pool_plan.nodepool is NodePoolAction.PAUSE:\n"
+        "            out.append(ProtectNodePool(pool_plan.pool))\n"
+        "        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders, pool_plan.target_gpus))\n",
+        "        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders, pool_plan.target_gpus))\n"
+        "        if pool_plan.nodepool is NodePoolAction.PAUSE:\n"
+        "            out.append(ProtectNodePool(pool_plan.pool))\n",
+        ("tests/core/test_actions.py",),
+    ),
+    Mutation(
         "a local forecast-only run writes a Lease",
         "forecaster/cli/commands.py",
-        "            elect=not local,",
-        "            elect=True,",
+        "elect=not local",
+        "elect=True",
         ("tests/service/test_local_forecast_only.py",),
     ),
 )

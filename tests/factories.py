@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app import build
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.jobs import JobTrace
 from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.durations import DAY
 from forecaster.reconcile.loop import Reconciler
-from forecaster.service import app
-from forecaster.service.replay import ReplaySetup
 from forecaster.settings import Settings
+from forecaster.simulation.replay import ReplaySetup
 from forecaster.simulation.twin import TwinConfig
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, LiveSource
@@ -56,7 +56,7 @@ def reconciler(
     tmp_path: Path, api: KubeApiDouble, source: LiveSource, **changes: object
 ) -> Reconciler:
     config = settings(tmp_path, **changes)
-    return app.build_reconciler(config, source=source, kube=client(api, dry_run=config.dry_run))
+    return build.build_reconciler(config, source=source, kube=client(api, dry_run=config.dry_run))
 
 
 def placeholders(api: KubeApiDouble) -> list[dict[str, object]]:

@@ -69,6 +69,14 @@ def test_bundled_config_is_valid_and_paths_are_resolved() -> None:
             r"pools.0.lead_time adds up to 3720s, beyond the longest forecast horizon",
         ),
         (minimal(source={"prometheus": {"url": "prom:9090"}}), r"source.prometheus.url"),
+        # the slo section is the core SloPolicy itself: its own checks, field names kept
+        (minimal(slo={"fast_brn": 2}), r"slo.fast_brn: unknown key; did you mean `fast_burn`\?"),
+        (minimal(slo={"fast_burn": "x"}), r"slo.fast_burn: must be a number"),
+        (minimal(slo={"recovery_burn": 9}), r"slo: recovery_burn must not exceed the hand-off"),
+        (
+            minimal(slo={"max_waste_gpu_hours_per_day": float("inf")}),
+            r"slo: max_waste_gpu_hours_per_day must be a finite number >= 0",
+        ),
         (["a", "b"], r"must be a mapping of sections"),
     ],
 )
@@ -90,6 +98,7 @@ def test_environment_overrides(tmp_path: Path) -> None:
     )
     assert settings.source.prometheus.url == "http://prom.example:9090"
     assert settings.pools[0].gpus_per_node == 4
+    assert load_settings(path, env={"FORECASTER_SLO__FAST_BURN": "9"}).slo.fast_burn == 9.0
     with pytest.raises(ConfigError, match=r"FORECASTER_POOLS__3__NAME: pools has no item 3"):
         load_settings(path, env={"FORECASTER_POOLS__3__NAME": "x"})
     with pytest.raises(ConfigError, match=r"pools.0.gpus_per_node: must be a whole number"):

@@ -1,20 +1,21 @@
-"""Apply a ``core.planner.Plan`` to the cluster: decide first (core), act second (here).
+"""Carry out ``core.actions`` commands on the cluster: decide first (core), act second (here).
 
-Per acting pool, in an order that never strands capacity or settings:
+The commands arrive decided and ordered (``core.actions.commands``: protect a NodePool before
+prewarm, restore it after): the actuator makes no policy decision. What it does decide is how to
+carry a command out safely - which backend serves the pool's prewarm now (placeholders or a
+CapacityBuffer; on a switch the other one is emptied first, so no prewarm is held twice) and what
+the objects look like now (each writer reads before it writes).
 
-* predictive with prewarm: protect the NodePool first (only pools that opt in; the plan says
-  so), then converge placeholders (or the CapacityBuffer) to the target, so the nodes they bring
-  up are not consolidated under them;
-* no prewarm, handed-off or recovering: remove placeholders first, then restore the NodePool.
-
-Forecast-only pools are never touched. An API error on one pool is recorded and the other pools
-still act; every write is atomic on its own (a NodePool patch carries the record of originals),
-placeholders are labelled and expire by themselves, so the next tick always converges.
+An API error on one pool is recorded, that pool's remaining commands are skipped (a failed
+protection must not be followed by prewarm), and the other pools still act; every write is
+atomic on its own (a NodePool patch carries the record of originals), placeholders are labelled
+and expire by themselves, so the next tick always converges.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forecaster.actuators.backends import Backend, BackendChoice, BackendDetector
@@ -22,8 +23,12 @@ from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.events import Events
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
-from forecaster.core.actions import ActuationReport
-from forecaster.core.planner import NodePoolAction, Plan, PoolPlan
+from forecaster.core.actions import (
+    ActuationReport,
+    Command,
+    ProtectNodePool,
+    SetPrewarm,
+)
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
@@ -74,20 +79,24 @@ class Actuator:
             return BackendChoice("placeholders", "configured: actuation placeholders")
         return self.detector.current(now)
 
-    def apply(self, plan: Plan, *, now: int) -> ActuationReport:
-        """Act on every acting pool; errors are per pool (see module docstring)."""
+    def apply(self, commands: Sequence[Command], *, now: int) -> ActuationReport:
+        """Carry out ``commands`` in order; errors are per pool (see module docstring)."""
         report = ActuationReport()
-        for pool_plan in plan.pools:
-            if not pool_plan.acts or pool_plan.pool not in self.pools:
+        for command in commands:
+            pool = command.pool
+            if pool in report.errors:
+                continue  # this pool failed earlier this tick: the next tick retries it whole
+            if pool not in self.pools:
+                report.errors[pool] = f"pool {pool} has no actuation configured"
                 continue
             try:
-                self._apply_pool(pool_plan, report, now=now)
+                self._carry_out(command, report, now=now)
             except ActuationError as exc:
-                log.error("pool %s: actuation failed, next tick retries: %s", pool_plan.pool, exc)
-                report.errors[pool_plan.pool] = str(exc)
+                log.error("pool %s: actuation failed, next tick retries: %s", pool, exc)
+                report.errors[pool] = str(exc)
             except Exception as exc:  # a malformed object of one pool must not stop the others
-                log.exception("pool %s: actuation failed on an unexpected object", pool_plan.pool)
-                report.errors[pool_plan.pool] = f"{type(exc).__name__}: {exc}"
+                log.exception("pool %s: actuation failed on an unexpected object", pool)
+                report.errors[pool] = f"{type(exc).__name__}: {exc}"
         return report
 
     def withdraw(self, pool: str) -> list[str]:
@@ -113,18 +122,29 @@ class Actuator:
         report.wasted_gpu_hours[name] = applied.wasted_gpu_hours
         report.used_gpus[name] = applied.used_gpus
 
-    def _apply_pool(self, pool_plan: PoolPlan, report: ActuationReport, *, now: int) -> None:
-        name = pool_plan.pool
+    def _carry_out(self, command: Command, report: ActuationReport, *, now: int) -> None:
+        name = command.pool
         config = self.pools[name]
-        target = pool_plan.placeholders  # the plan decided it (0 for every non-predictive mode)
-        action = pool_plan.nodepool
-        if action is NodePoolAction.PAUSE and self.nodepools.protect(
-            name,
-            consolidate_after=config.protect_consolidate_after,
-            now=now,
-            seconds=config.protect_seconds,
-        ):
-            report.nodepool[name] = "protected"
+        if isinstance(command, ProtectNodePool):
+            if self.nodepools.protect(
+                name,
+                consolidate_after=config.protect_consolidate_after,
+                now=now,
+                seconds=config.protect_seconds,
+            ):
+                report.nodepool[name] = "protected"
+        elif isinstance(command, SetPrewarm):
+            self._set_prewarm(name, config, command.units, report, now=now)
+        elif self.nodepools.restore(name):
+            report.nodepool[name] = "restored"
+            conflict = self.nodepools.conflicts.pop(name, None)
+            if conflict is not None:  # reaches /api/v1/status, the errors metric and an Event
+                report.errors[name] = conflict
+                self.events.nodepool_conflict(name, conflict, now=now)
+
+    def _set_prewarm(
+        self, name: str, config: PoolActuation, units: int, report: ActuationReport, *, now: int
+    ) -> None:
         choice = self.backend(name, now=now)
         report.backend[name] = f"{choice.backend} ({choice.reason})"
         # first tick or a switch: withdraw the other backend first, so no prewarm is held twice
@@ -134,16 +154,10 @@ class Actuator:
                 raise ActuationError(f"pool {name}: CapacityBuffers are not served by this cluster")
             if switched:
                 self._converge_placeholders(name, config, 0, report, now=now)
-            self.buffers.apply(config.spec, replicas=target, now=now, limit_gpus=config.limit_gpus)
+            self.buffers.apply(config.spec, replicas=units, now=now, limit_gpus=config.limit_gpus)
             report.buffer_status[name] = self.buffers.describe(name)
         else:
             if switched and self.buffers is not None:
                 self.buffers.apply(config.spec, replicas=0, now=now)
-            self._converge_placeholders(name, config, target, report, now=now)
+            self._converge_placeholders(name, config, units, report, now=now)
         self._backends[name] = choice.backend
-        if action is NodePoolAction.RESTORE and self.nodepools.restore(name):
-            report.nodepool[name] = "restored"
-            conflict = self.nodepools.conflicts.pop(name, None)
-            if conflict is not None:  # reaches /api/v1/status, the errors metric and an Event
-                report.errors[name] = conflict
-                self.events.nodepool_conflict(name, conflict, now=now)

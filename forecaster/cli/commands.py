@@ -14,6 +14,7 @@ from tqdm import tqdm
 
 from forecaster.actuators.control import CONTROL_CONFIG_MAP, Control
 from forecaster.actuators.guardrails import Guardrail
+from forecaster.app import build, cleanup, doctor, training
 from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG
 from forecaster.cli.replay import replay_command
 from forecaster.cli.report import (
@@ -32,9 +33,9 @@ from forecaster.forecasting.backtest import BacktestSpec, ModelRun
 from forecaster.forecasting.registry import FALLBACK, known_names
 from forecaster.forecasting.selection import select
 from forecaster.forecasting.training import TrainingPlan, backtest_models
-from forecaster.service import app
 from forecaster.service.clock import SystemClock
 from forecaster.service.embedded import serve_embedded
+from forecaster.service.http import ensure_port_free
 from forecaster.service.scheduler import serve_cluster
 from forecaster.settings import Settings, load_settings
 from forecaster.sources.base import DemandSource
@@ -63,9 +64,9 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def _cleanup(settings: Settings, args: argparse.Namespace) -> int:
     """Withdraw everything forecaster changed in the cluster; idempotent."""
-    kube = app.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
+    kube = build.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
     expired_at = int(SystemClock().now().timestamp()) if args.expired else None
-    changed = app.cleanup(settings, kube, expired_at=expired_at)
+    changed = cleanup.cleanup(settings, kube, expired_at=expired_at)
     for line in changed:
         print(line)
     print(f"cleanup: {len(changed)} change(s) undone" if changed else "cleanup: nothing to undo")
@@ -75,12 +76,14 @@ def _cleanup(settings: Settings, args: argparse.Namespace) -> int:
 def _check_query(settings: Settings, args: argparse.Namespace) -> int:
     """Each pool's query as Prometheus answers it; exit 1 when a query is unusable."""
     now = args.at if args.at is not None else int(SystemClock().now().timestamp())
-    retention, checks = app.check_queries(settings, pools=args.pool, now=now)
+    retention, checks = doctor.check_queries(
+        settings, build.build_source(settings), pools=args.pool, now=now
+    )
     for line in query_check_report(
         settings.source.prometheus.url, retention, checks=checks, now=now
     ):
         print(line)
-    findings = app.history_findings(settings, retention, checks=checks, now=now)
+    findings = doctor.history_findings(settings, retention, checks=checks, now=now)
     for finding in findings:
         where = f" [{finding.pool}]" if finding.pool else ""
         print(f"WARN {finding.code}{where}: {finding.message}")
@@ -89,7 +92,7 @@ def _check_query(settings: Settings, args: argparse.Namespace) -> int:
 
 def _switch(settings: Settings, args: argparse.Namespace) -> int:
     """``pause`` / ``resume``: set the kill switch the leader reads every tick."""
-    kube = app.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
+    kube = build.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
     control = Control(kube, namespace=settings.planning.placeholders.namespace)
     halt = None
     if args.command == "pause":
@@ -139,18 +142,20 @@ def _who() -> str:
 
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """Guardrail findings, one per line; exit 1 when there are any."""
-    kube = app.connect(settings, host=args.kube_host)
-    choice = app.backend_choice(settings, kube)
+    kube = build.connect(settings, host=args.kube_host)
+    choice = doctor.backend_choice(settings, kube)
     print(f"backend: {choice.backend} ({choice.reason})")
-    findings = app.run_guardrails(settings, kube)
+    findings = doctor.run_guardrails(settings, kube)
     if settings.source.kind == "prometheus":  # the history training will read
         now = int(SystemClock().now().timestamp())
         try:
-            retention, checks = app.check_queries(settings, pools=None, now=now)
+            retention, checks = doctor.check_queries(
+                settings, build.build_source(settings), pools=None, now=now
+            )
         except SourceError as exc:
             findings.append(Guardrail("prometheus-unreachable", None, str(exc)))
         else:
-            findings += app.history_findings(settings, retention, checks=checks, now=now)
+            findings += doctor.history_findings(settings, retention, checks=checks, now=now)
     for finding in findings:
         where = f" [{finding.pool}]" if finding.pool else ""
         print(f"WARN {finding.code}{where}: {finding.message}")
@@ -206,12 +211,15 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"dry_run": True, "pools": pools})
     if args.cluster or args.kube_host or (args.forecast_only and args.prometheus_url):
         local = args.forecast_only
+        listen = args.listen or ("127.0.0.1" if local else "0.0.0.0")
+        ensure_port_free(listen, args.port)  # before building: a taken port fails at once
+        service = build.build_cluster_service(
+            settings, build.connect(settings, host=args.kube_host), elect=not local
+        )
         return serve_cluster(
-            settings,
+            service,
             port=args.port,
-            host=args.kube_host,
-            listen=args.listen or ("127.0.0.1" if local else "0.0.0.0"),
-            elect=not local,
+            listen=listen,
             duration_seconds=args.duration,
         )
     if settings.source.kind == "prometheus":
@@ -223,7 +231,10 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     if args.speed is not None:
         twin = settings.twin.model_copy(update={"speed": args.speed})
         settings = settings.model_copy(update={"twin": twin})
-    return serve_embedded(settings, port=args.port, duration_seconds=args.duration)
+    ensure_port_free("127.0.0.1", args.port)
+    return serve_embedded(
+        build.build_embedded(settings), port=args.port, duration_seconds=args.duration
+    )
 
 
 def _settings(path: Path | None) -> Settings:
@@ -239,11 +250,11 @@ def _train(settings: Settings, *, pools: list[str] | None) -> int:
         settings.pool(name)
     mirror = None
     if settings.models_store == "configmap":  # models are shared data, written even in dry-run
-        kube = app.connect(settings.model_copy(update={"dry_run": False}))
-        mirror = app.model_mirror(settings, kube)
+        kube = build.connect(settings.model_copy(update={"dry_run": False}))
+        mirror = build.model_mirror(settings, kube)
     chosen = [p for p in settings.pools if not pools or p.name in pools]
     with _model_bar(len(chosen) * len(settings.forecast.models), desc="train") as advance:
-        results = app.train(
+        results = training.train(
             settings, pools=pools, clock=SystemClock(), mirror=mirror, progress=advance
         )
     for line in training_report(results, baseline=FALLBACK):
@@ -271,7 +282,7 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
     )
     if data is None and settings.source.kind == "prometheus":
         now = int(SystemClock().now().timestamp())
-        source = app.build_source(settings)
+        source = build.build_source(settings)
         first = settings.pools[0].name  # an unreachable Prometheus: one line, not "model none"
         source.fetch(first, start=now - 3600, end=now, step_seconds=settings.forecast.step_seconds)
         _print_plan(settings, source, now)
@@ -292,9 +303,9 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
 
 
 def _print_plan(settings: Settings, source: DemandSource, now: int) -> None:
-    record = app.build_reconciler(settings, source=source, what_if=True).tick(now)
+    record = build.build_reconciler(settings, source=source, what_if=True).tick(now)
     horizons = {p.name: settings.horizon_for(p) for p in settings.pools}
-    for line in plan_report(record, horizons=horizons, budgets=app.budgets(settings)):
+    for line in plan_report(record, horizons=horizons, budgets=build.budgets(settings)):
         print(line)
 
 

@@ -9,14 +9,13 @@ from datetime import datetime
 
 from tqdm import tqdm
 
-from forecaster.core.error_budget import SloPolicy
+from forecaster.app.build_replay import replay_policy, replay_setup
 from forecaster.core.jobs import JobTrace, jobs_from_series
-from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
-from forecaster.service.frontier import frontier, parse_days
-from forecaster.service.replay import ReplayResult, ReplaySetup, make_policy, replay
+from forecaster.simulation.frontier import frontier, parse_days
+from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
 from forecaster.simulation.report import ReportRun, render
 from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.files import CsvSource, read_job_trace
@@ -62,35 +61,27 @@ def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
         raise ConfigError("--quantile must be between 0.5 and 1")
     if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
         raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
-    cap = args.max_prewarm_gpus
     twin = TwinConfig(
         gpus_per_node=args.gpus_per_node,
         provision_seconds=args.provision,
         image_pull_seconds=args.image_pull,
         consolidate_after_seconds=args.consolidate_after,
         warm_image=not args.no_warm_image,
-        max_prewarm_gpus=cap,
+        max_prewarm_gpus=args.max_prewarm_gpus,
         capacity_buffer=args.backend == "capacitybuffer",
         kueue_quota_gpus=args.kueue_quota_gpus,
     )
-    budgets = Budgets(
-        max_total_prewarm_gpus=cap,
-        max_prewarm_gpu_hours_per_day=cap * 24.0,
-        max_cost_per_hour=cap * args.price,
-        commitment_seconds=3600,
-    )
-    return ReplaySetup(
+    return replay_setup(
         twin=twin,
-        start=int(epoch + args.start_day * DAY),
-        warmup_end=int(epoch + (args.start_day + args.warmup_days) * DAY),
-        end=int(epoch + args.end_day * DAY),
-        budgets=budgets,
-        max_prewarm_gpus=cap,
+        epoch=epoch,
+        start_day=args.start_day,
+        warmup_days=args.warmup_days,
+        end_day=args.end_day,
+        max_prewarm_gpus=args.max_prewarm_gpus,
         price_on_demand=args.price,
         price_spot=args.spot_price,
         model=args.model,
-        plan_quantile=args.quantile,
-        slo=SloPolicy(),
+        quantile=args.quantile,
     )
 
 
@@ -101,7 +92,7 @@ def run_all(
     results = []
     total_days = (setup.end - setup.start) / DAY
     for name in names:
-        policy = make_policy(name, setup, jobs=jobs, static_gpus=static_gpus)
+        policy = replay_policy(name, setup, jobs=jobs, static_gpus=static_gpus)
         with tqdm(
             total=round(total_days, 1),
             desc=f"{policy.name:>12}",
@@ -222,7 +213,7 @@ def replay_command(args: argparse.Namespace) -> int:
 
 
 def frontier_command(args: argparse.Namespace) -> int:
-    """``replay --frontier`` (see ``service.frontier``)."""
+    """``replay --frontier`` (see ``simulation.frontier``)."""
     tune = parse_days(args.tune_days, "--tune-days")
     evaluate = parse_days(args.eval_days, "--eval-days")
     jobs, epoch = load_trace(args)
@@ -233,7 +224,13 @@ def frontier_command(args: argparse.Namespace) -> int:
         print(f"frontier: running {name}", file=sys.stderr)
 
     document, lines = frontier(
-        jobs, setup, epoch=epoch, tune=tune, evaluate=evaluate, progress=progress
+        jobs,
+        setup,
+        make_policy=replay_policy,
+        epoch=epoch,
+        tune=tune,
+        evaluate=evaluate,
+        progress=progress,
     )
     for line in lines:
         print(line)

@@ -1,8 +1,13 @@
-"""What acting on a plan did, as plain data (shared by the Kubernetes actuator and the twin)."""
+"""Between plan and actuator: the commands a plan becomes, and what carrying them out did.
+
+Shared by the Kubernetes actuator and the twin, so neither re-decides what the plan decided.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from forecaster.core.planner import NodePoolAction, Plan
 
 
 @dataclass
@@ -34,3 +39,52 @@ class Halt:
     reason: str
     by: str = ""
     since: int | None = None
+
+
+@dataclass(frozen=True)
+class ProtectNodePool:
+    """Pause the pool's NodePool consolidation, or extend the pause's deadline."""
+
+    pool: str
+
+
+@dataclass(frozen=True)
+class SetPrewarm:
+    """Converge the pool's prewarm (placeholders or CapacityBuffer replicas) to ``units``."""
+
+    pool: str
+    units: int
+    """Placeholders (or buffer replicas) of the pool's placeholder size; 0 removes them all."""
+    gpus: int
+    """The same target in GPUs (``units`` x the placeholder size)."""
+
+
+@dataclass(frozen=True)
+class RestoreNodePool:
+    """Put the pool's NodePool back as recorded (a no-op when we hold no pause)."""
+
+    pool: str
+
+
+Command = ProtectNodePool | SetPrewarm | RestoreNodePool
+"""One thing for an actuator to carry out; ``commands(plan)`` gives them in a safe order."""
+
+
+def commands(plan: Plan) -> tuple[Command, ...]:
+    """The plan as the ordered writes that carry it out (decide here, act in the actuator).
+
+    Only pools that act get commands (forecast-only pools are never touched). Per pool the
+    order never strands capacity: protect the NodePool before prewarm brings nodes up (so they
+    are not consolidated under it), restore it only after the prewarm is gone. A held pause
+    (``NodePoolAction.HOLD``) is left alone.
+    """
+    out: list[Command] = []
+    for pool_plan in plan.pools:
+        if not pool_plan.acts:
+            continue
+        if pool_plan.nodepool is NodePoolAction.PAUSE:
+            out.append(ProtectNodePool(pool_plan.pool))
+        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders, pool_plan.target_gpus))
+        if pool_plan.nodepool is NodePoolAction.RESTORE:
+            out.append(RestoreNodePool(pool_plan.pool))
+    return tuple(out)

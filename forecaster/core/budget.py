@@ -26,14 +26,36 @@ from dataclasses import dataclass
 from forecaster.durations import DAY
 
 BUCKET_SECONDS = 300
-"""Spend is kept in 5-minute buckets: 288 per day, cheap to sum every tick."""
+"""GPU-hours are kept in 5-minute buckets: 288 per day, cheap to sum every tick."""
+
+DayBuckets = tuple[tuple[int, float], ...]
+"""GPU-hours per 5-minute bucket over a rolling day, ``((bucket_start, gpu_hours), ...)``,
+oldest first: the one rolling-day tally, of prewarm spend (``SpendLedger``) and of prewarm that
+ended unused (the error budget's waste)."""
+
+
+def add_gpu_hours(buckets: DayBuckets, *, gpu_hours: float, at: int) -> DayBuckets:
+    """``buckets`` with ``gpu_hours`` added at time ``at`` and what left the day before it
+    dropped."""
+    kept = tuple(b for b in buckets if b[0] > at - DAY)
+    if gpu_hours <= 0:
+        return kept
+    bucket = at - at % BUCKET_SECONDS
+    if kept and kept[-1][0] == bucket:
+        return (*kept[:-1], (bucket, kept[-1][1] + gpu_hours))
+    return (*kept, (bucket, gpu_hours))
+
+
+def gpu_hours_last_day(buckets: DayBuckets, *, at: int) -> float:
+    """GPU-hours in the rolling day ending at ``at``."""
+    return sum(v for t, v in buckets if at - DAY < t <= at)
 
 
 @dataclass(frozen=True)
 class SpendLedger:
     """Spend per 5-minute bucket of ledger time: ``((bucket_start, gpu_hours), ...)``."""
 
-    buckets: tuple[tuple[int, float], ...] = ()
+    buckets: DayBuckets = ()
     clock: int | None = None
     """Ledger time (seconds) of the last record; None before the first."""
     last_seen: int | None = None
@@ -46,25 +68,14 @@ def record_spend(ledger: SpendLedger, *, gpus: int, now: int, max_step_seconds: 
         return SpendLedger(ledger.buckets, clock=now, last_seen=now)
     step = min(max(0, now - ledger.last_seen), max_step_seconds)
     clock = ledger.clock + step
-    kept = _prune(ledger.buckets, clock=clock)
-    if gpus <= 0 or step == 0:
-        return SpendLedger(kept, clock=clock, last_seen=now)
-    bucket = clock - clock % BUCKET_SECONDS
-    spend = gpus * step / 3600
-    if kept and kept[-1][0] == bucket:
-        kept = (*kept[:-1], (bucket, kept[-1][1] + spend))
-    else:
-        kept = (*kept, (bucket, spend))
-    return SpendLedger(kept, clock=clock, last_seen=now)
-
-
-def _prune(buckets: tuple[tuple[int, float], ...], *, clock: int) -> tuple[tuple[int, float], ...]:
-    """Drop buckets that left the rolling day of ledger time."""
-    return tuple(b for b in buckets if b[0] > clock - DAY)
+    spend = gpus * step / 3600 if gpus > 0 else 0.0
+    return SpendLedger(
+        add_gpu_hours(ledger.buckets, gpu_hours=spend, at=clock), clock=clock, last_seen=now
+    )
 
 
 def spent_last_day(ledger: SpendLedger) -> float:
     """GPU-hours spent in the rolling day of ledger time ending at the last record."""
     if ledger.clock is None:
         return sum(v for _, v in ledger.buckets)
-    return sum(v for t, v in ledger.buckets if t > ledger.clock - DAY)
+    return gpu_hours_last_day(ledger.buckets, at=ledger.clock)

@@ -20,14 +20,16 @@ The state is plain data (``to_dict``/``from_dict``) so a restart does not forget
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from forecaster.core.budget import BUCKET_SECONDS, DayBuckets, add_gpu_hours, gpu_hours_last_day
 from forecaster.core.planner import Mode
 
-BUCKET_SECONDS = 300
-"""Evaluations and waste are tallied per 5 minutes: fine enough for 1 h / 6 h / 24 h windows."""
+# Evaluations are tallied per BUCKET_SECONDS (5 minutes) like waste and spend: fine enough for
+# the 1 h / 6 h / 24 h windows.
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class SloPolicy:
     recovery_seconds: int = 7200
     min_points: int = 12
     max_waste_gpu_hours_per_day: float = 150.0
+    """Prewarm that ended unused, per rolling 24 h. A P95 plan leaves most prewarm unused by
+    design, so keep it near the prewarm GPU-hours/day budget."""
 
     def __post_init__(self) -> None:
         if not 0 < self.target_exceedance < 1:
@@ -56,8 +60,8 @@ class SloPolicy:
             raise ValueError("recovery_burn must not exceed the hand-off thresholds")
         if self.recovery_seconds < 0 or self.min_points < 1:
             raise ValueError("recovery_seconds must be >= 0 and min_points >= 1")
-        if not self.max_waste_gpu_hours_per_day >= 0:
-            raise ValueError("max_waste_gpu_hours_per_day must be >= 0")
+        if not 0 <= self.max_waste_gpu_hours_per_day < math.inf:
+            raise ValueError("max_waste_gpu_hours_per_day must be a finite number >= 0")
 
 
 @dataclass(frozen=True)
@@ -93,8 +97,8 @@ class ErrorBudgetState:
     reason: str = "started in predictive mode"
     points: tuple[tuple[int, int, int], ...] = ()
     """(bucket start, evaluated, exceeded) per 5 minutes, oldest first."""
-    waste: tuple[tuple[int, float], ...] = ()
-    """(bucket start, wasted GPU-hours) per 5 minutes, oldest first."""
+    waste: DayBuckets = ()
+    """Prewarm GPU-hours that ended unused, per 5 minutes over the last day."""
     calm_since: int | None = None
     transitions: tuple[Transition, ...] = field(default=())
 
@@ -142,7 +146,7 @@ def budget_remaining(state: ErrorBudgetState, policy: SloPolicy, *, now: int) ->
 
 def waste_last_day(state: ErrorBudgetState, *, now: int) -> float:
     """Prewarmed GPU-hours that expired unused in the last 24 h."""
-    return sum(v for minute, v in state.waste if now - 86400 < minute <= now)
+    return gpu_hours_last_day(state.waste, at=now)
 
 
 @dataclass(frozen=True)
@@ -248,13 +252,9 @@ def _recorded(
         minute = ev.target_time - ev.target_time % BUCKET_SECONDS
         n, bad = points.get(minute, (0, 0))
         points[minute] = (n + 1, bad + int(ev.exceeded))
-    waste = dict(state.waste)
-    if wasted_gpu_hours > 0:
-        minute = now - now % BUCKET_SECONDS
-        waste[minute] = waste.get(minute, 0.0) + wasted_gpu_hours
     horizon = now - max(policy.window_seconds, 86400)
     return replace(
         state,
         points=tuple((m, n, b) for m, (n, b) in sorted(points.items()) if m > horizon),
-        waste=tuple((m, v) for m, v in sorted(waste.items()) if m > horizon),
+        waste=add_gpu_hours(state.waste, gpu_hours=wasted_gpu_hours, at=now),
     )

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from forecaster.core.actions import ActuationReport, Halt
+from forecaster.core.actions import ActuationReport, Command, Halt, commands
 from forecaster.core.budget import record_spend, spent_last_day
 from forecaster.core.cluster import (
     DemandForecast,
@@ -35,7 +35,7 @@ from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
 from forecaster.durations import DAY
 from forecaster.errors import ConflictError, ForecasterError
-from forecaster.reconcile.models import ModelProvider
+from forecaster.reconcile.models import ActiveModel
 from forecaster.reconcile.state import PendingForecast, PoolState, ServiceState, StateStore
 from forecaster.sources.base import DemandSource
 
@@ -45,11 +45,20 @@ HaltReader = Callable[[], Halt | None]
 """Reads the on-call kill switch (``actuators.control``); raises ``ForecasterError`` if it can't."""
 
 
-class PrewarmActuator(Protocol):
-    """Applies a plan: the Kubernetes actuator, or the cluster twin."""
+class Models(Protocol):
+    """Which model forecasts a pool: the published artifacts (``reconcile.models.ModelProvider``),
+    or replay's weekly retraining in simulated time (``simulation.replay.WeeklyRetrain``)."""
 
-    def apply(self, plan: Plan, *, now: int) -> ActuationReport:
-        """Act on every acting pool of ``plan``."""
+    def get(self, pool: str, *, history: DemandSeries) -> ActiveModel | None:
+        """The pool's model now (None: no usable history or model)."""
+        ...
+
+
+class PrewarmActuator(Protocol):
+    """Carries out commands: the Kubernetes actuator, or the cluster twin."""
+
+    def apply(self, commands: Sequence[Command], *, now: int) -> ActuationReport:
+        """Carry out ``commands`` in order (``core.actions.commands(plan)``)."""
         ...
 
 
@@ -130,7 +139,7 @@ class Reconciler:
         *,
         pools: Sequence[PoolRuntime],
         source: DemandSource,
-        models: ModelProvider,
+        models: Models,
         budgets: Budgets,
         slo: SloPolicy,
         state_store: StateStore,
@@ -393,7 +402,7 @@ class Reconciler:
         if self.actuator is None or snapshots is None:
             self._last_waste = {}
             return None
-        report = self.actuator.apply(decision, now=now)
+        report = self.actuator.apply(commands(decision), now=now)
         errors.extend(TickError("actuate", pool, m) for pool, m in report.errors.items())
         self._last_waste = dict(report.wasted_gpu_hours)
         return report

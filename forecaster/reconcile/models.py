@@ -83,13 +83,27 @@ class ModelProvider:
             self._refused.add((pool, version))
 
     def _fallback(self, pool: str, history: DemandSeries) -> ActiveModel | None:
-        model = build(FALLBACK, horizons_seconds=self.horizons_seconds, quantiles=self.quantiles)
-        try:
-            model.fit(history)
-        except ModelError as exc:
-            log.warning("pool %s: not even the baseline can be fitted: %s", pool, exc)
-            return None
-        return ActiveModel(model, FALLBACK, "fallback")
+        return fallback_model(
+            pool, history=history, horizons_seconds=self.horizons_seconds, quantiles=self.quantiles
+        )
+
+
+def fallback_model(
+    pool: str,
+    *,
+    history: DemandSeries,
+    horizons_seconds: tuple[int, ...],
+    quantiles: tuple[float, ...],
+) -> ActiveModel | None:
+    """The persistence baseline fitted on the history at hand: what forecasts a pool that has
+    no usable trained model (None if not even that can be fitted)."""
+    model = build(FALLBACK, horizons_seconds=horizons_seconds, quantiles=quantiles)
+    try:
+        model.fit(history)
+    except ModelError as exc:
+        log.warning("pool %s: not even the baseline can be fitted: %s", pool, exc)
+        return None
+    return ActiveModel(model, FALLBACK, "fallback")
 
 
 def _covers(model: Forecaster, horizons: tuple[int, ...], quantiles: tuple[float, ...]) -> bool:

@@ -16,10 +16,9 @@ patches carry their originals).
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -27,15 +26,11 @@ import uvicorn
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from forecaster.actuators.kube import Kube
-from forecaster.actuators.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
-from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.actuators.leases import LEASE_SECONDS, LeaderElector
 from forecaster.errors import ForecasterError
-from forecaster.service import app
-from forecaster.service.clock import Clock, SystemClock
+from forecaster.service.clock import Clock
 from forecaster.service.daemon import Daemon
-from forecaster.service.http import create_app, ensure_port_free
-from forecaster.settings import Settings
+from forecaster.service.http import create_app
 
 log = logging.getLogger(__name__)
 STUCK_AFTER_TICKS = 3
@@ -44,14 +39,17 @@ STUCK_AFTER_TICKS = 3
 
 @dataclass
 class ClusterService:
-    """The wired daemon for one replica."""
+    """The wired daemon for one replica (built by ``app.build.build_cluster_service``)."""
 
-    settings: Settings
     daemon: Daemon
     elector: LeaderElector | None
     """None: a forecast-only replica outside the cluster (no Lease, it writes nothing)."""
     clock: Clock
-    models: ModelConfigMaps | None = None
+    reconcile_every_seconds: int
+    reload_models: Callable[[], list[str]] | None = None
+    """With the ConfigMap model store: install newly published models (what changed)."""
+    description: str = ""
+    """What the start-up log line says about this replica (pools, dry-run)."""
     scheduler: BackgroundScheduler | None = None
 
     def now(self) -> float:
@@ -70,9 +68,9 @@ class ClusterService:
     def reconcile(self) -> None:
         """The ``reconcile`` job (first fetching newly published models, when shared by
         ConfigMaps: the reconciler then hot-reloads them as usual)."""
-        if self.models is not None:
+        if self.reload_models is not None:
             try:
-                for line in app.fetch_models(self.settings, self.models):
+                for line in self.reload_models():
                     log.info("model installed from its ConfigMap: %s", line)
             except ForecasterError as exc:
                 log.error("could not fetch published models, keeping the current: %s", exc)
@@ -81,7 +79,7 @@ class ClusterService:
     def start(self) -> BackgroundScheduler:
         """Start both jobs (the first election round runs at once)."""
         self.renew()
-        every = self.settings.reconcile_every_seconds
+        every = self.reconcile_every_seconds
         scheduler = BackgroundScheduler(
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": every}
         )
@@ -105,69 +103,16 @@ class ClusterService:
             self.elector.release()
 
 
-def build_cluster_service(
-    settings: Settings,
-    kube: Kube,
-    *,
-    identity: str | None = None,
-    clock: Clock | None = None,
-    elect: bool = True,
-) -> ClusterService:
-    """Guardrails, reconciler, elector and daemon for one replica.
-
-    ``elect=False`` (a local forecast-only run, which must write nothing): no Lease; the
-    replica plans as a leader would, and its dry-run Kube sends no write.
-    """
-    clock = clock or SystemClock()
-    identity = identity or os.environ.get("POD_NAME") or socket.gethostname()
-    findings = app.run_guardrails(settings, kube)
-    elector = None
-    if elect:
-        elector = LeaderElector(
-            kube,
-            namespace=settings.planning.placeholders.namespace,
-            name=LEASE_NAME,
-            identity=identity,
-            wall=lambda: clock.now().timestamp(),
-            monotonic=clock.monotonic,
-            lease_seconds=LEASE_SECONDS,
-        )
-        kube.guard = elector.remaining_seconds  # checked immediately before every write
-    elif not kube.dry_run:
-        raise ForecasterError("a replica without leader election must be dry-run")
-    reconciler = app.build_reconciler(settings, kube=kube)
-    daemon = Daemon(
-        reconciler=reconciler,
-        slo=app.slo_policy(settings),
-        is_leader=elector.is_leader if elector else lambda: True,
-        monotonic=clock.monotonic,
-        stuck_after_seconds=STUCK_AFTER_TICKS * settings.reconcile_every_seconds,
-        guardrails=[f"{g.code}{f' ({g.pool})' if g.pool else ''}: {g.message}" for g in findings],
-        pools=tuple(p.name for p in settings.pools),
-    )
-    return ClusterService(settings, daemon, elector, clock, models=app.model_mirror(settings, kube))
-
-
 def serve_cluster(
-    settings: Settings,
+    service: ClusterService,
     *,
     port: int,
-    host: str | None = None,
     listen: str = "0.0.0.0",  # in a pod: the Service and the probes must reach it
-    elect: bool = True,
     duration_seconds: float | None = None,
 ) -> int:
     """Run one replica until SIGTERM/Ctrl-C (uvicorn handles the signals) or the duration."""
-    ensure_port_free(listen, port)
-    service = build_cluster_service(settings, app.connect(settings, host=host), elect=elect)
     service.start()
-    log.info(
-        "forecaster daemon: %d pool(s), endpoint on %s:%d, dry_run=%s",
-        len(settings.pools),
-        listen,
-        port,
-        settings.dry_run,
-    )
+    log.info("forecaster daemon: %s, endpoint on %s:%d", service.description, listen, port)
     server = uvicorn.Server(
         uvicorn.Config(create_app(service.daemon), host=listen, port=port, log_level="warning")
     )

@@ -1,60 +1,55 @@
-"""The twin as a live cluster for the daemon: demand source, observer and actuator in one.
+"""The twin behind the daemon's ports: demand source, observer and actuator in one.
 
-``forecaster run`` without a cluster drives a ``LiveTwin`` with an accelerated clock: the twin
-replays the job trace, the daemon's reconcile loop reads demand from it (``fetch``, like
-Prometheus would), observes it (``observe``) and acts on it (``apply``: the plan's placeholder
-target and NodePool protection become the twin's policy decision).
+``TwinPorts`` gives the reconcile loop (``reconcile.loop.Reconciler``) what a cluster gives it -
+demand history like a Prometheus range query (``fetch``), the pool as the observer sees it
+(``observe``) - and carries out its commands (``apply``: the prewarm target and NodePool
+protection become the twin's decision). It reads the twin only through ``TwinView``: the past and
+the present, never job durations or future arrivals.
+
+Two drivers use it: ``LiveTwin`` (``forecaster run`` without a cluster: the twin is stepped by an
+accelerated clock while the daemon ticks on its own schedule) and replay's ``predictive`` policy
+(``simulation/replay.py``: the twin calls the reconciler at each of its ticks).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Sequence
 
 import numpy as np
 
-from forecaster.core.actions import ActuationReport
+from forecaster.core.actions import ActuationReport, Command, ProtectNodePool, SetPrewarm
 from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.jobs import JobTrace
-from forecaster.core.planner import Plan
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
 from forecaster.errors import SourceError
 from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView
 
 
-class _Follow:
-    """The twin's policy: whatever the daemon last applied."""
+class TwinPorts:
+    """The reconcile loop's source, observer and actuator over one twin pool (module docstring).
+
+    It is also the twin's policy: ``decide`` returns whatever the loop last applied."""
 
     name = "daemon"
 
-    def __init__(self) -> None:
+    def __init__(self, pool: str, view: TwinView | None = None) -> None:
+        self.pool = pool
+        self.view = view
         self.decision = Decision(0)
+        self.lock = threading.Lock()
+        self._counted = 0  # placeholders that ended and were reported (``TwinView.ended_after``)
+
+    def _twin(self) -> TwinView:
+        if self.view is None:
+            raise SourceError("the twin has not started")
+        return self.view
 
     def decide(self, view: TwinView) -> Decision:
+        """The twin's policy: the last applied plan."""
         return self.decision
-
-
-class LiveTwin:
-    """A steppable twin exposing the daemon's three ports (see the module docstring)."""
-
-    def __init__(self, jobs: JobTrace, config: TwinConfig, *, start: float, end: float) -> None:
-        self._policy = _Follow()
-        self.twin = Twin(jobs, self._policy, config, start=start, end=end)
-        self.twin.begin()
-        self.pool = config.pool
-        self._lock = threading.Lock()
-        self._counted = 0  # placeholders that ended and were reported (``Twin.ended_after``)
-
-    @property
-    def now(self) -> float:
-        """The simulated time."""
-        return self.twin.now
-
-    def advance_to(self, t: float) -> None:
-        """Run the twin up to simulated time ``t``."""
-        with self._lock:
-            self.twin.advance_to(t)
 
     # ---- DemandSource --------------------------------------------------------------------------
     def fetch(
@@ -63,8 +58,8 @@ class LiveTwin:
         """Requested GPUs per minute as the twin observed them, like a Prometheus range query."""
         if pool != self.pool:
             raise SourceError(f"the twin simulates pool {self.pool!r}, not {pool!r}")
-        with self._lock:
-            first, values = self.twin.demand_history(since=start)
+        with self.lock:
+            first, values = self._twin().demand_history(since=start)
         if values.size == 0:
             raise SourceError("the twin has no demand history yet")
         timestamps = first + 60 * np.arange(values.size)
@@ -80,21 +75,42 @@ class LiveTwin:
     # ---- observer ------------------------------------------------------------------------------
     def observe(self, pools: Sequence[str], now: int) -> dict[str, PoolSnapshot]:
         """The twin's snapshot for its pool."""
-        with self._lock:
-            return {p: self.twin.snapshot() for p in pools if p == self.pool}
+        with self.lock:
+            return {p: self._twin().snapshot() for p in pools if p == self.pool}
 
     # ---- actuator ------------------------------------------------------------------------------
-    def apply(self, plan: Plan, *, now: int) -> ActuationReport:
-        """Make the plan's target the twin's placeholder count; report wasted prewarm."""
+    def apply(self, commands: Sequence[Command], *, now: int) -> ActuationReport:
+        """Carry the commands out on the twin (its prewarm target and NodePool protection);
+        report the prewarm that ended unused."""
         report = ActuationReport()
-        for pool_plan in plan.pools:
-            if pool_plan.pool != self.pool or not pool_plan.acts:
-                continue
-            with self._lock:  # the plan decided both (0 and no pause outside predictive mode)
-                self._policy.decision = Decision(
-                    pool_plan.target_gpus, protect=pool_plan.protect_nodepool
-                )
-                self._counted, wasted, used = self.twin.ended_after(self._counted)
-                report.wasted_gpu_hours[self.pool] = wasted
-                report.used_gpus[self.pool] = used
+        with self.lock:
+            for command in (c for c in commands if c.pool == self.pool):
+                if isinstance(command, SetPrewarm):
+                    self.decision = dataclasses.replace(self.decision, target_gpus=command.gpus)
+                    self._counted, wasted, used = self._twin().ended_after(self._counted)
+                    report.wasted_gpu_hours[self.pool] = wasted
+                    report.used_gpus[self.pool] = used
+                else:
+                    protect = isinstance(command, ProtectNodePool)
+                    self.decision = dataclasses.replace(self.decision, protect=protect)
         return report
+
+
+class LiveTwin(TwinPorts):
+    """A twin stepped by a clock, with the daemon's ports (see the module docstring)."""
+
+    def __init__(self, jobs: JobTrace, config: TwinConfig, *, start: float, end: float) -> None:
+        super().__init__(config.pool)
+        self.twin = Twin(jobs, self, config, start=start, end=end)
+        self.twin.begin()
+        self.view = self.twin
+
+    @property
+    def now(self) -> float:
+        """The simulated time."""
+        return self.twin.now
+
+    def advance_to(self, t: float) -> None:
+        """Run the twin up to simulated time ``t``."""
+        with self.lock:
+            self.twin.advance_to(t)

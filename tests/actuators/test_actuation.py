@@ -25,6 +25,7 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.nodepools import NodePoolConflictError, NodePools
 from forecaster.actuators.observer import observe
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.core.actions import commands
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
@@ -100,7 +101,7 @@ def ramp(
 ) -> Actuator:
     act = actuator(kube)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    act.apply(make_plan(snap, p95=40, now=now_of(api), policy=policy), now=now_of(api))
+    act.apply(commands(make_plan(snap, p95=40, now=now_of(api), policy=policy)), now=now_of(api))
     sim.step()  # the Job controller creates the placeholder pods
     return act
 
@@ -115,7 +116,7 @@ def test_prewarm_creates_placeholder_jobs_and_leaves_the_nodepool_alone(
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     assert (snap.allocatable_gpus, snap.running_gpus, snap.prewarm_gpus) == (16, 16, 0)
     before = len(api.requests)
-    actuator(kube).apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
+    actuator(kube).apply(commands(make_plan(snap, p95=40, now=now_of(api))), now=now_of(api))
     writes = [r for r in api.requests[before:] if r.method != "GET"]
     assert [w.path for w in writes] == [f"/apis/batch/v1/namespaces/{NS}/jobs"] * 3  # 3 x 8
     job = writes[0].body
@@ -148,7 +149,9 @@ def test_an_opted_in_pool_pauses_its_nodepool_first_with_a_deadline(
     original = setup_cluster(sim, budgets=[{"nodes": "20%"}])
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     before = len(api.requests)
-    actuator(kube).apply(make_plan(snap, p95=40, now=now_of(api), policy=PAUSING), now=now_of(api))
+    actuator(kube).apply(
+        commands(make_plan(snap, p95=40, now=now_of(api), policy=PAUSING)), now=now_of(api)
+    )
     writes = [r for r in api.requests[before:] if r.method != "GET"]
     assert (
         writes[0].method == "PATCH" and writes[0].path == f"/apis/karpenter.sh/v1/nodepools/{POOL}"
@@ -181,7 +184,9 @@ def test_a_pending_placeholder_is_gone_by_its_deadline_without_the_daemon(
 ) -> None:
     sim.add_nodepool(POOL, limit_gpus=0)  # Karpenter can launch nothing: placeholders stay Pending
     actuator(kube).apply(
-        make_plan(PoolSnapshot(POOL, now_of(api), 0, 0, 0, 0, 0, 64), p95=16, now=now_of(api)),
+        commands(
+            make_plan(PoolSnapshot(POOL, now_of(api), 0, 0, 0, 0, 0, 64), p95=16, now=now_of(api))
+        ),
         now=now_of(api),
     )
     sim.step()
@@ -206,7 +211,9 @@ def test_an_unsafe_priority_class_is_refused(
     sim.submit("job-0", POOL, 8)
     sim.step()
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    report = actuator(kube).apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
+    report = actuator(kube).apply(
+        commands(make_plan(snap, p95=40, now=now_of(api))), now=now_of(api)
+    )
     assert "PriorityClass forecaster-placeholder" in report.errors[POOL]
     assert api.objects("jobs", NS) == []
     assert [p["metadata"]["name"] for p in api.objects("pods")] == ["job-0"]  # nothing preempted
@@ -246,7 +253,7 @@ def test_hand_off_withdraws_everything_and_restores_the_nodepool_byte_for_byte(
         assert protected["spec"]["disruption"]["budgets"][0] == {"nodes": "10%"}
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     act.apply(
-        make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF, policy=PAUSING),
+        commands(make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF, policy=PAUSING)),
         now=now_of(api),
     )
     restored = api.objects("nodepools")[0]
@@ -276,18 +283,22 @@ def test_restart_mid_prewarm_converges_without_duplicates(
 
     kube.create_job = killed_on_second  # type: ignore[method-assign]
     with pytest.raises(SystemExit):
-        first.apply(the_plan, now=now_of(api))
+        first.apply(commands(the_plan), now=now_of(api))
     assert len(api.objects("jobs", NS)) == 1
     # a new process with a new client converges to the plan, filling only the empty slots
     fresh = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     snap = observe(fresh, pools=[POOL], now=now_of(api) + 30)[POOL]
-    actuator(fresh).apply(make_plan(snap, p95=40, now=now_of(api) + 30), now=now_of(api) + 30)
+    actuator(fresh).apply(
+        commands(make_plan(snap, p95=40, now=now_of(api) + 30)), now=now_of(api) + 30
+    )
     jobs = api.objects("jobs", NS)
     assert sorted(j["metadata"]["labels"]["forecaster.io/slot"] for j in jobs) == ["0", "1", "2"]
     # and another tick changes nothing
     before = len(api.writes())
     snap = observe(fresh, pools=[POOL], now=now_of(api) + 60)[POOL]
-    actuator(fresh).apply(make_plan(snap, p95=40, now=now_of(api) + 60), now=now_of(api) + 60)
+    actuator(fresh).apply(
+        commands(make_plan(snap, p95=40, now=now_of(api) + 60)), now=now_of(api) + 60
+    )
     assert len(api.writes()) == before
 
 
@@ -309,7 +320,7 @@ def test_expired_placeholders_are_removed_and_counted_as_waste(
     )
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     assert snap.prewarm_gpus == 0  # expired placeholders hold nothing
-    report = act.apply(make_plan(snap, p95=16, now=now_of(api)), now=now_of(api))
+    report = act.apply(commands(make_plan(snap, p95=16, now=now_of(api))), now=now_of(api))
     assert report.wasted_gpu_hours[POOL] == pytest.approx(3 * 8 * 1.0)
     assert api.objects("jobs", NS) == []
 
@@ -339,7 +350,7 @@ def test_persistent_errors_are_reported_per_pool_not_raised(
     api.faults.add("POST", r"/jobs$", status=500, times=100)
     act = actuator(kube)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    report = act.apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
+    report = act.apply(commands(make_plan(snap, p95=40, now=now_of(api))), now=now_of(api))
     assert "HTTP 500" in report.errors[POOL]
     assert api.objects("jobs", NS) == []
 
@@ -350,8 +361,10 @@ def test_dry_run_sends_zero_writes(api: KubeApiDouble, sim: ClusterSim) -> None:
     dry = Kube(api_client(host=api.url), dry_run=True)
     act = actuator(dry)
     snap = observe(dry, pools=[POOL], now=now_of(api))[POOL]
-    act.apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
-    act.apply(make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF), now=now_of(api))
+    act.apply(commands(make_plan(snap, p95=40, now=now_of(api))), now=now_of(api))
+    act.apply(
+        commands(make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF)), now=now_of(api)
+    )
     assert len(api.writes()) == before
 
 
@@ -364,7 +377,7 @@ def test_forecast_only_pools_are_never_touched(
     writes_setup = len(api.writes())
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     only = pool_policy(POOL, forecast_only=True)
-    act.apply(make_plan(snap, p95=40, now=now_of(api), policy=only), now=now_of(api))
+    act.apply(commands(make_plan(snap, p95=40, now=now_of(api), policy=only)), now=now_of(api))
     assert len(api.writes()) == writes_setup == before
 
 
@@ -373,14 +386,16 @@ def test_capacity_buffer_backend(api: KubeApiDouble, sim: ClusterSim, kube: Kube
     assert kube.serves_capacity_buffers(NS)
     act = actuator(kube, backend="capacitybuffer")
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    act.apply(make_plan(snap, p95=40, now=now_of(api)), now=now_of(api))
+    act.apply(commands(make_plan(snap, p95=40, now=now_of(api))), now=now_of(api))
     (buffer,) = api.objects("capacitybuffers", NS)
     assert buffer["spec"] == {"podTemplateRef": {"name": f"forecaster-{POOL}"}, "replicas": 3}
     assert buffer["metadata"]["annotations"]["forecaster.io/expires-at"] == str(now_of(api) + 3600)
     assert api.objects("podtemplates", NS)[0]["template"]["spec"]["nodeSelector"] == {
         "karpenter.sh/nodepool": POOL
     }
-    act.apply(make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF), now=now_of(api))
+    act.apply(
+        commands(make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF)), now=now_of(api)
+    )
     assert api.objects("capacitybuffers", NS)[0]["spec"]["replicas"] == 0
     assert placeholder_pods(api) == []
 
@@ -455,14 +470,16 @@ def test_a_flapping_target_does_not_flap_the_nodepool(
         api.clock = float(start + 60 * minute)
         snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
         p95 = 40 if minute % 2 == 0 else 16
-        act.apply(make_plan(snap, p95=p95, now=now_of(api), policy=PAUSING), now=now_of(api))
+        act.apply(
+            commands(make_plan(snap, p95=p95, now=now_of(api), policy=PAUSING)), now=now_of(api)
+        )
         sim.step()
     patches = [r for r in api.requests if r.method == "PATCH" and "/nodepools/" in r.path]
     assert len(patches) == 1  # paused once, held through the flapping
     # prewarm ends for good: the pause is held to its deadline, then restored
     api.clock = float(start + 3601)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
-    act.apply(make_plan(snap, p95=16, now=now_of(api), policy=PAUSING), now=now_of(api))
+    act.apply(commands(make_plan(snap, p95=16, now=now_of(api), policy=PAUSING)), now=now_of(api))
     assert "annotations" not in api.objects("nodepools")[0]["metadata"]
 
 
@@ -486,7 +503,7 @@ def test_a_gitops_edit_during_the_pause_is_reported_by_the_tick(
     api.store.replace(("nodepools", "", POOL), edited)
     snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
     handed_off = make_plan(snap, p95=40, now=now_of(api), mode=Mode.HANDED_OFF, policy=PAUSING)
-    report = act.apply(handed_off, now=now_of(api))
+    report = act.apply(commands(handed_off), now=now_of(api))
     assert "consolidateAfter changed by someone else" in report.errors[POOL]
     assert api.objects("nodepools")[0]["spec"]["disruption"]["consolidateAfter"] == "5m"
     (event,) = api.objects("events", NS)  # kubectl describe nodepool shows it

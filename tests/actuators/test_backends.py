@@ -22,10 +22,10 @@ import yaml
 from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app import build, cleanup
 from forecaster.cli import main
 from forecaster.core.budget import spent_last_day
 from forecaster.errors import ConfigError
-from forecaster.service import app
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
@@ -57,10 +57,10 @@ def cluster(api: KubeApiDouble, *, buffer_controller: bool) -> ClusterSim:
 def daemon(tmp_path: Path, api: KubeApiDouble, **planning: object) -> Daemon:
     config = settings(tmp_path, **planning)
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
-    reconciler = app.build_reconciler(
+    reconciler = build.build_reconciler(
         config, source=LiveSource(T0 - 2 * 86400, calm_history()), kube=kube
     )
-    return Daemon(reconciler=reconciler, slo=app.slo_policy(config), pools=(POOL,))
+    return Daemon(reconciler=reconciler, slo=config.slo, pools=(POOL,))
 
 
 @pytest.fixture
@@ -175,7 +175,7 @@ def uninstall_after_a_prewarm(
     (buffer,) = api.objects("capacitybuffers", NS)
     assert buffer["status"]["replicas"] > 0
     kube = Kube(api_client(host=api.url), dry_run=False)
-    return app.cleanup(
+    return cleanup.cleanup(
         settings(tmp_path), kube, wall=lambda: float(T0), sleep=lambda s: sleep(sim, s)
     )
 

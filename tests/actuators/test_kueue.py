@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.kueue import KueueScope, read_rooms
+from forecaster.app import build
 from forecaster.core.kueue import QueueHealth
-from forecaster.service import app
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
@@ -110,7 +110,7 @@ def tick(
 ):  # type: ignore[no-untyped-def]
     config = settings(tmp_path, **pool)
     kube = Kube(api_client(host=kueue_api.url), dry_run=False, backoff_seconds=0.01)
-    return app.build_reconciler(config, source=source or surge(), kube=kube).tick(T0)
+    return build.build_reconciler(config, source=source or surge(), kube=kube).tick(T0)
 
 
 def test_a_cohort_quota_below_the_forecast_caps_the_prewarm(
@@ -188,8 +188,8 @@ def test_status_and_metrics_show_the_kueue_room(tmp_path: Path, kueue_api: KubeA
     kueue_api.put("workloads", workload("slow", 8, 1, ("Evicted", "True", "PodsReadyTimeout")))
     config = settings(tmp_path, kueue={})
     kube = Kube(api_client(host=kueue_api.url), dry_run=False, backoff_seconds=0.01)
-    reconciler = app.build_reconciler(config, source=surge(), kube=kube)
-    daemon = Daemon(reconciler=reconciler, slo=app.slo_policy(config), pools=(POOL,))
+    reconciler = build.build_reconciler(config, source=surge(), kube=kube)
+    daemon = Daemon(reconciler=reconciler, slo=config.slo, pools=(POOL,))
     daemon.reconcile(T0)
     client = TestClient(create_app(daemon))
     kueue = client.get("/api/v1/status").json()["pools"][POOL]["kueue"]

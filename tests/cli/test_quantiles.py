@@ -12,8 +12,8 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from forecaster.app.build import build_embedded
 from forecaster.cli import main
-from forecaster.service.embedded import build_embedded
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
 from tests.factories import REPLAY_T0, synthetic

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app.build import build_cluster_service
 from forecaster.cli import main
 from forecaster.service.clock import FakeClock
-from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings, load_settings
 from tests.deploy.renders import CHART, FULL_VALUES, Objects, by_kind, helm, render, render_helm
 from tests.kubeapi.cluster import ClusterSim

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app import cleanup
+from forecaster.app.build import build_cluster_service
 from forecaster.core.planner import Mode
-from forecaster.service import app
 from forecaster.service.clock import FakeClock
-from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import KueuePoolSettings, Settings, load_settings
 from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT, grants
 from tests.factories import cluster_queue, flavor
@@ -97,7 +97,7 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     service.reconcile()  # hand-off: placeholders deleted, NodePool restored
     service.stop()
     kube = Kube(api_client(host=api.url), dry_run=settings.dry_run, backoff_seconds=0.01)
-    app.cleanup(settings, kube, expired_at=T0 + 7 * 86400)  # the cleanup --expired CronJob
+    cleanup.cleanup(settings, kube, expired_at=T0 + 7 * 86400)  # the cleanup --expired CronJob
     legacy = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -114,7 +114,7 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     }
     api.store.objects.pop(("pods", "forecaster", legacy["metadata"]["name"]), None)
     api.put("pods", legacy)  # a bare placeholder from before placeholders were Jobs
-    app.cleanup(settings, kube, wall=lambda: T0 + 90.0)  # uninstall (fences the Lease first)
+    cleanup.cleanup(settings, kube, wall=lambda: T0 + 90.0)  # uninstall (fences the Lease first)
 
 
 @pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])

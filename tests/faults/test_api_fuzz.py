@@ -11,7 +11,7 @@ from pathlib import Path
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from forecaster.service import app
+from forecaster.app import build
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
@@ -26,10 +26,10 @@ def ticked_daemon(models: Path) -> Daemon:
             "pools": [{"name": POOL, "max_prewarm_gpus": 32}],
         }
     )
-    reconciler = app.build_reconciler(
+    reconciler = build.build_reconciler(
         config, source=LiveSource(T0 - 2 * 86400, calm_history()), what_if=True
     )
-    daemon = Daemon(reconciler=reconciler, slo=app.slo_policy(config), pools=(POOL,))
+    daemon = Daemon(reconciler=reconciler, slo=config.slo, pools=(POOL,))
     daemon.reconcile(T0)
     return daemon
 

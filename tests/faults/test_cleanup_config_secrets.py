@@ -46,11 +46,11 @@ def write_config(path: Path, **pool: object) -> Path:
 
 
 def prewarm(api: KubeApiDouble, config: Path) -> None:
-    from forecaster.service import app
+    from forecaster.app import build
 
     settings = load_settings(config, env={})
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
-    reconciler = app.build_reconciler(
+    reconciler = build.build_reconciler(
         settings, source=LiveSource(T0 - 2 * 86400, calm_history()), kube=kube
     )
     reconciler.tick(T0)
@@ -173,7 +173,7 @@ def test_bearer_token_never_reaches_the_logs(
         sim.add_nodepool(POOL, limit_gpus=200)
         sim.add_node(POOL)
         sim.step()
-        from forecaster.service import app
+        from forecaster.app import build
 
         settings = load_settings(write_config(tmp_path / "c.yaml"), env={})
         client = api_client(host=api.url)
@@ -181,7 +181,7 @@ def test_bearer_token_never_reaches_the_logs(
         kube = Kube(client, dry_run=False, backoff_seconds=0.01)
         api.faults.add("POST", r"/pods$", status=500, times=2)
         with caplog.at_level(logging.DEBUG):
-            reconciler = app.build_reconciler(
+            reconciler = build.build_reconciler(
                 settings, source=LiveSource(T0 - 2 * 86400, calm_history()), kube=kube
             )
             record = reconciler.tick(T0)

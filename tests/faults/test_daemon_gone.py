@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app import build, cleanup
 from forecaster.cli import main
-from forecaster.service import app
 from forecaster.settings import Settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
@@ -71,7 +71,7 @@ def test_nothing_of_ours_outlives_its_deadline_without_the_daemon(
                 real_write(*args, **kwargs)  # type: ignore[arg-type]
 
             kube._write = dying_write  # type: ignore[method-assign]
-        loop = app.build_reconciler(
+        loop = build.build_reconciler(
             config, source=LiveSource(T0 - 2 * 86400, calm_history()), kube=kube
         )
         try:
@@ -91,14 +91,16 @@ def test_nothing_of_ours_outlives_its_deadline_without_the_daemon(
             )
         # the daemon is gone. Before any deadline the CronJob leaves everything alone ...
         assert (
-            app.cleanup(config, Kube(api_client(host=api.url), dry_run=False), expired_at=T0 + 600)
+            cleanup.cleanup(
+                config, Kube(api_client(host=api.url), dry_run=False), expired_at=T0 + 600
+            )
             == []
         )
         # ... and past every deadline nothing of ours is left, with no daemon running
         for _ in range(3):
             api.clock += 3600
             sim.step()
-            app.cleanup(
+            cleanup.cleanup(
                 config, Kube(api_client(host=api.url), dry_run=False), expired_at=int(api.clock)
             )
         assert api.objects("jobs", NS) == [] and api.objects("pods", NS) == []

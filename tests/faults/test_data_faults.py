@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from forecaster.service import app
+from forecaster.app import build
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
@@ -37,8 +37,8 @@ def daemon(tmp_path: Path, source: LiveSource, *, cap: int = 32) -> Daemon:
             "pools": [{"name": POOL, "max_prewarm_gpus": 64}],
         }
     )
-    reconciler = app.build_reconciler(config, source=source, what_if=True)
-    return Daemon(reconciler=reconciler, slo=app.slo_policy(config), pools=(POOL,))
+    reconciler = build.build_reconciler(config, source=source, what_if=True)
+    return Daemon(reconciler=reconciler, slo=config.slo, pools=(POOL,))
 
 
 def test_source_failure_is_reported_held_and_recovers(tmp_path: Path) -> None:
@@ -77,8 +77,8 @@ def prometheus_daemon(tmp_path: Path, url: str, pool: str, *, cap: int = 32) -> 
     source = PrometheusSource(
         url=url, queries={pool: f'gpus_requested{{pool="{pool}"}}'}, outage_min_seconds=0
     )
-    reconciler = app.build_reconciler(config, source=source, what_if=True)
-    return Daemon(reconciler=reconciler, slo=app.slo_policy(config), pools=(pool,))
+    reconciler = build.build_reconciler(config, source=source, what_if=True)
+    return Daemon(reconciler=reconciler, slo=config.slo, pools=(pool,))
 
 
 def last_sample() -> int:

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app import build
 from forecaster.reconcile.loop import Reconciler
-from forecaster.service import app
 from forecaster.settings import Settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
@@ -28,7 +28,7 @@ NS = "forecaster"
 GOOD, BAD = "gpu-a", "gpu-b"
 
 
-def build(api: KubeApiDouble, tmp_path: Path, source: LiveSource) -> Reconciler:
+def reconciler(api: KubeApiDouble, tmp_path: Path, source: LiveSource) -> Reconciler:
     config = Settings.model_validate(
         {
             "source": {"kind": "prometheus"},
@@ -41,7 +41,7 @@ def build(api: KubeApiDouble, tmp_path: Path, source: LiveSource) -> Reconciler:
         }
     )
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
-    return app.build_reconciler(config, source=source, kube=kube)
+    return build.build_reconciler(config, source=source, kube=kube)
 
 
 def damage_state(api: KubeApiDouble, sim: ClusterSim) -> None:
@@ -89,7 +89,7 @@ def test_a_malformed_object_stays_in_its_pool(tmp_path: Path, what: str) -> None
             sim.submit(f"job-{pool}", pool, 8)
         sim.step()
         source = LiveSource(T0 - 2 * 86400, calm_history())
-        loop = build(api, tmp_path, source)
+        loop = reconciler(api, tmp_path, source)
         record = loop.tick(T0)
         sim.step()
         assert record.errors == ()
@@ -109,7 +109,7 @@ def test_a_malformed_object_stays_in_its_pool(tmp_path: Path, what: str) -> None
         else:
             DAMAGE[what](api, sim)
         if what == "state entry":
-            loop = build(api, tmp_path, source)  # a restart reads the damaged state
+            loop = reconciler(api, tmp_path, source)  # a restart reads the damaged state
         for minute in (1, 2):
             source.append(source.values[-1])
             api.clock = float(T0 + 60 * minute)

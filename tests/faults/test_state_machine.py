@@ -27,12 +27,13 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.observer import observe
+from forecaster.app import cleanup
+from forecaster.app.build import build_cluster_service
 from forecaster.core.budget import spent_last_day
 from forecaster.core.planner import Mode
 from forecaster.reconcile.state import ServiceState
-from forecaster.service import app
 from forecaster.service.clock import FakeClock
-from forecaster.service.scheduler import ClusterService, build_cluster_service
+from forecaster.service.scheduler import ClusterService
 from forecaster.settings import Settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
@@ -75,7 +76,21 @@ class DaemonMachine(RuleBasedStateMachine):
         self.jobs = 3
 
     def _build(self, name: str) -> ClusterService:
-        config = Settings.model_validate(
+        config = self._settings()
+        kube = Kube(
+            api_client(host=self.api.url, timeout_seconds=2),
+            dry_run=False,
+            retries=1,
+            backoff_seconds=0.001,
+        )
+        service = build_cluster_service(
+            config, kube, identity=f"replica-{name}", clock=self.clocks[name]
+        )
+        service.daemon.reconciler.source = self.source
+        return service
+
+    def _settings(self) -> Settings:
+        return Settings.model_validate(
             {
                 "source": {"kind": "prometheus"},
                 "models_dir": str(self.models),
@@ -97,17 +112,6 @@ class DaemonMachine(RuleBasedStateMachine):
                 ],
             }
         )
-        kube = Kube(
-            api_client(host=self.api.url, timeout_seconds=2),
-            dry_run=False,
-            retries=1,
-            backoff_seconds=0.001,
-        )
-        service = build_cluster_service(
-            config, kube, identity=f"replica-{name}", clock=self.clocks[name]
-        )
-        service.daemon.reconciler.source = self.source
-        return service
 
     def teardown(self) -> None:
         self.api.__exit__(None, None, None)
@@ -163,8 +167,7 @@ class DaemonMachine(RuleBasedStateMachine):
         self.api.faults.clear()
         for replica in self.replicas.values():
             replica.elector.step_down("uninstall")
-        config = self.replicas["a"].settings
-        app.cleanup(config, Kube(api_client(host=self.api.url), dry_run=False))
+        cleanup.cleanup(self._settings(), Kube(api_client(host=self.api.url), dry_run=False))
         assert [j for j in self.api.objects("jobs", NS) if _live(j)] == []
         assert self.api.objects("nodepools")[0]["spec"] == self.original
         assert "annotations" not in self.api.objects("nodepools")[0]["metadata"]

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app import build, cleanup
 from forecaster.core.budget import spent_last_day
-from forecaster.service import app
 from tests.factories import NS, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
@@ -62,7 +62,7 @@ def cluster() -> Any:
 def test_the_daemon_continues_from_what_0_1_left(tmp_path: Path, cluster: KubeApiDouble) -> None:
     _load(cluster, "placeholders")
     kube = Kube(api_client(host=cluster.url), dry_run=False, backoff_seconds=0.01)
-    loop = app.build_reconciler(
+    loop = build.build_reconciler(
         _config(tmp_path, "placeholders"),
         source=LiveSource(T0 - 2 * 86400, calm_history()),
         kube=kube,
@@ -82,7 +82,7 @@ def test_cleanup_undoes_what_0_1_left(tmp_path: Path, cluster: KubeApiDouble, ba
     (nodepool,) = objects["nodepools"]
     original = json.loads(nodepool["metadata"]["annotations"][RECORD])["original"]
     kube = Kube(api_client(host=cluster.url), dry_run=False, backoff_seconds=0.01)
-    changed = app.cleanup(
+    changed = cleanup.cleanup(
         _config(tmp_path, backend), kube, wall=lambda: float(T0 + 120), sleep=lambda s: None
     )
     assert any("restored" in line for line in changed), changed
@@ -103,7 +103,7 @@ def test_a_record_from_a_newer_format_is_left_alone(tmp_path: Path, cluster: Kub
     cluster.store.objects.pop(("nodepools", "", POOL), None)
     cluster.put("nodepools", copy.deepcopy(nodepool))
     kube = Kube(api_client(host=cluster.url), dry_run=False, backoff_seconds=0.01)
-    loop = app.build_reconciler(
+    loop = build.build_reconciler(
         _config(tmp_path, "placeholders"),
         source=LiveSource(T0 - 2 * 86400, calm_history()),
         kube=kube,
@@ -115,7 +115,7 @@ def test_a_record_from_a_newer_format_is_left_alone(tmp_path: Path, cluster: Kub
 
 def test_what_we_write_now_carries_the_format(tmp_path: Path, cluster: KubeApiDouble) -> None:
     kube = Kube(api_client(host=cluster.url), dry_run=False, backoff_seconds=0.01)
-    loop = app.build_reconciler(
+    loop = build.build_reconciler(
         _config(tmp_path, "placeholders"),
         source=LiveSource(T0 - 2 * 86400, calm_history()),
         kube=kube,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from forecaster.service import app
+from forecaster.app import build
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
 from tests.kubeapi.cluster import ClusterSim
@@ -32,5 +32,5 @@ def daemon(tmp_path: Path) -> Daemon:
         }
     )
     source = LiveSource(T0 - 2 * 86400, calm_history())
-    reconciler = app.build_reconciler(settings, source=source, what_if=True)
-    return Daemon(reconciler=reconciler, slo=app.slo_policy(settings), pools=(POOL,))
+    reconciler = build.build_reconciler(settings, source=source, what_if=True)
+    return Daemon(reconciler=reconciler, slo=settings.slo, pools=(POOL,))

@@ -16,10 +16,10 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.service import app
+from forecaster.app import cleanup
+from forecaster.app.build import build_cluster_service
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
-from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings
 from tests.factories import settings
 from tests.kubeapi.cluster import ClusterSim
@@ -149,7 +149,7 @@ def test_uninstall_cleanup_fences_a_running_leader(
         b.renew()
 
     kube = Kube(api_client(host=api.url), dry_run=False)
-    changed = app.cleanup(a.settings, kube, wall=lambda: T0 + 1.0, sleep=sleep)
+    changed = cleanup.cleanup(settings(tmp_path), kube, wall=lambda: T0 + 1.0, sleep=sleep)
     assert waited == [15] and changed
     assert api.objects("jobs", "forecaster") == []
     for _ in range(20):  # ten minutes of both replicas trying to lead and prewarm

@@ -14,14 +14,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.app import training
+from forecaster.app.build import build_cluster_service
 from forecaster.cli import main
 from forecaster.core.series import to_epoch_seconds
 from forecaster.durations import DAY
 from forecaster.reconcile.state import PendingForecast
-from forecaster.service import app
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
-from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings
 from tests.conftest import HELIOS, load_sample
 from tests.kubeapi.cluster import ClusterSim
@@ -92,7 +92,7 @@ def test_daemon_end_to_end(
         assert metric(text, "forecaster_leader") == 1
 
         # retrain (the CronJob's work) -> the next tick hot-reloads the published model
-        results = app.train(config, pools=[POOL], clock=clock)
+        results = training.train(config, pools=[POOL], clock=clock)
         assert results[0].status == "trained", results[0].message
         clock.set(datetime.fromtimestamp(now + 60, tz=UTC))
         service.renew()

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from forecaster.service.embedded import build_embedded, summary
+from forecaster.app.build import build_embedded
+from forecaster.service.embedded import summary
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
 

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from forecaster.app import build
 from forecaster.cli import main
 from forecaster.core.planner import Mode
 from forecaster.reconcile.loop import Reconciler
-from forecaster.service import app
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from tests.factories import NS, client, placeholders, reconciler, settings
@@ -110,7 +110,7 @@ def test_an_unreadable_kill_switch_stops_the_tick_from_acting(
     tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
-    loop = app.build_reconciler(settings(tmp_path), source=source, kube=client(api))
+    loop = build.build_reconciler(settings(tmp_path), source=source, kube=client(api))
     api.faults.add("GET", "configmaps/forecaster-control", status=403, times=10)
     record = loop.tick(T0)
     assert "kill switch" in (record.error("cluster") or "")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from forecaster.app import doctor
 from forecaster.core.budget import spent_last_day
 from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
-from forecaster.service import app
 from tests.factories import NS, client, placeholders, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
@@ -151,7 +151,7 @@ def test_guardrails_are_logged_at_start_up(
     tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        findings = app.run_guardrails(settings(tmp_path), client(api))
+        findings = doctor.run_guardrails(settings(tmp_path), client(api))
     assert [f.code for f in findings] == ["unprotected-gpu-workloads"]
     assert any("guardrail unprotected-gpu-workloads (gpu-a)" in m for m in caplog.messages)
 

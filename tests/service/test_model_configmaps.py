@@ -16,12 +16,12 @@ import pytest
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.app import build, model_sharing, training
+from forecaster.app.build import build_cluster_service
 from forecaster.errors import ActuationError
+from forecaster.forecasting import registry
 from forecaster.forecasting.artifacts import ArtifactStore
-from forecaster.forecasting.registry import build
-from forecaster.service import app
 from forecaster.service.clock import FakeClock
-from forecaster.service.scheduler import build_cluster_service
 from forecaster.settings import Settings
 from tests.factories import settings
 from tests.kubeapi.cluster import ClusterSim
@@ -37,7 +37,7 @@ def kube(api: KubeApiDouble) -> Kube:
 
 
 def publish_a_model(store: ArtifactStore, created: str = "20260101T000000Z") -> str:
-    model = build("persistence", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95))
+    model = registry.build("persistence", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95))
     history, _ = LiveSource(T0 - 2 * 86400, calm_history()).fetch(
         POOL, start=T0 - 86400, end=T0, step_seconds=60
     )
@@ -57,11 +57,11 @@ def test_a_published_model_reaches_every_replica(
 ) -> None:
     trainer = shared(tmp_path, "cronjob")
     version = publish_a_model(ArtifactStore(trainer.models_dir))
-    mirror = app.model_mirror(trainer, kube)
+    mirror = build.model_mirror(trainer, kube)
     assert mirror is not None
-    app.publish_models(trainer, mirror, pools=[POOL])
+    model_sharing.publish_models(trainer, mirror, pools=[POOL])
     before = len(api.writes())
-    app.publish_models(trainer, mirror, pools=[POOL])
+    model_sharing.publish_models(trainer, mirror, pools=[POOL])
     assert len(api.writes()) == before  # same version: nothing written
     replica = build_cluster_service(
         shared(tmp_path, "replica"),
@@ -87,7 +87,10 @@ def test_a_tampered_published_model_is_refused(
     newer = publish_a_model(trainer, created="20260108T000000Z")
     text = trainer.read_text(POOL, newer).replace('"persistence"', '"persistence-tampered"', 1)
     ModelConfigMaps(kube, namespace=NS).publish(POOL, version=newer, text=text)
-    assert app.fetch_models(shared(tmp_path, "replica"), ModelConfigMaps(kube, namespace=NS)) == []
+    assert (
+        model_sharing.fetch_models(shared(tmp_path, "replica"), ModelConfigMaps(kube, namespace=NS))
+        == []
+    )
     assert replica.current_version(POOL) == good
     assert newer not in replica.versions(POOL)
 
@@ -109,8 +112,8 @@ def test_training_fetches_the_champion_and_publishes_the_result(
         POOL, version=champion, text=earlier.read_text(POOL, champion)
     )
     config = shared(tmp_path, "cronjob")
-    mirror = app.model_mirror(config, kube)
-    results = app.train(
+    mirror = build.model_mirror(config, kube)
+    results = training.train(
         config, pools=None, clock=FakeClock(datetime.fromtimestamp(T0, tz=UTC)), mirror=mirror
     )
     assert champion in ArtifactStore(config.models_dir).versions(POOL)  # fetched before training

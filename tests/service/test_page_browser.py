@@ -22,8 +22,8 @@ import pytest
 import uvicorn
 from PIL import Image
 
+from forecaster.app.build import build_embedded
 from forecaster.service.daemon import Daemon
-from forecaster.service.embedded import build_embedded
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
 from tests.factories import reconciler

@@ -16,11 +16,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forecaster.app.build_replay import replay_policy
 from forecaster.cli import main
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
-from forecaster.service.frontier import KEYS, Point, choose, frontier, interpolate, parse_days
+from forecaster.simulation.frontier import KEYS, Point, choose, frontier, interpolate, parse_days
 from forecaster.simulation.metrics import ReplayMetrics
 from tests.factories import REPLAY_T0 as T0
 from tests.factories import setup, synthetic
@@ -72,8 +73,8 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
     s = dataclasses.replace(setup(6), twin=dataclasses.replace(setup(6).twin, max_prewarm_gpus=64))
     runs = [
         frontier(
-            jobs, s, epoch=T0, tune=(1, 3), evaluate=(4, 6), static_knobs=(0, 16, 64),
-            predictive_knobs=(0.8, 0.95), burst_knobs=(1.0, 4.0),
+            jobs, s, make_policy=replay_policy, epoch=T0, tune=(1, 3), evaluate=(4, 6),
+            static_knobs=(0, 16, 64), predictive_knobs=(0.8, 0.95), burst_knobs=(1.0, 4.0),
         )[0]
         for jobs in (base, changed)
     ]  # fmt: skip

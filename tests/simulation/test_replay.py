@@ -17,12 +17,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forecaster.app.build_replay import replay_policy
 from forecaster.cli import main
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.durations import DAY
 from forecaster.errors import SourceError
-from forecaster.service.replay import Predictive, ReplaySetup, make_policy, replay
+from forecaster.simulation.replay import (
+    Predictive,
+    ReplaySetup,
+    RetrainSchedule,
+    replay,
+)
 from forecaster.simulation.twin import Decision, TwinView
 from forecaster.sources.files import read_job_trace
 from tests.factories import REPLAY_T0 as T0
@@ -43,12 +49,17 @@ class Recording:
         return decision
 
 
+DAILY = RetrainSchedule(min_train_seconds=DAY, every_seconds=DAY)
+
+
 def predictive(s: ReplaySetup) -> Predictive:
-    policy = make_policy(
-        "predictive", s, jobs=JobTrace(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64))
+    policy = replay_policy(
+        "predictive",
+        dataclasses.replace(s, retrain=DAILY),
+        jobs=JobTrace(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)),
     )
     assert isinstance(policy, Predictive)
-    return dataclasses.replace(policy, min_train_seconds=DAY, retrain_every_seconds=DAY)
+    return policy
 
 
 def test_predictive_never_sees_future_data() -> None:
@@ -71,21 +82,16 @@ def test_predictive_never_sees_future_data() -> None:
     assert [(t, d) for t, d in a.decisions if t >= cut] != [
         (t, d) for t, d in b.decisions if t >= cut
     ]
-    assert a.inner.fits and all(end < fitted for fitted, end in a.inner.fits)
+    assert a.inner.models.fits and all(end < fitted for fitted, end in a.inner.models.fits)
 
 
 @pytest.mark.parametrize("name", ["predictive", "oracle"])
 def test_planned_policies_never_breach_their_caps(name: str) -> None:
     jobs = synthetic(3, seed=3)
     s = setup(3, cap=16)
-    policy = make_policy(name, s, jobs=jobs)
-    if isinstance(policy, Predictive):
-        policy = dataclasses.replace(
-            policy,
-            min_train_seconds=DAY,
-            retrain_every_seconds=DAY,
-            slo=SloPolicy(fast_burn=1e9, slow_burn=1e9),
-        )
+    if name == "predictive":
+        s = dataclasses.replace(s, retrain=DAILY, slo=SloPolicy(fast_burn=1e9, slow_burn=1e9))
+    policy = replay_policy(name, s, jobs=jobs)
     result = replay(jobs, policy, setup=s)
     assert result.metrics.cap_breaches == 0
     assert result.record.prewarm.max() <= 16
@@ -177,7 +183,7 @@ def test_with_a_kueue_quota_no_prewarm_goes_beyond_what_it_admits() -> None:
     jobs = synthetic(2, seed=4)
     s = setup(2)
     s = dataclasses.replace(s, twin=dataclasses.replace(s.twin, kueue_quota_gpus=40))
-    oracle = make_policy("oracle", s, jobs=jobs)
+    oracle = replay_policy("oracle", s, jobs=jobs)
     seen: list[tuple[int, int]] = []
 
     class Watch:
@@ -195,5 +201,5 @@ def test_with_a_kueue_quota_no_prewarm_goes_beyond_what_it_admits() -> None:
     assert any(prewarm > 0 for prewarm, _ in seen)
     assert any(room < 8 for _, room in seen)  # the quota did bind
     assert result.record.demand.max() <= 40  # only admitted work has pods
-    unlimited = replay(jobs, make_policy("oracle", setup(2), jobs=jobs), setup=setup(2))
+    unlimited = replay(jobs, replay_policy("oracle", setup(2), jobs=jobs), setup=setup(2))
     assert result.record.prewarm.sum() < unlimited.record.prewarm.sum()

@@ -25,13 +25,23 @@ import dataclasses
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
-from forecaster.service.replay import ReplaySetup, make_policy, replay
 from forecaster.simulation.metrics import ReplayMetrics, measure
+from forecaster.simulation.replay import ReplaySetup, replay
+from forecaster.simulation.twin import Policy
+
+
+class PolicyFactory(Protocol):
+    """Builds a fresh replay policy by name (``app.build_replay.replay_policy``)."""
+
+    def __call__(self, name: str, setup: ReplaySetup, *, jobs: JobTrace) -> Policy:
+        """The policy ``name`` for ``setup``."""
+        ...
+
 
 STATIC_KNOBS = (0, 8, 16, 24, 32, 48, 64, 96)
 PREDICTIVE_KNOBS = (0.8, 0.9, 0.95, 0.98)
@@ -97,6 +107,7 @@ def frontier(
     jobs: JobTrace,
     setup: ReplaySetup,
     *,
+    make_policy: PolicyFactory,
     epoch: int,
     tune: tuple[float, float],
     evaluate: tuple[float, float],

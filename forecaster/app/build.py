@@ -1,0 +1,363 @@
+"""The composition root: the only place where settings become objects.
+
+Every object graph is wired here - the demand source, the reconcile loop with its models,
+observer, actuator, state store and kill switch (``build_reconciler``), the daemon of one replica
+(``build_cluster_service``), the embedded default on the twin (``build_embedded``) and the
+replay's pool (``replay_runtime``) - so the CLI, the cluster service, the embedded default and
+replay all run the same wiring. Nothing here runs anything: the one-shot operations are
+``app.training``, ``app.cleanup`` and ``app.doctor``; the running daemon is ``service/``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+
+from forecaster.actuators.actuator import Actuator, PoolActuation
+from forecaster.actuators.backends import (
+    AUTOSCALER_HINT,
+    BackendDetector,
+)
+from forecaster.actuators.capacitybuffers import CapacityBuffers
+from forecaster.actuators.control import Control
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.kueue import KueueScope
+from forecaster.actuators.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
+from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.observer import observe
+from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.state_store import ConfigMapStateStore
+from forecaster.app.doctor import run_guardrails
+from forecaster.app.model_sharing import fetch_models
+from forecaster.core.cluster import PoolSnapshot
+from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.durations import DAY
+from forecaster.errors import ConfigError, ForecasterError
+from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.training import TrainingPlan
+from forecaster.reconcile.loop import Observer, PoolRuntime, PrewarmActuator, Reconciler
+from forecaster.reconcile.models import ModelProvider
+from forecaster.reconcile.state import MemoryStateStore, StateStore
+from forecaster.service.clock import Clock, SystemClock
+from forecaster.service.daemon import Daemon
+from forecaster.service.embedded import EmbeddedRun
+from forecaster.service.scheduler import STUCK_AFTER_TICKS, ClusterService
+from forecaster.settings import PoolSettings, Settings
+from forecaster.simulation.live import LiveTwin
+from forecaster.simulation.twin import TwinConfig
+from forecaster.sources.base import DemandSource
+from forecaster.sources.files import CsvSource, read_job_trace
+from forecaster.sources.prometheus import (
+    PrometheusSource,
+)
+
+log = logging.getLogger(__name__)
+
+
+def build_source(settings: Settings) -> DemandSource:
+    """The configured demand source."""
+    outage = settings.forecast.outage_min_seconds
+    if settings.source.kind == "csv":
+        files = {p.name: p.csv for p in settings.pools if p.csv is not None}
+        return CsvSource(
+            files, value_column=settings.source.csv_value_column, outage_min_seconds=outage
+        )
+    prom = settings.source.prometheus
+    return PrometheusSource(
+        url=prom.url,
+        queries={p.name: p.query for p in settings.pools if p.query},
+        timeout_seconds=prom.timeout_seconds,
+        retries=prom.retries,
+        backoff_seconds=prom.backoff_seconds,
+        outage_min_seconds=outage,
+    )
+
+
+def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:
+    """Plain training parameters for one pool."""
+    forecast = settings.forecast
+    return TrainingPlan(
+        models=forecast.models,
+        horizons_seconds=forecast.horizons_seconds,
+        quantiles=forecast.quantiles,
+        selection_horizon_seconds=settings.horizon_for(pool),
+        target_quantile=forecast.target_quantile,
+        coverage_tolerance=forecast.coverage_tolerance,
+        min_history_seconds=int(forecast.min_history_days * DAY),
+        test_seconds=int(forecast.backtest.test_days * DAY),
+        train_seconds=int(forecast.backtest.train_days * DAY),
+        origin_every_seconds=forecast.backtest.origin_every_seconds,
+        refit_every_seconds=forecast.backtest.refit_every_seconds,
+    )
+
+
+def pool_policy(settings: Settings, pool: PoolSettings) -> PoolPolicy:
+    """The planner's view of a configured pool."""
+    return PoolPolicy(
+        pool=pool.name,
+        gpus_per_node=pool.gpus_per_node,
+        placeholder_size_gpus=pool.placeholder_size,
+        max_prewarm_gpus=pool.max_prewarm_gpus,
+        price_per_gpu_hour=pool.price_per_gpu_hour,
+        stale_after_seconds=settings.planning.stale_after_seconds,
+        hold_seconds=settings.planning.hold_seconds,
+        forecast_only=pool.forecast_only,
+        allow_unlimited_nodepool=pool.allow_unlimited_nodepool,
+        protect_nodepool=settings.planning.protect_nodepools,
+    )
+
+
+def budgets(settings: Settings) -> Budgets:
+    """Shared caps; each prewarm GPU is charged for the placeholder TTL up front."""
+    caps = settings.planning.budgets
+    return Budgets(
+        max_total_prewarm_gpus=caps.max_total_prewarm_gpus,
+        max_prewarm_gpu_hours_per_day=caps.max_prewarm_gpu_hours_per_day,
+        max_cost_per_hour=caps.max_cost_per_hour,
+        commitment_seconds=settings.planning.placeholders.ttl_seconds,
+    )
+
+
+def placeholder_spec(settings: Settings, pool: PoolSettings) -> PlaceholderSpec:
+    """What the pool's placeholders look like."""
+    ph = settings.planning.placeholders
+    return PlaceholderSpec(
+        pool=pool.name,
+        gpus=pool.placeholder_size,
+        ttl_seconds=ph.ttl_seconds,
+        renew_before_seconds=ph.renew_before_seconds,
+        image=pool.warm_image or ph.image,
+        command=pool.warm_command if pool.warm_image else (),
+    )
+
+
+def build_reconciler(
+    settings: Settings,
+    *,
+    source: DemandSource | None = None,
+    kube: Kube | None = None,
+    what_if: bool = False,
+    observer: Observer | None = None,
+    actuator: PrewarmActuator | None = None,
+) -> Reconciler:
+    """The loop, wired: with ``kube`` it observes and acts, without it it only plans.
+
+    ``what_if``: with no cluster, assume each NodePool's limit leaves room for the pool's
+    ``max_prewarm_gpus`` above today's demand (otherwise the unknown limit allows nothing).
+    """
+    runtimes = [
+        PoolRuntime(
+            policy=pool_policy(settings, pool),
+            horizon_seconds=settings.horizon_for(pool),
+            target_quantile=settings.forecast.target_quantile,
+            assumed_limit_headroom_gpus=pool.max_prewarm_gpus if what_if else None,
+            lead_seconds=pool.lead_time.total_seconds,
+        )
+        for pool in settings.pools
+    ]
+    models = ModelProvider(
+        ArtifactStore(settings.models_dir),
+        horizons_seconds=settings.forecast.horizons_seconds,
+        quantiles=settings.forecast.quantiles,
+    )
+    state_store: StateStore = MemoryStateStore()
+    halt = None
+    if kube is not None:
+        live = kube
+        halt = Control(kube, namespace=settings.planning.placeholders.namespace).read
+        actuator = build_actuator(settings, kube)
+        if not kube.dry_run:
+            state_store = ConfigMapStateStore(
+                kube,
+                namespace=settings.planning.placeholders.namespace,
+                name=settings.state_config_map,
+            )
+
+        # buffers of ours are charged whatever the configured backend (auto may switch)
+        buffer_namespace = settings.planning.placeholders.namespace
+
+        kueue = [
+            KueueScope(p.name, p.kueue.flavors, p.kueue.cluster_queues)
+            for p in settings.pools
+            if p.kueue is not None
+        ]
+
+        def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
+            return observe(
+                live, pools=pools, now=now, buffer_namespace=buffer_namespace, kueue=kueue
+            )
+
+        observer = observe_live
+
+    return Reconciler(
+        pools=runtimes,
+        source=source or build_source(settings),
+        models=models,
+        budgets=budgets(settings),
+        slo=settings.slo,
+        state_store=state_store,
+        step_seconds=settings.forecast.step_seconds,
+        observe=observer,
+        actuator=actuator,
+        halt=halt,
+    )
+
+
+def build_actuator(settings: Settings, kube: Kube) -> Actuator:
+    """Placeholders, CapacityBuffers (where served) and NodePool patches.
+
+    The backend is chosen at start-up and re-checked every 5 minutes (``BackendDetector``): a
+    cluster that asks for buffers explicitly but does not serve them refuses to start.
+    """
+    ph = settings.planning.placeholders
+    placeholders = Placeholders(kube, namespace=ph.namespace, priority_class=ph.priority_class)
+    served = kube.serves_capacity_buffers(ph.namespace)
+    wanted = [p.name for p in settings.pools if p.backend == "capacitybuffer"]
+    if wanted and not served:
+        raise ConfigError(
+            f"pools {wanted} use backend: capacitybuffer but the cluster does not serve"
+            f" autoscaling.x-k8s.io/v1beta1 CapacityBuffers ({AUTOSCALER_HINT})"
+        )
+    detector = BackendDetector(kube, ph.namespace, settings.planning.actuation)
+    detector.current(0)  # decide (and refuse a bad explicit choice) before the first tick
+    return Actuator(
+        placeholders=placeholders,
+        nodepools=NodePools(kube),
+        buffers=(
+            CapacityBuffers(kube, namespace=ph.namespace, priority_class=ph.priority_class)
+            if served
+            else None
+        ),
+        detector=detector,
+        pools={
+            p.name: PoolActuation(
+                placeholder_spec(settings, p),
+                backend=p.backend,
+                limit_gpus=p.max_prewarm_gpus,
+                protect_consolidate_after=settings.planning.protect_consolidate_after,
+                protect_seconds=settings.planning.protect_seconds,
+            )
+            for p in settings.pools
+        },
+    )
+
+
+def model_mirror(settings: Settings, kube: Kube) -> ModelConfigMaps | None:
+    """The ConfigMap model store when configured (``models_store: configmap``), else None."""
+    if settings.models_store != "configmap":
+        return None
+    return ModelConfigMaps(kube, namespace=settings.planning.placeholders.namespace)
+
+
+def connect(settings: Settings, *, host: str | None = None) -> Kube:
+    """A Kube client: ``host`` (tests), in-cluster config, else kubeconfig."""
+    return Kube(api_client(host=host), dry_run=settings.dry_run)
+
+
+def build_cluster_service(
+    settings: Settings,
+    kube: Kube,
+    *,
+    identity: str | None = None,
+    clock: Clock | None = None,
+    elect: bool = True,
+) -> ClusterService:
+    """Guardrails, reconciler, elector and daemon for one replica.
+
+    ``elect=False`` (a local forecast-only run, which must write nothing): no Lease; the
+    replica plans as a leader would, and its dry-run Kube sends no write.
+    """
+    clock = clock or SystemClock()
+    identity = identity or os.environ.get("POD_NAME") or socket.gethostname()
+    findings = run_guardrails(settings, kube)
+    elector = None
+    if elect:
+        elector = LeaderElector(
+            kube,
+            namespace=settings.planning.placeholders.namespace,
+            name=LEASE_NAME,
+            identity=identity,
+            wall=lambda: clock.now().timestamp(),
+            monotonic=clock.monotonic,
+            lease_seconds=LEASE_SECONDS,
+        )
+        kube.guard = elector.remaining_seconds  # checked immediately before every write
+    elif not kube.dry_run:
+        raise ForecasterError("a replica without leader election must be dry-run")
+    reconciler = build_reconciler(settings, kube=kube)
+    daemon = Daemon(
+        reconciler=reconciler,
+        slo=settings.slo,
+        is_leader=elector.is_leader if elector else lambda: True,
+        monotonic=clock.monotonic,
+        stuck_after_seconds=STUCK_AFTER_TICKS * settings.reconcile_every_seconds,
+        guardrails=[f"{g.code}{f' ({g.pool})' if g.pool else ''}: {g.message}" for g in findings],
+        pools=tuple(p.name for p in settings.pools),
+    )
+    mirror = model_mirror(settings, kube)
+    return ClusterService(
+        daemon,
+        elector,
+        clock,
+        reconcile_every_seconds=settings.reconcile_every_seconds,
+        reload_models=(lambda: fetch_models(settings, mirror)) if mirror is not None else None,
+        description=f"{len(settings.pools)} pool(s), dry_run={settings.dry_run}",
+    )
+
+
+def build_embedded(settings: Settings, *, models_dir: Path | None = None) -> EmbeddedRun:
+    """Load the trace, warm the twin up, train the first model and wire the daemon."""
+    cfg = settings.twin
+    try:
+        epoch = int(datetime.fromisoformat(cfg.epoch).timestamp())
+    except ValueError:
+        raise ConfigError(f"twin.epoch: bad ISO 8601 time {cfg.epoch!r}") from None
+    pool = settings.pool(cfg.pool)
+    jobs = read_job_trace(cfg.jobs, epoch=epoch)
+    start, end = epoch + cfg.start_day * DAY, epoch + cfg.end_day * DAY
+    twin_config = TwinConfig(
+        pool=pool.name,
+        gpus_per_node=pool.gpus_per_node,
+        provision_seconds=pool.lead_time.provisioning_seconds,
+        image_pull_seconds=pool.lead_time.image_pull_seconds,
+        placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
+        nodepool_limit_gpus=cfg.nodepool_limit_gpus,
+    )
+    twin = LiveTwin(jobs, twin_config, start=start, end=end)
+    began = time.perf_counter()
+    twin.advance_to(start + cfg.warmup_days * DAY)
+    log.info(
+        "twin warm-up: %.0f simulated days in %.1f s", cfg.warmup_days, time.perf_counter() - began
+    )
+    store_dir = models_dir or Path(tempfile.mkdtemp(prefix="forecaster-twin-models-"))
+    one_pool = settings.model_copy(
+        update={
+            "pools": (pool,),
+            "models_dir": store_dir,
+            "forecast": settings.forecast.model_copy(update={"models": cfg.models}),
+        }
+    )
+    reconciler = build_reconciler(one_pool, source=twin, observer=twin.observe, actuator=twin)
+    daemon = Daemon(reconciler=reconciler, slo=one_pool.slo, pools=(pool.name,))
+    run = EmbeddedRun(
+        twin,
+        daemon,
+        ArtifactStore(store_dir),
+        pool.name,
+        end,
+        training=training_plan(one_pool, pool),
+        history_seconds=int(settings.forecast.history_days * DAY),
+        reconcile_every_seconds=settings.reconcile_every_seconds,
+        retrain_every_seconds=int(cfg.retrain_every_days * DAY),
+        speed=cfg.speed,
+    )
+    run.train()
+    run._last_train = twin.now
+    return run

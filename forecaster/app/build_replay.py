@@ -1,0 +1,147 @@
+"""The composition root's replay half: the replay setup, and each policy wired for the twin.
+
+``predictive`` is wired here exactly as ``app.build.build_reconciler`` wires the daemon - the
+same ``Reconciler`` with a ``PoolRuntime`` from the same horizon rule, the setup's budgets and
+SLO - with the twin behind its ports (``simulation.live.TwinPorts``) and replay's weekly
+retraining standing in for the training CronJob (``simulation.replay.WeeklyRetrain``).
+"""
+
+from __future__ import annotations
+
+from forecaster.core.error_budget import SloPolicy
+from forecaster.core.jobs import JobTrace
+from forecaster.core.policy import Budgets, PoolPolicy, prewarm_window_seconds
+from forecaster.durations import DAY
+from forecaster.errors import ForecasterError
+from forecaster.reconcile.loop import PoolRuntime, Reconciler
+from forecaster.reconcile.state import MemoryStateStore
+from forecaster.simulation.live import TwinPorts
+from forecaster.simulation.policies import (
+    POLICY_NAMES,
+    Burst,
+    Oracle,
+    PlannedPrewarm,
+    Reactive,
+    Schedule,
+    Static,
+)
+from forecaster.simulation.replay import Predictive, ReplaySetup, WeeklyRetrain
+from forecaster.simulation.twin import Policy, TwinConfig
+
+PLACEHOLDER_TTL_SECONDS = 3600
+"""Replay's placeholders live an hour, as the shipped config's (each GPU is charged that long)."""
+
+
+def replay_setup(
+    *,
+    twin: TwinConfig,
+    epoch: int,
+    start_day: float,
+    warmup_days: float,
+    end_day: float,
+    max_prewarm_gpus: int,
+    price_on_demand: float,
+    price_spot: float,
+    model: str,
+    quantile: float,
+) -> ReplaySetup:
+    """A replay of days [start_day, end_day) measured after ``warmup_days``; every cap is
+    ``max_prewarm_gpus`` (GPUs, GPU-hours a day, cost an hour)."""
+    budgets = Budgets(
+        max_total_prewarm_gpus=max_prewarm_gpus,
+        max_prewarm_gpu_hours_per_day=max_prewarm_gpus * 24.0,
+        max_cost_per_hour=max_prewarm_gpus * price_on_demand,
+        commitment_seconds=PLACEHOLDER_TTL_SECONDS,
+    )
+    return ReplaySetup(
+        twin=twin,
+        start=int(epoch + start_day * DAY),
+        warmup_end=int(epoch + (start_day + warmup_days) * DAY),
+        end=int(epoch + end_day * DAY),
+        budgets=budgets,
+        max_prewarm_gpus=max_prewarm_gpus,
+        price_on_demand=price_on_demand,
+        price_spot=price_spot,
+        model=model,
+        plan_quantile=quantile,
+        slo=SloPolicy(),
+    )
+
+
+def replay_pool_policy(setup: ReplaySetup) -> PoolPolicy:
+    """The simulated pool's policy: whole-node placeholders, the setup's caps and price."""
+    return PoolPolicy(
+        pool=setup.twin.pool,
+        gpus_per_node=setup.twin.gpus_per_node,
+        placeholder_size_gpus=setup.twin.gpus_per_node,
+        max_prewarm_gpus=setup.max_prewarm_gpus,
+        price_per_gpu_hour=setup.price_on_demand,
+        stale_after_seconds=900,
+        hold_seconds=900,
+        allow_unlimited_nodepool=setup.twin.nodepool_limit_gpus is None,
+    )
+
+
+def predictive(setup: ReplaySetup) -> Predictive:
+    """The daemon's reconcile loop on the twin (see the module docstring)."""
+    ports = TwinPorts(setup.twin.pool)
+    models = WeeklyRetrain(
+        source=ports,
+        clock=lambda: ports.view.now if ports.view is not None else 0.0,
+        model_name=setup.model,
+        horizons_seconds=setup.horizons_seconds,
+        quantiles=(0.5, setup.plan_quantile),
+        schedule=setup.retrain,
+    )
+    runtime = PoolRuntime(
+        policy=replay_pool_policy(setup),
+        horizon_seconds=setup.horizon_seconds,
+        target_quantile=setup.plan_quantile,
+        lead_seconds=setup.lead_seconds,
+    )
+    reconciler = Reconciler(
+        pools=[runtime],
+        source=ports,
+        models=models,
+        budgets=setup.budgets,
+        slo=setup.slo,
+        state_store=MemoryStateStore(),
+        observe=ports.observe,
+        actuator=ports,
+    )
+    return Predictive(reconciler=reconciler, ports=ports, models=models)
+
+
+def replay_policy(
+    name: str, setup: ReplaySetup, *, jobs: JobTrace, static_gpus: int = 64
+) -> Policy:
+    """A fresh policy by name (``static:K`` sets the headroom, ``burst:ALPHA`` the burst share)."""
+    if name == "reactive":
+        return Reactive()
+    if name.startswith("static"):
+        gpus = int(name.split(":", 1)[1]) if ":" in name else static_gpus
+        return Static(gpus, name=f"static:{gpus}")
+    if name == "schedule":
+        return Schedule(lead_seconds=setup.lead_seconds, gpus_per_node=setup.twin.gpus_per_node)
+    if name.startswith("burst"):
+        alpha = float(name.split(":", 1)[1]) if ":" in name else 1.0
+        return Burst(
+            window_seconds=prewarm_window_seconds(
+                setup.lead_seconds,
+                int(Burst.tick_seconds),
+                batch_seconds=int(setup.twin.batch_seconds),
+            ),
+            gpus_per_node=setup.twin.gpus_per_node,
+            max_gpus=setup.max_prewarm_gpus,
+            alpha=alpha,
+            name=f"burst:{alpha:g}",
+        )
+    if name == "oracle":
+        start = setup.start - setup.start % 60
+        demand = jobs.demand(start=start, end=setup.end + 3600)
+        planner = PlannedPrewarm(replay_pool_policy(setup), setup.budgets)
+        return Oracle(planner, setup.window_seconds, start, demand)
+    if name == "predictive":
+        return predictive(setup)
+    known = ", ".join(POLICY_NAMES)
+    raise ForecasterError(f"unknown policy {name!r}; known: {known} (static:K, burst:ALPHA)")

@@ -1,0 +1,114 @@
+"""Pre-flight checks: guardrails, the prewarm backend, the history queries (``doctor``)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from forecaster.actuators import guardrails
+from forecaster.actuators.backends import (
+    BackendChoice,
+    choose_backend,
+)
+from forecaster.actuators.guardrails import Guardrail, PoolCheck
+from forecaster.actuators.kube import Kube
+from forecaster.durations import DAY
+from forecaster.errors import ConfigError
+from forecaster.settings import Settings
+from forecaster.sources.base import DemandSource
+from forecaster.sources.prometheus import (
+    PrometheusSource,
+    QueryCheck,
+    prometheus_duration_seconds,
+)
+
+log = logging.getLogger(__name__)
+
+
+def backend_choice(settings: Settings, kube: Kube) -> BackendChoice:
+    """The prewarm backend pools without their own would use now, and why (``doctor``)."""
+    ph = settings.planning.placeholders
+    return choose_backend(
+        kube, ph.namespace, actuation=settings.planning.actuation, now=int(time.time())
+    )
+
+
+def run_guardrails(settings: Settings, kube: Kube) -> list[Guardrail]:
+    """Start-up checks, each logged as a warning; returned for the status endpoint."""
+    findings = guardrails.check(
+        kube,
+        [
+            PoolCheck(
+                pool=p.name,
+                allow_unlimited=p.allow_unlimited_nodepool,
+                horizon_seconds=settings.horizon_for(p),
+                image_pull_seconds=p.lead_time.image_pull_seconds,
+            )
+            for p in settings.pools
+        ],
+    )
+    for finding in findings:
+        where = f" ({finding.pool})" if finding.pool else ""
+        log.warning("guardrail %s%s: %s", finding.code, where, finding.message)
+    return findings
+
+
+def check_queries(
+    settings: Settings, source: DemandSource, *, pools: Sequence[str] | None, now: int
+) -> tuple[str | None, list[QueryCheck]]:
+    """Prometheus' retention and what each pool's query returns (``check-query``, ``doctor``)."""
+    if not isinstance(source, PrometheusSource):
+        raise ConfigError("check-query needs source.kind: prometheus (this config reads CSV files)")
+    for name in pools or ():
+        settings.pool(name)  # an unknown pool is refused with the names there are
+    retention = source.retention()
+    checks = [
+        source.check(
+            p.name,
+            now=now,
+            lookback_seconds=int(settings.forecast.history_days * DAY),
+            step_seconds=settings.forecast.step_seconds,
+        )
+        for p in settings.pools
+        if not pools or p.name in pools
+    ]
+    return retention, checks
+
+
+def history_findings(
+    settings: Settings, retention: str | None, *, checks: Sequence[QueryCheck], now: int
+) -> list[Guardrail]:
+    """What keeps training from its history: a short retention, a query that does not return
+    one series, less history than ``min_history_days``."""
+    forecast = settings.forecast
+    findings = []
+    kept = prometheus_duration_seconds(retention) if retention else None
+    if kept is not None and kept < forecast.history_days * DAY:
+        findings.append(
+            Guardrail(
+                "short-retention",
+                None,
+                f"Prometheus keeps {retention} (storage.tsdb.retention.time) but training reads"
+                f" {forecast.history_days:g} days (forecast.history_days): raise the retention,"
+                " or record the demand series (deploy/ ships recording rules) into long-term"
+                " storage",
+            )
+        )
+    for check in checks:
+        if check.problem or check.series > 1:  # none now is fine: no GPU pod asks right now
+            why = check.problem or f"it returns {check.series} series now, not exactly one"
+            findings.append(Guardrail("bad-query", check.pool, f"the pool's query fails: {why}"))
+            continue
+        days = 0.0 if check.first_sample_at is None else (now - check.first_sample_at) / DAY
+        if days < forecast.min_history_days:
+            findings.append(
+                Guardrail(
+                    "short-history",
+                    check.pool,
+                    f"{days:.1f} days of history, training needs {forecast.min_history_days:g}"
+                    " (forecast.min_history_days): training publishes no model until then (the"
+                    " daemon forecasts with the persistence baseline)",
+                )
+            )
+    return findings

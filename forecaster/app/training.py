@@ -1,0 +1,95 @@
+"""The weekly training job: fetch each pool's history, train it, share the models.
+
+``forecasting.training.train_pool`` does the work for one series; this module fetches the
+history the settings name and, with the ConfigMap model store, installs the published champions
+first and publishes what became current afterwards. A pool that fails is reported, not fatal.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.app.build import build_source, training_plan
+from forecaster.app.model_sharing import fetch_models, publish_models
+from forecaster.core.quality import QualityReport
+from forecaster.core.series import DemandSeries, to_epoch_seconds
+from forecaster.durations import DAY
+from forecaster.errors import ForecasterError, SourceError
+from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.training import PoolTraining, Progress, train_pool
+from forecaster.service.clock import Clock
+from forecaster.settings import PoolSettings, Settings
+from forecaster.sources.base import DemandSource
+from forecaster.sources.files import CsvSource
+
+log = logging.getLogger(__name__)
+
+
+def fetch_history(
+    settings: Settings, source: DemandSource, *, pool: PoolSettings, clock: Clock
+) -> tuple[DemandSeries, QualityReport]:
+    """The trailing ``history_days`` of demand; a CSV file's history ends at its last row."""
+    history = int(settings.forecast.history_days * DAY)
+    step = settings.forecast.step_seconds
+    if isinstance(source, CsvSource):
+        full, _ = source.fetch_all(pool.name, step_seconds=step)
+        end = full.end
+    else:
+        end = to_epoch_seconds(clock.now())
+    series, report = source.fetch(pool.name, start=end - history + step, end=end, step_seconds=step)
+    if series.usable_seconds == 0:
+        raise SourceError(f"pool {pool.name}: the history holds no usable samples")
+    return series, report
+
+
+def train(
+    settings: Settings,
+    *,
+    pools: list[str] | None,
+    clock: Clock,
+    mirror: ModelConfigMaps | None = None,
+    progress: Progress | None = None,
+) -> list[PoolTraining]:
+    """Train every selected pool; a pool that fails is reported as failed, the others go on.
+
+    With a ``mirror`` (ConfigMap model store) the champions are fetched first and what became
+    current is published afterwards.
+    """
+    if mirror is not None:
+        fetch_models(settings, mirror)
+    results = _train_pools(settings, pools=pools, clock=clock, progress=progress)
+    if mirror is not None:
+        publish_models(settings, mirror, pools=[r.pool for r in results])
+    return results
+
+
+def _train_pools(
+    settings: Settings, *, pools: list[str] | None, clock: Clock, progress: Progress | None
+) -> list[PoolTraining]:
+    source = build_source(settings)
+    store = ArtifactStore(settings.models_dir)
+    created = clock.now().strftime("%Y%m%dT%H%M%SZ")
+    results = []
+    for pool in settings.pools:
+        if pools and pool.name not in pools:
+            continue
+        try:
+            series, report = fetch_history(settings, source, pool=pool, clock=clock)
+            for line in report.describe():  # debug: `train` prints these in its report
+                log.debug("pool %s data: %s", pool.name, line)
+            result = train_pool(
+                series,
+                report,
+                plan=training_plan(settings, pool),
+                store=store,
+                created=created,
+                progress=progress,
+            )
+        except ForecasterError as exc:
+            log.debug("pool %s: training failed: %s", pool.name, exc)
+            result = PoolTraining(pool=pool.name, status="failed", message=str(exc), quality=None)
+        else:
+            log.debug("pool %s: %s", pool.name, result.message)
+        results.append(result)
+    return results

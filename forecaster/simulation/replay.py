@@ -1,0 +1,197 @@
+"""Replay a job trace through the twin under each policy - including the daemon's own.
+
+``predictive`` is not a model of the daemon: it is the daemon's reconcile loop
+(``reconcile.loop.Reconciler``) ticking in simulated time against the twin through the same
+ports it uses in a cluster (``simulation.live.TwinPorts``) - the same forecast at the same
+horizon and quantile, scoring, error budget (with waste from placeholders that ended unused),
+planner, caps and spend ledger. Only the training CronJob is stood in for: ``WeeklyRetrain``
+fits the setup's model on the demand the twin has shown so far (never later data), weekly.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from forecaster.core.error_budget import SloPolicy
+from forecaster.core.jobs import JobTrace
+from forecaster.core.planner import Mode
+from forecaster.core.policy import Budgets, covering_horizon, prewarm_window_seconds
+from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
+from forecaster.errors import ForecasterError
+from forecaster.forecasting.registry import build
+from forecaster.reconcile.loop import Reconciler
+from forecaster.reconcile.models import ActiveModel
+from forecaster.simulation.live import TwinPorts
+from forecaster.simulation.metrics import ReplayMetrics, measure
+from forecaster.simulation.policies import (
+    POLICY_NAMES,
+)
+from forecaster.simulation.twin import Decision, Policy, Twin, TwinConfig, TwinRecord, TwinView
+from forecaster.sources.base import DemandSource
+
+log = logging.getLogger(__name__)
+POLICIES = POLICY_NAMES
+
+
+@dataclass(frozen=True)
+class RetrainSchedule:
+    """How replay stands in for the weekly training CronJob."""
+
+    train_seconds: int = 28 * DAY
+    """History each fit sees (the CronJob's ``history_days``)."""
+    min_train_seconds: int = 7 * DAY
+    """Before this much usable history, the pool is forecast by the fallback baseline."""
+    every_seconds: int = 7 * DAY
+
+
+class WeeklyRetrain:
+    """The reconcile loop's models in replay: one model fitted on past data only, weekly.
+
+    Until the first fit (too little history, or a failed fit) there is no model and the loop
+    prewarms nothing: that is the replay's warm-up, which it does not measure. (The daemon with
+    no artifact fits the fallback baseline every tick instead - too slow to repeat for weeks of
+    simulated minutes, and outside the measured window anyway.)"""
+
+    def __init__(
+        self,
+        *,
+        source: DemandSource,
+        clock: Callable[[], float],
+        model_name: str,
+        horizons_seconds: tuple[int, ...],
+        quantiles: tuple[float, ...],
+        schedule: RetrainSchedule,
+    ) -> None:
+        self.source = source
+        self.clock = clock
+        self.model_name = model_name
+        self.horizons_seconds = horizons_seconds
+        self.quantiles = quantiles
+        self.schedule = schedule
+        self.current: ActiveModel | None = None
+        self.fits: list[tuple[int, int]] = []
+        """(fit time, end of the training data) per fit - tests check end < fit time."""
+        self._next = -float("inf")
+
+    def get(self, pool: str, *, history: DemandSeries) -> ActiveModel | None:
+        """The last weekly fit; retrains first when one is due (see the class docstring)."""
+        now = int(self.clock())
+        if now >= self._next:
+            self._next = now + self.schedule.every_seconds
+            self._retrain(pool, now)
+        return self.current
+
+    def _retrain(self, pool: str, now: int) -> None:
+        try:
+            history, _ = self.source.fetch(
+                pool, start=now - self.schedule.train_seconds, end=now, step_seconds=60
+            )
+        except ForecasterError:
+            return
+        if history.usable_seconds < self.schedule.min_train_seconds:
+            return
+        model = build(
+            self.model_name, horizons_seconds=self.horizons_seconds, quantiles=self.quantiles
+        )
+        try:
+            fitted = model.fit(history)
+        except ForecasterError as exc:
+            log.warning("replay retrain at %s failed (%s): keeping the previous model", now, exc)
+            return
+        self.current = ActiveModel(fitted, self.model_name, f"replay-{now}")
+        self.fits.append((now, history.end))
+
+
+class Predictive:
+    """The daemon's reconcile loop as a replay policy (see the module docstring; wired by
+    ``app.build_replay.predictive``)."""
+
+    name = "predictive"
+
+    def __init__(self, *, reconciler: Reconciler, ports: TwinPorts, models: WeeklyRetrain) -> None:
+        self.reconciler = reconciler
+        self.ports = ports
+        self.models = models
+        self.handoffs = 0
+
+    def decide(self, view: TwinView) -> Decision:
+        """One reconcile tick at the twin's time; the twin carries out what it applied."""
+        self.ports.view = view
+        record = self.reconciler.tick(int(view.now))
+        self.handoffs += sum(
+            1
+            for _, t in record.transitions
+            if t.before is Mode.PREDICTIVE and t.after is Mode.HANDED_OFF
+        )
+        return self.ports.decision
+
+
+@dataclass(frozen=True)
+class ReplaySetup:
+    """One replay's cluster, window, budgets and prices."""
+
+    twin: TwinConfig
+    start: int
+    warmup_end: int
+    end: int
+    budgets: Budgets
+    max_prewarm_gpus: int
+    price_on_demand: float = 4.10
+    price_spot: float = 1.60
+    model: str = "quantreg-raw"
+    horizons_seconds: tuple[int, ...] = (300, 600, 900)
+    slo: SloPolicy = field(default_factory=SloPolicy)
+    plan_quantile: float = 0.95
+    retrain: RetrainSchedule = field(default_factory=RetrainSchedule)
+
+    @property
+    def lead_seconds(self) -> int:
+        """Provisioning + image pull (what prewarm must cover)."""
+        return int(self.twin.provision_seconds + self.twin.image_pull_seconds)
+
+    @property
+    def window_seconds(self) -> int:
+        """What a decision must cover: lead + the twin's decision interval + Karpenter's batch."""
+        return prewarm_window_seconds(
+            self.lead_seconds,
+            int(self.twin.tick_seconds),
+            batch_seconds=int(self.twin.batch_seconds),
+        )
+
+    @property
+    def horizon_seconds(self) -> int:
+        """The shortest forecast horizon covering the prewarm window."""
+        return covering_horizon(self.window_seconds, self.horizons_seconds)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """One policy's run."""
+
+    policy: str
+    metrics: ReplayMetrics
+    record: TwinRecord
+
+
+def replay(
+    jobs: JobTrace,
+    policy: Policy,
+    *,
+    setup: ReplaySetup,
+    progress: Callable[[float], None] | None = None,
+) -> ReplayResult:
+    """Run one policy and measure it over the window after warm-up."""
+    record = Twin(
+        jobs, policy, setup.twin, start=setup.start, end=setup.end, progress=progress
+    ).run()
+    metrics = measure(
+        record,
+        window=(setup.warmup_end, setup.end),
+        price_on_demand=setup.price_on_demand,
+        price_spot=setup.price_spot,
+        handoffs=getattr(policy, "handoffs", 0),
+    )
+    return ReplayResult(policy.name, metrics, record)
