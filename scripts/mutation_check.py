@@ -302,8 +302,10 @@ MUTATIONS = (
         "forecaster/core/actions.py",
         "        if pool_plan.nodepool is NodePoolAction.PAUSE:\n"
         "            out.append(ProtectNodePool(pool_plan.pool))\n"
-        "        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders, pool_plan.target_gpus))\n",
-        "        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders, pool_plan.target_gpus))\n"
+        "        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders,"
+        " pool_plan.target_gpus))\n",
+        "        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders,"
+        " pool_plan.target_gpus))\n"
         "        if pool_plan.nodepool is NodePoolAction.PAUSE:\n"
         "            out.append(ProtectNodePool(pool_plan.pool))\n",
         ("tests/core/test_actions.py",),

@@ -19,11 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.manifests import NodePool, Pod, Taint
 
-Obj = dict[str, Any]
 WELL_KNOWN = frozenset(
     {
         "topology.kubernetes.io/zone",
@@ -56,10 +55,10 @@ class NodePoolShape:
     weight: int
     allowed: dict[str, Requirement]
     """Per label key, the NodePool's own requirement (labels become ``In [value]``)."""
-    taints: tuple[Obj, ...]
+    taints: tuple[Taint, ...]
 
 
-def shape(nodepool: Obj) -> NodePoolShape:
+def shape(nodepool: NodePool) -> NodePoolShape:
     """A NodePool object's shape; malformed fields raise (the observer isolates them)."""
     name = str(nodepool["metadata"]["name"])
     template = nodepool["spec"].get("template") or {}
@@ -74,7 +73,7 @@ def shape(nodepool: Obj) -> NodePoolShape:
     return NodePoolShape(name, int(nodepool["spec"].get("weight") or 0), allowed, taints)
 
 
-def pod_terms(pod: Obj) -> list[list[Requirement]]:
+def pod_terms(pod: Pod) -> list[list[Requirement]]:
     """The pod's alternatives: each is the ``nodeSelector`` ANDed with one required term."""
     spec = pod["spec"]
     selector = spec.get("nodeSelector") or {}
@@ -123,7 +122,7 @@ _RULES: dict[str, Callable[[Requirement, Requirement], bool]] = {
 }
 
 
-def _tolerates(pod: Obj, taint: Obj) -> bool:
+def _tolerates(pod: Pod, taint: Taint) -> bool:
     if taint.get("effect") == "PreferNoSchedule":
         return True
     for tol in pod["spec"].get("tolerations") or []:
@@ -136,14 +135,14 @@ def _tolerates(pod: Obj, taint: Obj) -> bool:
     return False
 
 
-def compatible(pod: Obj, pool: NodePoolShape) -> bool:
+def compatible(pod: Pod, pool: NodePoolShape) -> bool:
     """Could Karpenter place ``pod`` on a node of ``pool``?"""
     if not all(_tolerates(pod, t) for t in pool.taints):
         return False
     return any(all(_satisfiable(r, pool) for r in term) for term in pod_terms(pod))
 
 
-def nodepool_of(pod: Obj, pools: Sequence[NodePoolShape]) -> str | None:
+def nodepool_of(pod: Pod, pools: Sequence[NodePoolShape]) -> str | None:
     """The NodePool Karpenter would provision ``pod`` from: the heaviest compatible one."""
     fits = [p for p in pools if compatible(pod, p)]
     if not fits:

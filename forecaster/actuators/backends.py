@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.kube import Kube, Obj
+from forecaster.actuators.kube import Kube
+from forecaster.actuators.manifests import Object
 from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.errors import ActuationError, ConfigError
 
@@ -121,7 +122,7 @@ class BackendDetector:
         return self.choice
 
 
-def _created(obj: Obj) -> int:
+def _created(obj: Object) -> int:
     stamp = obj["metadata"].get("creationTimestamp")
     if not stamp:
         return 0

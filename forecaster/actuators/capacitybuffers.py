@@ -19,10 +19,10 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
+from forecaster.actuators.manifests import CapacityBuffer, PodTemplate
 from forecaster.actuators.placeholders import PlaceholderSpec, placeholder_pod_spec
 from forecaster.errors import ActuationError
 
-Obj = dict[str, Any]
 API_VERSION = "autoscaling.x-k8s.io/v1beta1"
 
 
@@ -67,7 +67,7 @@ class CapacityBuffers:
         same_limits = limits is None or buffer["spec"].get("limits") == limits
         if current == replicas and same_limits and (replicas == 0 or left >= spec.ttl_seconds // 2):
             return False
-        patch: Obj = {
+        patch: dict[str, Any] = {  # a merge patch
             "metadata": {
                 "resourceVersion": buffer["metadata"]["resourceVersion"],
                 "annotations": {lbl.EXPIRES_AT: expires},
@@ -134,7 +134,7 @@ class CapacityBuffers:
         name = buffer_name(spec.pool)
         if self.kube.get_pod_template(self.namespace, name) is not None:
             return
-        template = {
+        template: PodTemplate = {
             "apiVersion": "v1",
             "kind": "PodTemplate",
             "metadata": {
@@ -151,7 +151,7 @@ class CapacityBuffers:
         with contextlib.suppress(ConflictError):
             self.kube.create_pod_template(self.namespace, template)
 
-    def _buffer(self, spec: PlaceholderSpec, replicas: int, expires: str) -> Obj:
+    def _buffer(self, spec: PlaceholderSpec, replicas: int, expires: str) -> CapacityBuffer:
         return {
             "apiVersion": API_VERSION,
             "kind": "CapacityBuffer",
@@ -169,7 +169,7 @@ class CapacityBuffers:
         }
 
 
-def _expires_at(buffer: Obj) -> int:
+def _expires_at(buffer: CapacityBuffer) -> int:
     """The buffer's deadline; a buffer of ours without a readable one counts as expired."""
     try:
         return int((buffer["metadata"].get("annotations") or {})[lbl.EXPIRES_AT])

@@ -11,7 +11,8 @@ acting as if it were clear.
 from __future__ import annotations
 
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.kube import Kube, Obj
+from forecaster.actuators.kube import Kube
+from forecaster.actuators.manifests import config_map
 from forecaster.core.actions import Halt
 
 CONTROL_CONFIG_MAP = "forecaster-control"
@@ -46,15 +47,11 @@ class Control:
             data = {PAUSED: "true", REASON: halt.reason, BY: halt.by, SINCE: str(halt.since or "")}
         if current is not None and (current.get("data") or {}) == data:
             return False
-        body: Obj = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": CONTROL_CONFIG_MAP,
-                "namespace": self.namespace,
-                "labels": {lbl.MANAGED_BY: lbl.MANAGER},
-            },
-            "data": data,
-        }
+        body = config_map(
+            name=CONTROL_CONFIG_MAP,
+            namespace=self.namespace,
+            labels={lbl.MANAGED_BY: lbl.MANAGER},
+            data=data,
+        )
         self.kube.put_config_map(self.namespace, body, current=current)
         return True

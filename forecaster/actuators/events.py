@@ -13,13 +13,14 @@ import logging
 from datetime import UTC, datetime
 
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.kube import Kube, Obj
+from forecaster.actuators.kube import Kube
+from forecaster.actuators.manifests import Event
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
 
 
-def nodepool_event(namespace: str, nodepool: str, *, reason: str, message: str, now: int) -> Obj:
+def nodepool_event(namespace: str, nodepool: str, *, reason: str, message: str, now: int) -> Event:
     """A Warning Event about ``nodepool`` at ``now``."""
     stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     return {

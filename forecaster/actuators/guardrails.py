@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
+from forecaster.actuators.manifests import Pod, PodDisruptionBudget
 from forecaster.actuators.quantities import pod_gpus
 from forecaster.errors import ActuationError
 
-Obj = dict[str, Any]
 CLUSTER_AUTOSCALER_SELECTORS = (
     "app=cluster-autoscaler",
     "app.kubernetes.io/name=cluster-autoscaler",
@@ -132,7 +131,7 @@ def _cluster_autoscaler(kube: Kube) -> list[Guardrail]:
 
 
 def _unprotected_gpu_pods(
-    pods: list[Obj], pdbs: list[Obj], pool: str, nodes: set[str]
+    pods: list[Pod], pdbs: list[PodDisruptionBudget], pool: str, nodes: set[str]
 ) -> list[str]:
     """The namespace of every GPU pod of ``pool`` that consolidation could move."""
     exposed = []
@@ -152,7 +151,7 @@ def _unprotected_gpu_pods(
     return exposed
 
 
-def _selects(pdb: Obj, pod: Obj) -> bool:
+def _selects(pdb: PodDisruptionBudget, pod: Pod) -> bool:
     if pdb["metadata"].get("namespace") != pod["metadata"].get("namespace"):
         return False
     wanted = (pdb["spec"].get("selector") or {}).get("matchLabels") or {}

@@ -18,14 +18,27 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.manifests import (
+    CapacityBuffer,
+    ConfigMap,
+    Event,
+    Job,
+    Lease,
+    Node,
+    NodePool,
+    Pod,
+    PodDisruptionBudget,
+    PodTemplate,
+    PriorityClass,
+)
 from forecaster.errors import ActuationError, ConfigError, ConflictError, NotLeaderError
 
 log = logging.getLogger(__name__)
@@ -90,7 +103,7 @@ class Kube:
     # ---- reads ---------------------------------------------------------------------------
     def list_pods(
         self, *, namespace: str | None = None, labels: str | None = None, fields: str | None = None
-    ) -> list[Obj]:
+    ) -> list[Pod]:
         """Pods matching the selectors, in one namespace or all."""
         if namespace is None:
             call = lambda: self._core.list_pod_for_all_namespaces(  # noqa: E731
@@ -102,7 +115,7 @@ class Kube:
             )
         return list(self._read(call, f"list pods ({labels or 'all'})")["items"])
 
-    def list_jobs(self, *, namespace: str, labels: str | None = None) -> list[Obj]:
+    def list_jobs(self, *, namespace: str, labels: str | None = None) -> list[Job]:
         """Jobs in ``namespace`` matching the label selector."""
         return list(
             self._read(
@@ -113,7 +126,7 @@ class Kube:
             )["items"]
         )
 
-    def list_nodes(self, *, labels: str | None = None) -> list[Obj]:
+    def list_nodes(self, *, labels: str | None = None) -> list[Node]:
         """Nodes matching the label selector."""
         return list(
             self._read(
@@ -122,7 +135,7 @@ class Kube:
             )["items"]
         )
 
-    def list_pdbs(self) -> list[Obj]:
+    def list_pdbs(self) -> list[PodDisruptionBudget]:
         """PodDisruptionBudgets in all namespaces."""
         return list(
             self._read(
@@ -131,16 +144,19 @@ class Kube:
             )["items"]
         )
 
-    def get_nodepool(self, name: str) -> Obj | None:
+    def get_nodepool(self, name: str) -> NodePool | None:
         """The NodePool, or None if it does not exist."""
-        return self._get(
-            lambda: self._custom.get_cluster_custom_object(
-                "karpenter.sh", "v1", "nodepools", name, **self._opts()
+        return cast(
+            "NodePool | None",
+            self._get(
+                lambda: self._custom.get_cluster_custom_object(
+                    "karpenter.sh", "v1", "nodepools", name, **self._opts()
+                ),
+                f"get nodepool {name}",
             ),
-            f"get nodepool {name}",
         )
 
-    def list_nodepools(self) -> list[Obj]:
+    def list_nodepools(self) -> list[NodePool]:
         """Every NodePool (attribution needs the others' weights and requirements too)."""
         found = self._read(
             lambda: self._custom.list_cluster_custom_object(
@@ -158,7 +174,7 @@ class Kube:
             if annotated in (n["metadata"].get("annotations") or {})
         ]
 
-    def list_events(self, *, fields: str) -> list[Obj]:
+    def list_events(self, *, fields: str) -> list[Event]:
         """Events of every namespace matching the field selector (Karpenter's Warnings on
         cluster-scoped NodeClaims land in ``default``)."""
         return list(
@@ -170,30 +186,41 @@ class Kube:
             )["items"]
         )
 
-    def get_priority_class(self, name: str) -> Obj | None:
+    def get_priority_class(self, name: str) -> PriorityClass | None:
         """The PriorityClass, or None."""
-        return self._get(
-            lambda: self._scheduling.read_priority_class(name, **self._opts()),
-            f"get priorityclass {name}",
-        )
-
-    def get_config_map(self, namespace: str, name: str) -> Obj | None:
-        """The ConfigMap, or None."""
-        return self._get(
-            lambda: self._core.read_namespaced_config_map(name, namespace, **self._opts()),
-            f"get configmap {namespace}/{name}",
-        )
-
-    def get_capacity_buffer(self, namespace: str, name: str) -> Obj | None:
-        """The CapacityBuffer, or None."""
-        return self._get(
-            lambda: self._custom.get_namespaced_custom_object(
-                *BUFFERS, namespace, "capacitybuffers", name, **self._opts()
+        return cast(
+            "PriorityClass | None",
+            self._get(
+                lambda: self._scheduling.read_priority_class(name, **self._opts()),
+                f"get priorityclass {name}",
             ),
-            f"get capacitybuffer {namespace}/{name}",
         )
 
-    def list_capacity_buffers(self, namespace: str, *, labels: str | None = None) -> list[Obj]:
+    def get_config_map(self, namespace: str, name: str) -> ConfigMap | None:
+        """The ConfigMap, or None."""
+        return cast(
+            "ConfigMap | None",
+            self._get(
+                lambda: self._core.read_namespaced_config_map(name, namespace, **self._opts()),
+                f"get configmap {namespace}/{name}",
+            ),
+        )
+
+    def get_capacity_buffer(self, namespace: str, name: str) -> CapacityBuffer | None:
+        """The CapacityBuffer, or None."""
+        return cast(
+            "CapacityBuffer | None",
+            self._get(
+                lambda: self._custom.get_namespaced_custom_object(
+                    *BUFFERS, namespace, "capacitybuffers", name, **self._opts()
+                ),
+                f"get capacitybuffer {namespace}/{name}",
+            ),
+        )
+
+    def list_capacity_buffers(
+        self, namespace: str, *, labels: str | None = None
+    ) -> list[CapacityBuffer]:
         """CapacityBuffers in ``namespace`` (empty when the cluster does not serve them)."""
         found = self._get(
             lambda: self._custom.list_namespaced_custom_object(
@@ -229,7 +256,7 @@ class Kube:
         return found is not None
 
     # ---- writes --------------------------------------------------------------------------
-    def create_pod(self, namespace: str, body: Obj) -> None:
+    def create_pod(self, namespace: str, body: Pod) -> None:
         self._write(
             f"create pod {namespace}/{body['metadata']['name']}",
             body,
@@ -247,7 +274,7 @@ class Kube:
             missing_ok=True,
         )
 
-    def create_job(self, namespace: str, body: Obj) -> None:
+    def create_job(self, namespace: str, body: Job) -> None:
         self._write(
             f"create job {namespace}/{body['metadata']['name']}",
             body,
@@ -269,7 +296,7 @@ class Kube:
             missing_ok=True,
         )
 
-    def create_priority_class(self, body: Obj) -> None:
+    def create_priority_class(self, body: PriorityClass) -> None:
         self._write(
             f"create priorityclass {body['metadata']['name']}",
             body,
@@ -292,7 +319,7 @@ class Kube:
             ),
         )
 
-    def create_capacity_buffer(self, namespace: str, body: Obj) -> None:
+    def create_capacity_buffer(self, namespace: str, body: CapacityBuffer) -> None:
         self._write(
             f"create capacitybuffer {namespace}/{body['metadata']['name']}",
             body,
@@ -336,7 +363,7 @@ class Kube:
             missing_ok=True,
         )
 
-    def create_pod_template(self, namespace: str, body: Obj) -> None:
+    def create_pod_template(self, namespace: str, body: PodTemplate) -> None:
         self._write(
             f"create podtemplate {namespace}/{body['metadata']['name']}",
             body,
@@ -345,27 +372,30 @@ class Kube:
             ),
         )
 
-    def get_pod_template(self, namespace: str, name: str) -> Obj | None:
-        return self._get(
-            lambda: self._core.read_namespaced_pod_template(name, namespace, **self._opts()),
-            f"get podtemplate {namespace}/{name}",
+    def get_pod_template(self, namespace: str, name: str) -> PodTemplate | None:
+        return cast(
+            "PodTemplate | None",
+            self._get(
+                lambda: self._core.read_namespaced_pod_template(name, namespace, **self._opts()),
+                f"get podtemplate {namespace}/{name}",
+            ),
         )
 
-    def create_event(self, namespace: str, body: Obj) -> None:
+    def create_event(self, namespace: str, body: Event) -> None:
         self._write(
             f"create event {namespace}/{body['metadata']['name']}",
             body,
             lambda: self._core.create_namespaced_event(namespace, body, **self._write_opts()),
         )
 
-    def create_config_map(self, namespace: str, body: Obj) -> None:
+    def create_config_map(self, namespace: str, body: ConfigMap) -> None:
         self._write(
             f"create configmap {namespace}/{body['metadata']['name']}",
             body,
             lambda: self._core.create_namespaced_config_map(namespace, body, **self._write_opts()),
         )
 
-    def replace_config_map(self, namespace: str, body: Obj) -> None:
+    def replace_config_map(self, namespace: str, body: ConfigMap) -> None:
         self._write(
             f"replace configmap {namespace}/{body['metadata']['name']}",
             body,
@@ -374,7 +404,7 @@ class Kube:
             ),
         )
 
-    def put_config_map(self, namespace: str, body: Obj, *, current: Obj | None) -> None:
+    def put_config_map(self, namespace: str, body: ConfigMap, *, current: ConfigMap | None) -> None:
         """Create ``body``, or replace ``current`` with it (its resourceVersion: a concurrent
         change is a 409)."""
         if current is None:
@@ -383,14 +413,17 @@ class Kube:
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         self.replace_config_map(namespace, body)
 
-    def get_lease(self, namespace: str, name: str) -> Obj | None:
+    def get_lease(self, namespace: str, name: str) -> Lease | None:
         """The Lease, or None."""
-        return self._get(
-            lambda: self._coordination.read_namespaced_lease(name, namespace, **self._opts()),
-            f"get lease {namespace}/{name}",
+        return cast(
+            "Lease | None",
+            self._get(
+                lambda: self._coordination.read_namespaced_lease(name, namespace, **self._opts()),
+                f"get lease {namespace}/{name}",
+            ),
         )
 
-    def create_lease(self, namespace: str, body: Obj) -> None:
+    def create_lease(self, namespace: str, body: Lease) -> None:
         """Create a Lease (409 ConflictError if another replica was faster).
 
         Leader election writes even in dry-run: it decides who may *act*, and a dry-run
@@ -403,7 +436,7 @@ class Kube:
             f"create lease {namespace}/{body['metadata']['name']}",
         )
 
-    def replace_lease(self, namespace: str, body: Obj) -> None:
+    def replace_lease(self, namespace: str, body: Lease) -> None:
         """Replace a Lease; its resourceVersion makes a concurrent change a 409."""
         self._retrying(
             lambda: self._coordination.replace_namespaced_lease(
@@ -421,7 +454,8 @@ class Kube:
         """Every create, patch and replace names us as the field manager (GitOps recipe)."""
         return {**self._opts(), "field_manager": lbl.FIELD_MANAGER}
 
-    def _get(self, call: Callable[[], Any], what: str) -> Obj | None:
+    def _get(self, call: Callable[[], Any], what: str) -> Any:
+        """The object as JSON (typed by the caller's return type), or None on 404."""
         try:
             return self._read(call, what)
         except ActuationError as exc:
@@ -429,12 +463,18 @@ class Kube:
                 return None
             raise
 
-    def _read(self, call: Callable[[], Any], what: str) -> Obj:
+    def _read(self, call: Callable[[], Any], what: str) -> Any:
+        """The response as JSON (typed by the caller's return type)."""
         response = self._retrying(call, what)
-        return dict(json.loads(response.data))
+        return json.loads(response.data)
 
     def _write(
-        self, what: str, body: Obj | None, call: Callable[[], Any], *, missing_ok: bool = False
+        self,
+        what: str,
+        body: Mapping[str, object] | None,
+        call: Callable[[], Any],
+        *,
+        missing_ok: bool = False,
     ) -> None:
         if self.dry_run:
             log.info("dry-run: would %s %s", what, json.dumps(body, sort_keys=True) if body else "")

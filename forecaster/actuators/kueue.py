@@ -17,9 +17,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube, Obj
+from forecaster.actuators.manifests import PodTemplateSpec
 from forecaster.actuators.quantities import (
     MalformedObjectError,
     gpu_quantity,
@@ -149,7 +151,8 @@ def _reserved(workloads: list[Obj], queues: set[str], flavors: set[str]) -> int:
                 continue
             pod_set = pod_sets.get(assignment.get("name"), {})
             count = int(assignment.get("count") or pod_set.get("count") or 1)
-            total += count * pod_gpus(pod_set.get("template") or {"spec": {}})
+            template = cast(PodTemplateSpec, pod_set.get("template") or {"spec": {}})
+            total += count * pod_gpus(template)
     return total
 
 

@@ -29,7 +29,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.kube import ConflictError, Kube, Obj
+from forecaster.actuators.kube import ConflictError, Kube
+from forecaster.actuators.manifests import Lease
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,7 @@ class LeaderElector:
         except ActuationError as exc:
             log.warning("leader election: could not release the Lease: %s", exc)
 
-    def _body(self, now: float, *, transitions: int) -> Obj:
+    def _body(self, now: float, *, transitions: int) -> Lease:
         return lease_body(
             self.namespace,
             self.name,
@@ -203,7 +204,7 @@ def fence(
 
 def lease_body(
     namespace: str, name: str, *, identity: str, duration: int, now: float, transitions: int
-) -> Obj:
+) -> Lease:
     """Our Lease object held by ``identity`` from ``now``."""
     return {
         "apiVersion": "coordination.k8s.io/v1",

@@ -13,7 +13,8 @@ Artifacts are small (4-60 KB); one above ``MAX_ARTIFACT_BYTES`` is refused with 
 from __future__ import annotations
 
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.kube import Kube, Obj
+from forecaster.actuators.kube import Kube
+from forecaster.actuators.manifests import config_map
 from forecaster.errors import ActuationError
 
 MAX_ARTIFACT_BYTES = 900_000
@@ -43,16 +44,12 @@ class ModelConfigMaps:
         current = self.kube.get_config_map(self.namespace, name)
         if current is not None and (current.get("data") or {}).get("version") == version:
             return False
-        body: Obj = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": name,
-                "namespace": self.namespace,
-                "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: pool},
-            },
-            "data": {"version": version, ARTIFACT_KEY: text},
-        }
+        body = config_map(
+            name=name,
+            namespace=self.namespace,
+            labels={lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: pool},
+            data={"version": version, ARTIFACT_KEY: text},
+        )
         self.kube.put_config_map(self.namespace, body, current=current)
         return True
 

@@ -25,10 +25,12 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
+from forecaster.actuators.manifests import NodePool
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
+Patch = dict[str, Any]
+"""A JSON merge patch (``null`` deletes a field): partial by nature, so left untyped."""
 PROTECT_BUDGET = {"nodes": "0", "reasons": ["Empty", "Underutilized"]}
 KARPENTER_DEFAULT_BUDGETS = [{"nodes": "10%"}]
 CONFLICT_RETRIES = 5
@@ -71,7 +73,7 @@ class NodePools:
             return None
         return int(pause_record(nodepool)["until"])
 
-    def _retrying(self, name: str, make_patch: Callable[[Obj], Obj | None]) -> bool:
+    def _retrying(self, name: str, make_patch: Callable[[NodePool], Patch | None]) -> bool:
         for _ in range(CONFLICT_RETRIES):
             nodepool = self.kube.get_nodepool(name)
             if nodepool is None:
@@ -87,7 +89,7 @@ class NodePools:
             return True
         raise ActuationError(f"NodePool {name}: still conflicting after {CONFLICT_RETRIES} tries")
 
-    def _restore_patch(self, nodepool: Obj, expired_before: int | None) -> Obj | None:
+    def _restore_patch(self, nodepool: NodePool, expired_before: int | None) -> Patch | None:
         annotations = _annotations(nodepool)
         if lbl.ORIGINAL_DISRUPTION not in annotations:
             return None
@@ -96,7 +98,7 @@ class NodePools:
             return None
         disruption = nodepool["spec"].get("disruption", {})
         name = nodepool["metadata"]["name"]
-        spec: Obj = {}
+        spec: Patch = {}
         changed_by_others = []
         for key in FIELDS:
             if disruption.get(key) == record["applied"][key]:
@@ -111,7 +113,7 @@ class NodePools:
             log.warning("%s", message)
             self.conflicts[name] = message
         only_ours = set(annotations) == {lbl.ORIGINAL_DISRUPTION}
-        patch: Obj = {
+        patch: Patch = {
             "metadata": {
                 "resourceVersion": nodepool["metadata"]["resourceVersion"],
                 "annotations": None if only_ours else {lbl.ORIGINAL_DISRUPTION: None},
@@ -122,11 +124,11 @@ class NodePools:
         return patch
 
 
-def _annotations(nodepool: Obj) -> dict[str, str]:
+def _annotations(nodepool: NodePool) -> dict[str, str]:
     return dict(nodepool["metadata"].get("annotations") or {})
 
 
-def pause_record(nodepool: Obj) -> Obj:
+def pause_record(nodepool: NodePool) -> dict[str, Any]:
     """Our record on the NodePool; a damaged one raises ``NodePoolConflictError``, never guessed."""
     name = nodepool["metadata"]["name"]
     text = _annotations(nodepool)[lbl.ORIGINAL_DISRUPTION]
@@ -156,7 +158,9 @@ def pause_record(nodepool: Obj) -> Obj:
     return dict(record)
 
 
-def _protect_patch(nodepool: Obj, consolidate_after: str, *, now: int, seconds: int) -> Obj | None:
+def _protect_patch(
+    nodepool: NodePool, consolidate_after: str, *, now: int, seconds: int
+) -> Patch | None:
     disruption = nodepool["spec"].get("disruption", {})
     name = nodepool["metadata"]["name"]
     if lbl.ORIGINAL_DISRUPTION in _annotations(nodepool):

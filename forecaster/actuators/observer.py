@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.attribution import NodePoolShape, nodepool_of, shape
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.kueue import KueueScope, read_rooms
+from forecaster.actuators.manifests import CapacityBuffer, Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
 from forecaster.actuators.quantities import (
     MalformedObjectError,
@@ -55,20 +55,19 @@ from forecaster.core.cluster import (
 )
 from forecaster.core.kueue import KueueRoom
 
-Obj = dict[str, Any]
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
 LAUNCH_WINDOW_SECONDS = 600
 NO_CAPACITY = "InsufficientCapacityError"
 
 
-def _ready(node: Obj) -> bool:
+def _ready(node: Node) -> bool:
     return any(
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in node.get("status", {}).get("conditions", [])
     )
 
 
-def _is_placeholder(pod: Obj) -> bool:
+def _is_placeholder(pod: Pod) -> bool:
     pod_labels = pod["metadata"].get("labels") or {}
     return (
         pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER
@@ -76,11 +75,11 @@ def _is_placeholder(pod: Obj) -> bool:
     )
 
 
-def _allocatable(node: Obj) -> int:
+def _allocatable(node: Node) -> int:
     return gpu_quantity(node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0))
 
 
-def _buffer_gpus(buffers: list[Obj], pool: str) -> int:
+def _buffer_gpus(buffers: list[CapacityBuffer], pool: str) -> int:
     """GPUs our CapacityBuffer of ``pool`` asks to keep free (replicas x chunk GPUs)."""
     total = 0
     for buffer in buffers:
@@ -91,7 +90,7 @@ def _buffer_gpus(buffers: list[Obj], pool: str) -> int:
 
 
 def _node_gpus(
-    own: list[Obj],
+    own: list[Node],
     *,
     used_on: dict[str, int],
     ours_on: dict[str, int],
@@ -189,8 +188,8 @@ def _snapshot(
     kube: Kube,
     pool: str,
     *,
-    nodes: list[Obj],
-    pods: list[Obj],
+    nodes: list[Node],
+    pods: list[Pod],
     homes: list[str | None],
     node_pool: dict[str, str],
     now: int,
@@ -260,7 +259,7 @@ def _snapshot(
     )
 
 
-def _shapes(nodepools: list[Obj]) -> list[NodePoolShape]:
+def _shapes(nodepools: list[NodePool]) -> list[NodePoolShape]:
     """Every readable NodePool's shape (a malformed one serves no pending pod here)."""
     shapes = []
     for nodepool in nodepools:
@@ -272,7 +271,7 @@ def _shapes(nodepools: list[Obj]) -> list[NodePoolShape]:
 
 
 def _attribute(
-    pods: list[Obj], shapes: list[NodePoolShape]
+    pods: list[Pod], shapes: list[NodePoolShape]
 ) -> tuple[list[str | None], tuple[Unattributed, ...]]:
     """The NodePool each pending pod waits for (None for bound pods and pods no pool serves),
     and the pending GPU pods that no NodePool can serve, per namespace."""
@@ -296,7 +295,7 @@ def _attribute(
     return homes, tuple(Unattributed(ns, n, g) for ns, (n, g) in sorted(lost.items()))
 
 
-def _launch_failures(events: list[Obj], *, now: int) -> dict[str, str]:
+def _launch_failures(events: list[Event], *, now: int) -> dict[str, str]:
     """Per NodePool, Karpenter's recent "no capacity" Warnings on its NodeClaims, summarised."""
     seen: dict[str, tuple[int, float, str]] = {}
     for event in events:

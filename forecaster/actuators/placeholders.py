@@ -29,14 +29,13 @@ from __future__ import annotations
 import contextlib
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
+from forecaster.actuators.manifests import Container, Job, Object, PodSpec, Toleration
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 FINISHED_TTL_SECONDS = 600
 """A finished placeholder Job (it holds no GPU) is deleted by Kubernetes this long after it
@@ -58,7 +57,7 @@ class PlaceholderSpec:
     spreads the API writes over the renewal window instead of one slow tick."""
     image: str = PAUSE_IMAGE
     command: tuple[str, ...] = ()
-    tolerations: tuple[dict[str, str], ...] = (
+    tolerations: tuple[Toleration, ...] = (
         {"key": lbl.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
     )
 
@@ -100,7 +99,7 @@ class Placeholders:
                 " not creating placeholders"
             )
 
-    def jobs(self, pool: str | None = None) -> list[Obj]:
+    def jobs(self, pool: str | None = None) -> list[Job]:
         """Our placeholder Jobs (of one pool, or all), finished ones included."""
         return self.kube.list_jobs(namespace=self.namespace, labels=lbl.placeholder_selector(pool))
 
@@ -111,7 +110,7 @@ class Placeholders:
         wasted = 0.0
         used = 0
         deleted: list[str] = []
-        live: list[Obj] = []
+        live: list[Job] = []
         renewals = 0
         for job in sorted(jobs, key=lambda j: _created_at(j, default=now)):  # oldest first
             age = now - _created_at(job, default=now)
@@ -167,7 +166,7 @@ class Placeholders:
             if p.get("status", {}).get("phase") == "Running"
         }
 
-    def _delete(self, job: Obj) -> str:
+    def _delete(self, job: Job) -> str:
         _require_ours(job)
         self.kube.delete_job(self.namespace, _name(job))
         return _name(job)
@@ -181,9 +180,9 @@ class Placeholders:
         return str(body["metadata"]["name"])
 
 
-def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> Obj:
+def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> PodSpec:
     """The pod spec of one placeholder (also the CapacityBuffer's PodTemplate)."""
-    container: Obj = {
+    container: Container = {
         "name": "prewarm",
         "image": spec.image,
         "resources": {
@@ -205,7 +204,7 @@ def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> Obj:
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "nodeSelector": {lbl.NODEPOOL_LABEL: spec.pool},
-        "tolerations": [dict(t) for t in spec.tolerations],
+        "tolerations": [Toleration(**t) for t in spec.tolerations],
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": 65535,
@@ -217,7 +216,7 @@ def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> Obj:
 
 def placeholder_job(
     spec: PlaceholderSpec, *, namespace: str, priority_class: str, slot: int, now: int
-) -> Obj:
+) -> Job:
     """The Job manifest of one placeholder (see the module docstring for every field's why)."""
     labels = {
         lbl.MANAGED_BY: lbl.MANAGER,
@@ -266,7 +265,7 @@ def placeholder_job(
     }
 
 
-def _ended(job: Obj) -> str | None:
+def _ended(job: Job) -> str | None:
     """Why a finished Job ended: "preempted" (a real pod took its node), else "ended"."""
     for condition in job.get("status", {}).get("conditions") or []:
         if condition.get("type") in ("Failed", "Complete") and condition.get("status") == "True":
@@ -274,18 +273,18 @@ def _ended(job: Obj) -> str | None:
     return None
 
 
-def _require_ours(obj: Obj) -> None:
+def _require_ours(obj: Object) -> None:
     if obj["metadata"].get("labels", {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
         raise AssertionError(f"refusing to delete {_name(obj)}: not managed by forecaster")
 
 
-def _name(obj: Obj) -> str:
+def _name(obj: Object) -> str:
     return str(obj["metadata"]["name"])
 
 
-def _gpus(obj: Obj) -> int:
+def _gpus(obj: Object) -> int:
     return int(obj["metadata"].get("annotations", {}).get(lbl.GPUS, 0))
 
 
-def _created_at(obj: Obj, *, default: int) -> int:
+def _created_at(obj: Object, *, default: int) -> int:
     return int(obj["metadata"].get("annotations", {}).get(lbl.CREATED_AT, default))

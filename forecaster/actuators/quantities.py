@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 import re
 from datetime import datetime
-from typing import Any
 
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.manifests import Pod, PodTemplateSpec
 from forecaster.errors import ActuationError
 
 _QUANTITY = re.compile(r"^(\d+(?:\.\d+)?)([kKMG]?)$")
@@ -31,7 +31,7 @@ def gpu_quantity(value: object) -> int:
     return math.floor(float(match.group(1)) * scale)
 
 
-def pod_gpus(pod: dict[str, Any]) -> int:
+def pod_gpus(pod: Pod | PodTemplateSpec) -> int:
     """GPUs a pod (or a pod template) requests: requests, else limits, summed over containers."""
     total = 0
     for container in pod["spec"].get("containers", []):

@@ -7,6 +7,7 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
+from forecaster.actuators.manifests import config_map
 from forecaster.errors import ActuationError
 
 KEY = "state.json"
@@ -40,16 +41,12 @@ class ConfigMapStateStore:
 
     def save(self, data: dict[str, Any]) -> None:
         """Write ``data``; a concurrent writer (another leader) makes this fail with 409."""
-        body: dict[str, Any] = {
-            "apiVersion": "v1",
-            "kind": "ConfigMap",
-            "metadata": {
-                "name": self.name,
-                "namespace": self.namespace,
-                "labels": {lbl.MANAGED_BY: lbl.MANAGER},
-            },
-            "data": {KEY: json.dumps(data, sort_keys=True, separators=(",", ":"))},
-        }
+        body = config_map(
+            name=self.name,
+            namespace=self.namespace,
+            labels={lbl.MANAGED_BY: lbl.MANAGER},
+            data={KEY: json.dumps(data, sort_keys=True, separators=(",", ":"))},
+        )
         if self._version is None:
             try:
                 self.kube.create_config_map(self.namespace, body)
