@@ -34,7 +34,7 @@ MUTATIONS = (
         "forecaster/core/budget.py",
         "spend = gpus * step / 3600",
         "spend = 0.0",
-        ("tests/core/test_budget.py", "tests/service/test_loop.py"),
+        ("tests/core/test_budget.py", "tests/reconcile/test_loop.py"),
     ),
     Mutation(
         "ledger forgets spend when the clock jumps",
@@ -90,7 +90,7 @@ MUTATIONS = (
         "forecaster/actuators/observer.py",
         "if buffer_gpus and not paused:",
         "if False:",
-        ("tests/service/test_loop.py",),
+        ("tests/reconcile/test_loop.py",),
     ),
     Mutation(
         "idle nodes kept by our NodePool pause are not billed",
@@ -190,21 +190,21 @@ MUTATIONS = (
         "forecaster/reconcile/loop.py",
         "            self._loaded = False\n        except ForecasterError as exc:",
         "            pass\n        except ForecasterError as exc:",
-        ("tests/service/test_loop.py",),
+        ("tests/reconcile/test_loop.py",),
     ),
     Mutation(
         "a follower taking over acts on the state it read long ago",
         "forecaster/reconcile/loop.py",
         "self._loaded = False  # a follower re-reads each tick: fresh when it takes over",
         "pass",
-        ("tests/service/test_loop.py",),
+        ("tests/reconcile/test_loop.py",),
     ),
     Mutation(
         "unreadable state starts from zero (fail open)",
         "forecaster/reconcile/loop.py",
         "spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)",
         "spent = spent_last_day(self.state.ledger)",
-        ("tests/service/test_loop.py",),
+        ("tests/reconcile/test_loop.py",),
     ),
     Mutation(
         "uninstall cleanup does not fence the running leader",

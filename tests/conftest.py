@@ -11,8 +11,9 @@ import pytest
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries
 from forecaster.sources.files import CsvSource
+from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0
+from tests.service.fakes import POOL, T0
 from tests.support.prometheus_server import Series, running_prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,3 +137,11 @@ def api() -> Iterator[KubeApiDouble]:
         server.clock = float(T0)
         yield server
     assert server.invalid == [], f"objects refused by schema validation: {server.invalid}"
+
+
+@pytest.fixture
+def busy_cluster(api: KubeApiDouble) -> ClusterSim:
+    """A NodePool with two Ready 8-GPU nodes running two 8-GPU jobs (``ClusterSim.busy_pool``)."""
+    cluster = ClusterSim(api)
+    cluster.busy_pool(POOL)
+    return cluster

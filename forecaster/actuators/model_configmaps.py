@@ -3,7 +3,7 @@
 Each pool's CURRENT artifact lives in the ConfigMap ``forecaster-model-<pool>`` of our namespace
 (keys ``version`` and ``artifact.json``). The training CronJob fetches the champions, trains
 into a scratch directory and publishes what became current; every daemon replica fetches into
-its own scratch directory before each tick, so the usual hot reload applies (``service.app``
+its own scratch directory before each tick, so the usual hot reload applies (``app.model_sharing``
 moves artifacts between this and the local ``ArtifactStore``, which verifies hash and pool on
 the way in: a damaged one is refused and the current model stays).
 Artifacts are small (4-60 KB); one above ``MAX_ARTIFACT_BYTES`` is refused with a clear error

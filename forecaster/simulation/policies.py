@@ -1,8 +1,8 @@
 """Replay policies that need no forecasting model: reactive, static, schedule, burst, oracle.
 
-(The predictive policy uses the real forecaster and lives in ``service/replay.py``, the layer
-that may import both the models and the twin.) Policies that plan use ``PlannedPrewarm``: the
-same pure planner and caps as the daemon, with its rolling-day spend ledger.
+(The predictive policy is the daemon's own reconcile loop, ``simulation/replay.py``.) Policies
+that plan use ``PlannedPrewarm``: the same pure planner and caps as the daemon, with its
+rolling-day spend ledger.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fixtures of the service tests: the API double with a small GPU pool, and a ticking daemon."""
+"""Fixtures of the service tests: a ticking what-if daemon."""
 
 from __future__ import annotations
 
@@ -9,17 +9,7 @@ import pytest
 from forecaster.app import build
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
-
-
-@pytest.fixture
-def busy_cluster(api: KubeApiDouble) -> ClusterSim:
-    """A NodePool with two Ready 8-GPU nodes running two 8-GPU jobs (``ClusterSim.busy_pool``)."""
-    cluster = ClusterSim(api)
-    cluster.busy_pool(POOL)
-    return cluster
 
 
 @pytest.fixture
