@@ -24,7 +24,7 @@ from typing import Annotated, Any, Literal, get_args
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from forecaster.core.error_budget import SloPolicy
+from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.policy import covering_horizon, prewarm_window_seconds
 from forecaster.errors import ConfigError
 
@@ -260,7 +260,9 @@ class Settings(_Strict):
     forecast: ForecastSettings = ForecastSettings()
     planning: PlanningSettings = PlanningSettings()
     slo: SloPolicy = SloPolicy()
-    """The core value itself (validated by its own ``__post_init__``; unknown keys refused)."""
+    """The core value itself (validated by its own ``__post_init__``; unknown keys refused).
+    ``target_exceedance`` and ``max_waste_gpu_hours_per_day`` left out follow the plan
+    (``core.error_budget.following_the_plan``: 1 - target_quantile, the GPU-hours/day budget)."""
     models_dir: Path = Path("models")
     models_store: Literal["directory", "configmap"] = Field(
         "directory",
@@ -272,6 +274,35 @@ class Settings(_Strict):
     state_config_map: str = "forecaster-state"
     twin: TwinSettings = TwinSettings()
     pools: tuple[PoolSettings, ...] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _slo_follows_the_plan(cls, data: Any) -> Any:
+        """Fill the SLO targets left out from the plan (see ``slo``); given ones are kept."""
+        if not isinstance(data, dict) or not isinstance(data.get("slo", {}), dict):
+            return data  # not a mapping: the field validators say what is wrong
+        forecast, planning = data.get("forecast") or {}, data.get("planning") or {}
+        try:
+            quantile = float(
+                forecast.get(
+                    "target_quantile", ForecastSettings.model_fields["target_quantile"].default
+                )
+            )
+            budget = float(
+                (planning.get("budgets") or {}).get(
+                    "max_prewarm_gpu_hours_per_day",
+                    BudgetSettings.model_fields["max_prewarm_gpu_hours_per_day"].default,
+                )
+            )
+            plan = following_the_plan(
+                SloPolicy(), target_quantile=quantile, prewarm_gpu_hours_per_day=budget
+            )
+        except (TypeError, ValueError, AttributeError):
+            return data  # a bad quantile or budget: its own field reports it
+        slo = dict(data.get("slo") or {})
+        slo.setdefault("target_exceedance", plan.target_exceedance)
+        slo.setdefault("max_waste_gpu_hours_per_day", plan.max_waste_gpu_hours_per_day)
+        return {**data, "slo": slo}
 
     @model_validator(mode="after")
     def _pools_consistent(self) -> Settings:
@@ -288,11 +319,14 @@ class Settings(_Strict):
                 )
             if self.source.kind == "csv" and pool.csv is None:
                 raise ValueError(f"pools.{i}.csv is required when source.kind is csv")
-        slo = self.slo
-        if not slo.fast_window_seconds <= slo.slow_window_seconds <= slo.window_seconds:
-            raise ValueError("slo windows must satisfy fast <= slow <= window")
-        if slo.recovery_burn > min(slo.fast_burn, slo.slow_burn):
-            raise ValueError("slo.recovery_burn must not exceed fast_burn and slow_burn")
+        misses = round(1.0 - self.forecast.target_quantile, 9)
+        if self.slo.target_exceedance < misses:
+            raise ValueError(
+                f"slo.target_exceedance {self.slo.target_exceedance:g} is below the"
+                f" {misses:g} of points a P{self.forecast.target_quantile * 100:g} plan"
+                " exceeds by design: it would hand off all day; leave it out to follow"
+                " forecast.target_quantile"
+            )
         return self
 
     def pool(self, name: str) -> PoolSettings:

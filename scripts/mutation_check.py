@@ -311,6 +311,13 @@ MUTATIONS = (
         ("tests/core/test_actions.py",),
     ),
     Mutation(
+        "the SLO ignores the plan's quantile (a P80 plan would hand off all day)",
+        "forecaster/core/error_budget.py",
+        "        target_exceedance=round(1.0 - target_quantile, 9),\n",
+        "",
+        ("tests/test_settings.py", "tests/simulation/test_replay.py"),
+    ),
+    Mutation(
         "a local forecast-only run writes a Lease",
         "forecaster/cli/commands.py",
         "elect=not local",

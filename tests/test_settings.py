@@ -115,3 +115,19 @@ def test_yaml_syntax_error_names_the_line(tmp_path: Path) -> None:
 def test_missing_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"nope.yaml: cannot read config"):
         load_settings(tmp_path / "nope.yaml", env={})
+
+
+def test_the_slo_follows_the_plan_unless_given(tmp_path: Path) -> None:
+    """A P80 plan exceeds its forecast 20 % of the time by design: its SLO must expect that;
+    the waste budget is what prewarm may spend a day."""
+    p80 = minimal(
+        forecast={"quantiles": [0.5, 0.8], "target_quantile": 0.8},
+        planning={"budgets": {"max_prewarm_gpu_hours_per_day": 650}},
+    )
+    slo = load_settings(write(tmp_path, p80), env={}).slo
+    assert (slo.target_exceedance, slo.max_waste_gpu_hours_per_day) == (0.2, 650.0)
+    looser = load_settings(write(tmp_path, {**p80, "slo": {"target_exceedance": 0.3}}), env={})
+    assert looser.slo.target_exceedance == 0.3
+    with pytest.raises(ConfigError, match=r"slo.target_exceedance 0.05 is below the 0.2 of"):
+        load_settings(write(tmp_path, {**p80, "slo": {"target_exceedance": 0.05}}), env={})
+    assert load_settings(write(tmp_path, minimal()), env={}).slo.target_exceedance == 0.05

@@ -8,7 +8,6 @@ retraining standing in for the training CronJob (``simulation.replay.WeeklyRetra
 
 from __future__ import annotations
 
-from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace
 from forecaster.core.policy import Budgets, PoolPolicy, prewarm_window_seconds
 from forecaster.durations import DAY
@@ -64,7 +63,6 @@ def replay_setup(
         price_spot=price_spot,
         model=model,
         plan_quantile=quantile,
-        slo=SloPolicy(),
     )
 
 
@@ -104,7 +102,7 @@ def predictive(setup: ReplaySetup) -> Predictive:
         source=ports,
         models=models,
         budgets=setup.budgets,
-        slo=setup.slo,
+        slo=setup.slo_policy,
         state_store=MemoryStateStore(),
         observe=ports.observe,
         actuator=ports,

@@ -64,6 +64,23 @@ class SloPolicy:
             raise ValueError("max_waste_gpu_hours_per_day must be a finite number >= 0")
 
 
+def following_the_plan(
+    policy: SloPolicy, *, target_quantile: float, prewarm_gpu_hours_per_day: float
+) -> SloPolicy:
+    """``policy`` with the targets a plan at ``target_quantile`` can meet by design.
+
+    A P``q`` forecast is exceeded ``1 - q`` of the time when it is right (a P80 plan misses 20 %,
+    not 5 %): a tighter SLO hands a well-calibrated plan off all day. And all prewarm may go
+    unused, so the waste budget is what prewarm may spend a day; a smaller one caps the
+    operating point below the budget the operator chose.
+    """
+    return replace(
+        policy,
+        target_exceedance=round(1.0 - target_quantile, 9),
+        max_waste_gpu_hours_per_day=prewarm_gpu_hours_per_day,
+    )
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """A forecast whose target time has passed: did demand stay under its P95?"""

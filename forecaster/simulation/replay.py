@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from forecaster.core.error_budget import SloPolicy
+from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.jobs import JobTrace
 from forecaster.core.planner import Mode
 from forecaster.core.policy import Budgets, covering_horizon, prewarm_window_seconds
@@ -143,9 +143,22 @@ class ReplaySetup:
     price_spot: float = 1.60
     model: str = "quantreg-raw"
     horizons_seconds: tuple[int, ...] = (300, 600, 900)
-    slo: SloPolicy = field(default_factory=SloPolicy)
+    slo: SloPolicy | None = None
+    """None: the SLO follows the plan (``core.error_budget.following_the_plan``), as the
+    daemon's does when the config leaves it out."""
     plan_quantile: float = 0.95
     retrain: RetrainSchedule = field(default_factory=RetrainSchedule)
+
+    @property
+    def slo_policy(self) -> SloPolicy:
+        """The error budget's SLO: as given, or following the plan's quantile and budget."""
+        if self.slo is not None:
+            return self.slo
+        return following_the_plan(
+            SloPolicy(),
+            target_quantile=self.plan_quantile,
+            prewarm_gpu_hours_per_day=self.budgets.max_prewarm_gpu_hours_per_day,
+        )
 
     @property
     def lead_seconds(self) -> int:

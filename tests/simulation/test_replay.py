@@ -203,3 +203,11 @@ def test_with_a_kueue_quota_no_prewarm_goes_beyond_what_it_admits() -> None:
     assert result.record.demand.max() <= 40  # only admitted work has pods
     unlimited = replay(jobs, replay_policy("oracle", setup(2), jobs=jobs), setup=setup(2))
     assert result.record.prewarm.sum() < unlimited.record.prewarm.sum()
+
+
+def test_replay_error_budget_follows_the_plan_like_the_daemon() -> None:
+    s = dataclasses.replace(setup(2, cap=16), plan_quantile=0.8)
+    policy = replay_policy("predictive", s, jobs=synthetic(1, seed=7))
+    assert isinstance(policy, Predictive)
+    assert policy.reconciler.slo.target_exceedance == pytest.approx(0.2)
+    assert policy.reconciler.slo.max_waste_gpu_hours_per_day == 16 * 24.0
