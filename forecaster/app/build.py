@@ -80,6 +80,25 @@ def build_source(settings: Settings) -> DemandSource:
     )
 
 
+def csv_source(settings: Settings, *, pool: str, path: Path) -> CsvSource:
+    """One pool's history from ``path`` (``plan --data``), cleaned as the config says."""
+    return CsvSource(
+        {pool: path},
+        value_column=settings.source.csv_value_column,
+        outage_min_seconds=settings.forecast.outage_min_seconds,
+    )
+
+
+def model_store(settings: Settings) -> ArtifactStore:
+    """The local model artifacts (``models list`` / ``rollback``, the daemon's models)."""
+    return ArtifactStore(settings.models_dir)
+
+
+def control(settings: Settings, kube: Kube) -> Control:
+    """The kill switch in our namespace."""
+    return Control(kube, namespace=settings.planning.placeholders.namespace)
+
+
 def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:
     """Plain training parameters for one pool."""
     forecast = settings.forecast
@@ -163,7 +182,7 @@ def build_reconciler(
         for pool in settings.pools
     ]
     models = ModelProvider(
-        ArtifactStore(settings.models_dir),
+        model_store(settings),
         horizons_seconds=settings.forecast.horizons_seconds,
         quantiles=settings.forecast.quantiles,
     )
@@ -171,7 +190,7 @@ def build_reconciler(
     halt = None
     if kube is not None:
         live = kube
-        halt = Control(kube, namespace=settings.planning.placeholders.namespace).read
+        halt = control(settings, kube).read
         actuator = build_actuator(settings, kube)
         if not kube.dry_run:
             state_store = ConfigMapStateStore(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from forecaster.actuators.control import CONTROL_CONFIG_MAP, Control
+from forecaster.actuators.control import CONTROL_CONFIG_MAP
 from forecaster.actuators.guardrails import Guardrail
 from forecaster.app import build, cleanup, doctor, training
 from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG
@@ -28,7 +28,6 @@ from forecaster.cli.report import (
 from forecaster.core.actions import Halt
 from forecaster.core.series import iso_utc
 from forecaster.errors import ConfigError, SourceError
-from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun
 from forecaster.forecasting.registry import FALLBACK, known_names
 from forecaster.forecasting.selection import select
@@ -93,7 +92,7 @@ def _check_query(settings: Settings, args: argparse.Namespace) -> int:
 def _switch(settings: Settings, args: argparse.Namespace) -> int:
     """``pause`` / ``resume``: set the kill switch the leader reads every tick."""
     kube = build.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
-    control = Control(kube, namespace=settings.planning.placeholders.namespace)
+    control = build.control(settings, kube)
     halt = None
     if args.command == "pause":
         now = int(SystemClock().now().timestamp())
@@ -292,11 +291,7 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
         path = data if data is not None else one_pool.csv
         if path is None:
             raise ConfigError(f"pool {one_pool.name}: no CSV history to plan from (use --data)")
-        source = CsvSource(
-            {one_pool.name: path},
-            value_column=settings.source.csv_value_column,
-            outage_min_seconds=settings.forecast.outage_min_seconds,
-        )
+        source = build.csv_source(settings, pool=one_pool.name, path=path)
         now = source.fetch_all(one_pool.name, step_seconds=settings.forecast.step_seconds)[0].end
         _print_plan(one, source, now)
     return 0
@@ -311,7 +306,7 @@ def _print_plan(settings: Settings, source: DemandSource, now: int) -> None:
 
 def _models_rollback(settings: Settings, *, pool: str, to: str | None) -> int:
     settings.pool(pool)
-    store = ArtifactStore(settings.models_dir)
+    store = build.model_store(settings)
     versions = store.versions(pool)
     current = store.current_version(pool)
     if to is None:
@@ -325,7 +320,7 @@ def _models_rollback(settings: Settings, *, pool: str, to: str | None) -> int:
 
 
 def _models_list(settings: Settings) -> int:
-    store = ArtifactStore(settings.models_dir)
+    store = build.model_store(settings)
     for pool in settings.pools:
         current = store.current_version(pool.name)
         versions = store.versions(pool.name)
