@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from datetime import datetime
+from typing import Any
 
 from tqdm import tqdm
 
@@ -152,6 +154,35 @@ def against_sweep(results: list[ReplayResult], sweep: list[ReplayResult]) -> lis
     return lines
 
 
+def image_pull_sweep(
+    names: list[str], jobs: JobTrace, *, setup: ReplaySetup, pulls: list[float], static_gpus: int
+) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """Each policy at each image-pull time: how the lead time moves waiting and GPU-hours.
+
+    GPU-hours are relative to reactive at the same pull time (reactive is run when not asked)."""
+    lines = [
+        f"{'image pull':>10} {'policy':>12} {'GPU-h vs reactive':>17} {'P95 wait':>9}"
+        f" {'mean':>7} {'>5min':>6}"
+    ]
+    document: dict[str, dict[str, Any]] = {}
+    for pull in pulls:
+        twin = dataclasses.replace(setup.twin, image_pull_seconds=pull)
+        at_pull = dataclasses.replace(setup, twin=twin)
+        ran = ["reactive", *(n for n in names if n != "reactive")]
+        results = run_all(ran, jobs, setup=at_pull, static_gpus=static_gpus)
+        base = results[0].metrics.gpu_hours
+        document[f"{pull:g}"] = {}
+        for r in results:
+            m = r.metrics
+            extra = m.gpu_hours / base - 1 if base else 0.0
+            lines.append(
+                f"{pull:>8.0f} s {r.policy:>12} {extra:>+17.2%} {m.p95_wait_s:>7.0f} s"
+                f" {m.mean_wait_s:>5.0f} s {m.share_waiting_over_5min:>6.1%}"
+            )
+            document[f"{pull:g}"][r.policy] = {k: getattr(m, k) for k in KEYS}
+    return lines, document
+
+
 def replay_command(args: argparse.Namespace) -> int:
     """The ``replay`` subcommand."""
     _make_output_folders(args)
@@ -166,6 +197,15 @@ def replay_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--sweep: expected GPU counts separated by commas, e.g. 0,16,32; got {args.sweep!r}"
         ) from None
+    try:
+        pulls = [float(p) for p in args.image_pull_sweep.split(",") if p.strip()]
+    except ValueError:
+        raise ConfigError(
+            "--image-pull-sweep: expected seconds separated by commas, e.g. 0,60,300;"
+            f" got {args.image_pull_sweep!r}"
+        ) from None
+    if any(p < 0 for p in pulls):
+        raise ConfigError(f"--image-pull-sweep: times must be >= 0 s, got {args.image_pull_sweep}")
     results = run_all(names, jobs, setup=setup, static_gpus=args.static_gpus)
     sweep = (
         run_all(sweep_names, jobs, setup=setup, static_gpus=args.static_gpus) if sweep_names else []
@@ -179,11 +219,18 @@ def replay_command(args: argparse.Namespace) -> int:
             print(f"{r.policy}: GPU-hours {ratio:.3f} x oracle")
     for line in against_sweep([r for r in results if not r.policy.startswith("static")], sweep):
         print(line)
+    pull_lines, by_pull = image_pull_sweep(
+        names, jobs, setup=setup, pulls=pulls, static_gpus=args.static_gpus
+    )
+    for line in pull_lines if pulls else []:
+        print(line)
     if args.json:
-        document = {
+        document: dict[str, Any] = {
             r.policy: {k: getattr(r.metrics, k) for k in KEYS} | {"jobs": r.metrics.jobs}
             for r in results + sweep
         }
+        if pulls:
+            document["image_pull_sweep"] = by_pull
         args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
         print(f"wrote {args.json}")
     if args.report:

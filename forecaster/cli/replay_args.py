@@ -77,6 +77,13 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-warm-image", action="store_true", help="placeholders run pause only")
     parser.add_argument(
+        "--image-pull-sweep",
+        default="",
+        metavar="SECONDS,...",
+        help="also run the policies at each of these image-pull times, seconds, and print how"
+        " waiting and GPU-hours move with the lead time (e.g. 0,60,300)",
+    )
+    parser.add_argument(
         "--backend",
         choices=("placeholders", "capacitybuffer"),
         default="placeholders",

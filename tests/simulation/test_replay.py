@@ -211,3 +211,26 @@ def test_replay_error_budget_follows_the_plan_like_the_daemon() -> None:
     assert isinstance(policy, Predictive)
     assert policy.reconciler.slo.target_exceedance == pytest.approx(0.2)
     assert policy.reconciler.slo.max_waste_gpu_hours_per_day == 16 * 24.0
+
+
+def test_replay_reports_how_waiting_moves_with_image_pull_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    jobs = synthetic(2, seed=8)
+    path = tmp_path / "jobs.csv"
+    rows = [
+        f"j{i},{s - T0:.0f},{d:.0f},{g}"
+        for i, (s, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
+    ]
+    path.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
+    epoch = np.datetime64(T0, "s").astype(str) + "Z"
+    args = ["replay", "--jobs", str(path), "--epoch", epoch, "--policy", "static:16"]
+    args += ["--warmup-days", "1", "--end-day", "2", "--image-pull-sweep", "0,300"]
+    assert main([*args, "--json", str(tmp_path / "r.json")]) == 0
+    by_pull = json.loads((tmp_path / "r.json").read_text())["image_pull_sweep"]
+    assert set(by_pull) == {"0", "300"} and set(by_pull["0"]) == {"reactive", "static:16"}
+    for policy in ("reactive", "static:16"):  # a shorter lead never makes anyone wait longer
+        assert by_pull["0"][policy]["mean_wait_s"] < by_pull["300"][policy]["mean_wait_s"]
+    assert re.search(r"300 s\s+reactive\s+\+0\.00%", capsys.readouterr().out)
+    assert main([*args[:-1], "0,slow"]) != 0
+    assert "--image-pull-sweep: expected seconds" in capsys.readouterr().err
