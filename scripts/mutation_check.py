@@ -318,6 +318,13 @@ MUTATIONS = (
         ("tests/test_settings.py", "tests/simulation/test_replay.py"),
     ),
     Mutation(
+        "replay --config plans with replay's own pool, not the configured daemon's",
+        "forecaster/app/build_replay.py",
+        "    runtime = setup.runtime or PoolRuntime(",
+        "    runtime = PoolRuntime(",
+        ("tests/simulation/test_replay.py",),
+    ),
+    Mutation(
         "a local forecast-only run writes a Lease",
         "forecaster/cli/commands.py",
         "elect=not local",

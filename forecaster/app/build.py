@@ -157,6 +157,17 @@ def placeholder_spec(settings: Settings, pool: PoolSettings) -> PlaceholderSpec:
     )
 
 
+def pool_runtime(settings: Settings, pool: PoolSettings, *, what_if: bool = False) -> PoolRuntime:
+    """What the reconcile loop runs a pool with - in a cluster and in replay alike."""
+    return PoolRuntime(
+        policy=pool_policy(settings, pool),
+        horizon_seconds=settings.horizon_for(pool),
+        target_quantile=settings.forecast.target_quantile,
+        assumed_limit_headroom_gpus=pool.max_prewarm_gpus if what_if else None,
+        lead_seconds=pool.lead_time.total_seconds,
+    )
+
+
 def build_reconciler(
     settings: Settings,
     *,
@@ -171,16 +182,7 @@ def build_reconciler(
     ``what_if``: with no cluster, assume each NodePool's limit leaves room for the pool's
     ``max_prewarm_gpus`` above today's demand (otherwise the unknown limit allows nothing).
     """
-    runtimes = [
-        PoolRuntime(
-            policy=pool_policy(settings, pool),
-            horizon_seconds=settings.horizon_for(pool),
-            target_quantile=settings.forecast.target_quantile,
-            assumed_limit_headroom_gpus=pool.max_prewarm_gpus if what_if else None,
-            lead_seconds=pool.lead_time.total_seconds,
-        )
-        for pool in settings.pools
-    ]
+    runtimes = [pool_runtime(settings, pool, what_if=what_if) for pool in settings.pools]
     models = ModelProvider(
         model_store(settings),
         horizons_seconds=settings.forecast.horizons_seconds,

@@ -8,12 +8,14 @@ retraining standing in for the training CronJob (``simulation.replay.WeeklyRetra
 
 from __future__ import annotations
 
+from forecaster.app import build
 from forecaster.core.jobs import JobTrace
 from forecaster.core.policy import Budgets, PoolPolicy, prewarm_window_seconds
 from forecaster.durations import DAY
-from forecaster.errors import ForecasterError
+from forecaster.errors import ConfigError, ForecasterError
 from forecaster.reconcile.loop import PoolRuntime, Reconciler
 from forecaster.reconcile.state import MemoryStateStore
+from forecaster.settings import Settings
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.policies import (
     POLICY_NAMES,
@@ -66,8 +68,59 @@ def replay_setup(
     )
 
 
+def replay_setup_from_settings(
+    settings: Settings,
+    *,
+    epoch: int,
+    start_day: float,
+    warmup_days: float,
+    end_day: float,
+    model: str,
+) -> ReplaySetup:
+    """A replay of the twin's pool (``twin.pool``) exactly as the configured daemon runs it.
+
+    The pool's runtime, the budgets and the SLO come from the same builders as the daemon's
+    (``app.build``); the twin launches nodes after the pool's provisioning + image pull and
+    decides every ``reconcile_every_seconds``, as the daemon ticks.
+    """
+    pool = settings.pool(settings.twin.pool)
+    if pool.placeholder_size != pool.gpus_per_node:
+        raise ConfigError(
+            f"pool {pool.name}: replay simulates whole-node placeholders, but placeholder_gpus"
+            f" is {pool.placeholder_size} of {pool.gpus_per_node}"
+        )
+    twin = TwinConfig(
+        pool=pool.name,
+        gpus_per_node=pool.gpus_per_node,
+        provision_seconds=pool.lead_time.provisioning_seconds,
+        image_pull_seconds=pool.lead_time.image_pull_seconds,
+        tick_seconds=settings.reconcile_every_seconds,
+        placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
+        nodepool_limit_gpus=settings.twin.nodepool_limit_gpus,
+        max_prewarm_gpus=pool.max_prewarm_gpus,
+    )
+    return ReplaySetup(
+        twin=twin,
+        start=int(epoch + start_day * DAY),
+        warmup_end=int(epoch + (start_day + warmup_days) * DAY),
+        end=int(epoch + end_day * DAY),
+        budgets=build.budgets(settings),
+        max_prewarm_gpus=pool.max_prewarm_gpus,
+        price_on_demand=pool.prices.on_demand,
+        price_spot=pool.prices.spot,
+        model=model,
+        horizons_seconds=settings.forecast.horizons_seconds,
+        slo=settings.slo,
+        plan_quantile=settings.forecast.target_quantile,
+        runtime=build.pool_runtime(settings, pool),
+    )
+
+
 def replay_pool_policy(setup: ReplaySetup) -> PoolPolicy:
-    """The simulated pool's policy: whole-node placeholders, the setup's caps and price."""
+    """The simulated pool's policy: the configured pool's, else whole-node placeholders with
+    the setup's caps and price."""
+    if setup.runtime is not None:
+        return setup.runtime.policy
     return PoolPolicy(
         pool=setup.twin.pool,
         gpus_per_node=setup.twin.gpus_per_node,
@@ -91,7 +144,7 @@ def predictive(setup: ReplaySetup) -> Predictive:
         quantiles=(0.5, setup.plan_quantile),
         schedule=setup.retrain,
     )
-    runtime = PoolRuntime(
+    runtime = setup.runtime or PoolRuntime(
         policy=replay_pool_policy(setup),
         horizon_seconds=setup.horizon_seconds,
         target_quantile=setup.plan_quantile,

@@ -11,16 +11,28 @@ from typing import Any
 
 from tqdm import tqdm
 
-from forecaster.app.build_replay import replay_policy, replay_setup
+from forecaster.app.build_replay import replay_policy, replay_setup, replay_setup_from_settings
+from forecaster.cli.replay_args import PER_POOL, add_replay_arguments
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
+from forecaster.settings import load_settings
 from forecaster.simulation.frontier import frontier, parse_days
 from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
 from forecaster.simulation.report import ReportRun, render
 from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.files import CsvSource, read_job_trace
+
+
+def _defaults() -> dict[str, object]:
+    parser = argparse.ArgumentParser()
+    add_replay_arguments(parser)
+    return {f: parser.get_default(f) for f in (*PER_POOL, "epoch")}
+
+
+REPLAY_DEFAULTS = _defaults()
+EPOCH_DEFAULT = REPLAY_DEFAULTS["epoch"]
 
 KEYS = (
     "p50_wait_s",
@@ -41,6 +53,11 @@ KEYS = (
 
 def load_trace(args: argparse.Namespace) -> tuple[JobTrace, int]:
     """The jobs to replay and the trace's time zero (epoch seconds)."""
+    if args.config is not None and args.series is None:
+        twin = load_settings(args.config).twin
+        args.jobs = args.jobs or twin.jobs
+        if args.epoch == EPOCH_DEFAULT:
+            args.epoch = twin.epoch
     if args.jobs is not None:
         try:
             epoch = int(datetime.fromisoformat(args.epoch).timestamp())
@@ -56,13 +73,26 @@ def load_trace(args: argparse.Namespace) -> tuple[JobTrace, int]:
 
 
 def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
-    """Twin, window and caps from the command line."""
+    """Twin, window and caps from the command line - or from ``--config``."""
     if args.model not in known_names():
         raise ConfigError(f"--model: unknown {args.model!r}; known: {known_names()}")
     if not 0.5 < args.quantile < 1:
         raise ConfigError("--quantile must be between 0.5 and 1")
     if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
         raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
+    if args.config is not None:
+        given = [f for f in PER_POOL if getattr(args, f) != REPLAY_DEFAULTS[f]]
+        if given:
+            flags = ", ".join("--" + f.replace("_", "-") for f in given)
+            raise ConfigError(f"{flags}: with --config the configured pool sets these")
+        return replay_setup_from_settings(
+            load_settings(args.config),
+            epoch=epoch,
+            start_day=args.start_day,
+            warmup_days=args.warmup_days,
+            end_day=args.end_day,
+            model=args.model,
+        )
     twin = TwinConfig(
         gpus_per_node=args.gpus_per_node,
         provision_seconds=args.provision,

@@ -8,9 +8,27 @@ from pathlib import Path
 from forecaster.durations import parse_duration
 from forecaster.simulation.policies import POLICY_NAMES
 
+PER_POOL = (
+    "gpus_per_node",
+    "provision",
+    "image_pull",
+    "max_prewarm_gpus",
+    "quantile",
+    "price",
+    "spot_price",
+)
+"""Flags that describe the pool; with ``--config`` the configured pool describes it instead."""
+
 
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``replay`` subcommand's options."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        help="replay the twin's pool (twin.pool) exactly as this configured daemon runs it:"
+        " its policy, caps, SLO, horizon, quantile and reconcile interval; the trace and epoch"
+        " default to twin.jobs and twin.epoch",
+    )
     parser.add_argument(
         "--jobs",
         type=Path,

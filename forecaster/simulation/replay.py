@@ -22,7 +22,7 @@ from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.registry import build
-from forecaster.reconcile.loop import Reconciler
+from forecaster.reconcile.loop import PoolRuntime, Reconciler
 from forecaster.reconcile.models import ActiveModel
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.metrics import ReplayMetrics, measure
@@ -148,6 +148,9 @@ class ReplaySetup:
     daemon's does when the config leaves it out."""
     plan_quantile: float = 0.95
     retrain: RetrainSchedule = field(default_factory=RetrainSchedule)
+    runtime: PoolRuntime | None = None
+    """The pool as a configured daemon runs it (``app.build.pool_runtime``: its policy, horizon,
+    quantile and lead); None: replay's own whole-node pool built from the fields above."""
 
     @property
     def slo_policy(self) -> SloPolicy:

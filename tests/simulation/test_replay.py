@@ -17,12 +17,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forecaster.app.build_replay import replay_policy
+from forecaster.app import build
+from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
 from forecaster.cli import main
+from forecaster.cli.config_paths import BUNDLED_CONFIG
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.durations import DAY
 from forecaster.errors import SourceError
+from forecaster.settings import load_settings
 from forecaster.simulation.replay import (
     Predictive,
     ReplaySetup,
@@ -234,3 +237,35 @@ def test_replay_reports_how_waiting_moves_with_image_pull_time(
     assert re.search(r"300 s\s+reactive\s+\+0\.00%", capsys.readouterr().out)
     assert main([*args[:-1], "0,slow"]) != 0
     assert "--image-pull-sweep: expected seconds" in capsys.readouterr().err
+
+
+def test_replay_with_a_config_runs_the_configured_daemons_decision_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`replay --config`: the predictive policy is the reconcile loop the daemon would build from
+    the same file - same pool runtime (policy, horizon, quantile, lead), budgets and SLO."""
+    settings = load_settings(BUNDLED_CONFIG)
+    s = replay_setup_from_settings(
+        settings, epoch=T0, start_day=0, warmup_days=1, end_day=2, model="quantreg-raw"
+    )
+    policy = replay_policy("predictive", s, jobs=synthetic(2, seed=9))
+    daemon = build.build_reconciler(settings)
+    assert isinstance(policy, Predictive)
+    assert policy.reconciler.pools == [p for p in daemon.pools if p.policy.pool == "itp"]
+    assert (policy.reconciler.budgets, policy.reconciler.slo) == (daemon.budgets, daemon.slo)
+    assert s.twin.tick_seconds == settings.reconcile_every_seconds
+    jobs = synthetic(2, seed=9)
+    path = tmp_path / "jobs.csv"
+    rows = [
+        f"j{i},{t - T0:.0f},{d:.0f},{g}"
+        for i, (t, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
+    ]
+    path.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
+    epoch = np.datetime64(T0, "s").astype(str) + "Z"
+    args = ["replay", "--config", str(BUNDLED_CONFIG), "--jobs", str(path), "--epoch", epoch]
+    args += ["--policy", "reactive,static:16", "--warmup-days", "1", "--end-day", "2"]
+    assert main(args) == 0
+    assert main([*args, "--image-pull", "30", "--quantile", "0.9"]) != 0
+    assert "--image-pull, --quantile: with --config the configured pool sets these" in (
+        capsys.readouterr().err
+    )
