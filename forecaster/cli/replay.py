@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import sys
 from datetime import datetime
 from typing import Any
@@ -216,6 +217,9 @@ def image_pull_sweep(
 def replay_command(args: argparse.Namespace) -> int:
     """The ``replay`` subcommand."""
     _make_output_folders(args)
+    # the predictive policy is the daemon's loop: its per-tick decision line, at one tick per
+    # simulated half-minute for weeks, would be millions of lines; hand-offs still show
+    logging.getLogger("forecaster.reconcile.loop").setLevel(logging.WARNING)
     if args.frontier:
         return frontier_command(args)
     jobs, epoch = load_trace(args)
