@@ -26,6 +26,7 @@ from forecaster.cli.report import (
     training_report,
 )
 from forecaster.core.actions import Halt
+from forecaster.core.cluster import quantile_label
 from forecaster.core.series import iso_utc
 from forecaster.errors import ConfigError, SourceError
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun
@@ -378,16 +379,17 @@ def _backtest(args: argparse.Namespace) -> int:
         print(line)
     print(selection_line(selection))
     if args.output:
-        rows = _write_forecasts(args.output, runs, horizon=args.horizon)
+        rows = _write_forecasts(args.output, runs, horizon=args.horizon, quantile=args.quantile)
         print(f"wrote {rows} forecasts to {args.output}")
     return 0
 
 
-def _write_forecasts(path: Path, runs: list[ModelRun], *, horizon: int) -> int:
+def _write_forecasts(path: Path, runs: list[ModelRun], *, horizon: int, quantile: float) -> int:
     rows = 0
+    upper = quantile_label(quantile).lower()  # p95 for --quantile 0.95
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["origin", "target_time", "horizon_s", "model", "p50", "p95", "actual"])
+        writer.writerow(["origin", "target_time", "horizon_s", "model", "p50", upper, "actual"])
         for run in runs:
             for origin, p50, upper, actual in zip(
                 run.origins, run.p50, run.upper, run.actual, strict=True

@@ -81,7 +81,7 @@ class DemandForecast:
     @property
     def upper_label(self) -> str:
         """``P95`` for 0.95: how logs and reasons name the upper quantile."""
-        return f"P{self.quantile * 100:g}"
+        return quantile_label(self.quantile)
 
 
 def assumed_snapshot(
@@ -138,3 +138,8 @@ class Observation(dict[str, PoolSnapshot]):
     """Snapshots by pool, plus what the cluster holds that belongs to no pool."""
 
     unattributed: tuple[Unattributed, ...] = ()
+
+
+def quantile_label(quantile: float) -> str:
+    """``P95`` for 0.95, ``P99.5`` for 0.995: the one way a quantile is named to people."""
+    return f"P{round(quantile * 100, 6):g}"

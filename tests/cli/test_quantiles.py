@@ -3,6 +3,7 @@ daemon (``run``'s embedded twin, its endpoint) and ``replay``; labels name the q
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 from pathlib import Path
@@ -85,3 +86,12 @@ def test_replay_plans_for_the_quantile_asked(tmp_path: Path) -> None:
         used[q] = json.loads(out.read_text())["predictive"]["prewarm_gpu_hours_used"]
         used[q] += json.loads(out.read_text())["predictive"]["prewarm_gpu_hours_expired"]
     assert used[0.99] > used[0.9] > 0
+
+
+def test_backtest_forecasts_name_the_quantile_asked(tmp_path: Path) -> None:
+    output = tmp_path / "forecasts.csv"
+    args = ["backtest", "--data", str(HELIOS), "--horizon", "15m", "--models", "persistence"]
+    assert main([*args, "--quantile", "0.9", "--output", str(output)]) == 0
+    with output.open() as handle:
+        header = next(csv.reader(handle))
+    assert header == ["origin", "target_time", "horizon_s", "model", "p50", "p90", "actual"]
