@@ -325,6 +325,20 @@ MUTATIONS = (
         ("tests/simulation/test_replay.py",),
     ),
     Mutation(
+        "a warm second pod hides the cold image pull of a fresh node",
+        "forecaster/actuators/lead.py",
+        "cold[name] = max(cold.get(name, 0.0), started - scheduled)",
+        "cold[name] = started - scheduled",
+        ("tests/actuators/test_lead.py",),
+    ),
+    Mutation(
+        "doctor never says image pull dominates the lead",
+        "forecaster/actuators/guardrails.py",
+        "if measured.startup_seconds is not None and measured.startup_seconds > total / 2:",
+        "if False:",
+        ("tests/actuators/test_lead.py",),
+    ),
+    Mutation(
         "a local forecast-only run writes a Lease",
         "forecaster/cli/commands.py",
         "elect=not local",

@@ -9,6 +9,11 @@
   training job to pack nodes tighter.
 * ``lead-time``: the forecast horizon used for a pool is shorter than its image-pull time (the
   prewarm would arrive after the demand).
+* ``lead-longer-than-configured``: the pool's launches of the last day took longer than its
+  configured ``lead_time`` (``actuators.lead``): prewarm aims too short and arrives late.
+* ``image-pull-dominates``: most of the measured lead is pods pulling their image on fresh
+  nodes - no forecast removes that; node images with the containers cached, a lazy-pulling
+  snapshotter or ``warm_image`` (placeholders pre-pull the workload image) shorten it.
 * ``guardrails-unavailable``: the API server failed while checking (the daemon still starts).
 """
 
@@ -19,7 +24,8 @@ from dataclasses import dataclass
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.manifests import Pod, PodDisruptionBudget
+from forecaster.actuators.lead import measure_lead
+from forecaster.actuators.manifests import Node, Pod, PodDisruptionBudget
 from forecaster.actuators.quantities import pod_gpus
 from forecaster.errors import ActuationError
 
@@ -47,17 +53,59 @@ class PoolCheck:
     allow_unlimited: bool
     horizon_seconds: int
     image_pull_seconds: int
+    lead_seconds: int = 0
+    """The configured lead (provisioning + image pull + margin); 0: not compared."""
 
 
-def check(kube: Kube, pools: Sequence[PoolCheck]) -> list[Guardrail]:
-    """Run every check; see the module docstring. An API error is itself a finding."""
+def check(kube: Kube, pools: Sequence[PoolCheck], *, now: int) -> list[Guardrail]:
+    """Run every check at ``now`` (epoch seconds); see the module docstring. An API error is
+    itself a finding."""
     try:
-        return _check(kube, pools)
+        return _check(kube, pools, now=now)
     except ActuationError as exc:  # never fatal: a start-up during an API blip still starts
         return [Guardrail("guardrails-unavailable", None, f"could not run the checks: {exc}")]
 
 
-def _check(kube: Kube, pools: Sequence[PoolCheck]) -> list[Guardrail]:
+def _lead(pool: PoolCheck, nodes: list[Node], pods: list[Pod], *, now: int) -> list[Guardrail]:
+    """The measured lead against the configured one, and what dominates it."""
+    measured = measure_lead(nodes, pods, now=now)
+    if measured is None or not pool.lead_seconds:
+        return []
+    findings = []
+    total = measured.total_seconds
+    figures = (
+        f"launches of the last day took {total:.0f} s (median of {measured.launches}: node"
+        f" Ready after {measured.provisioning_seconds:.0f} s"
+        + (
+            f", pods started {measured.startup_seconds:.0f} s later"
+            if measured.startup_seconds
+            else ""
+        )
+        + ")"
+    )
+    if total > 1.2 * pool.lead_seconds:
+        findings.append(
+            Guardrail(
+                "lead-longer-than-configured",
+                pool.pool,
+                f"{figures}, more than the configured lead_time of {pool.lead_seconds} s:"
+                " prewarm aims too short; raise lead_time to the measured figure",
+            )
+        )
+    if measured.startup_seconds is not None and measured.startup_seconds > total / 2:
+        findings.append(
+            Guardrail(
+                "image-pull-dominates",
+                pool.pool,
+                f"{figures}: pulling images on fresh nodes is most of it; node images with the"
+                " containers cached, a lazy-pulling snapshotter, or warm_image (placeholders"
+                " pre-pull the workload image) shorten it more than any forecast",
+            )
+        )
+    return findings
+
+
+def _check(kube: Kube, pools: Sequence[PoolCheck], *, now: int) -> list[Guardrail]:
     findings = _cluster_autoscaler(kube)
     pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
     pdbs = kube.list_pdbs()
@@ -91,11 +139,11 @@ def _check(kube: Kube, pools: Sequence[PoolCheck]) -> list[Guardrail]:
                     f" {action}",
                 )
             )
+        pool_nodes = kube.list_nodes(labels=f"{lbl.NODEPOOL_LABEL}={pool.pool}")
+        nodes = {n["metadata"]["name"] for n in pool_nodes}
+        on_pool = [p for p in pods if p["spec"].get("nodeName") in nodes]
+        findings += _lead(pool, pool_nodes, on_pool, now=now)
         if nodepool["spec"].get("disruption", {}).get("consolidateAfter") != "Never":
-            nodes = {
-                n["metadata"]["name"]
-                for n in kube.list_nodes(labels=f"{lbl.NODEPOOL_LABEL}={pool.pool}")
-            }
             exposed = _unprotected_gpu_pods(pods, pdbs, pool.pool, nodes)
             if exposed:
                 per_namespace = ", ".join(

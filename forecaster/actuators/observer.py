@@ -38,6 +38,7 @@ from forecaster.actuators import labels as lbl
 from forecaster.actuators.attribution import NodePoolShape, nodepool_of, shape
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.kueue import KueueScope, read_rooms
+from forecaster.actuators.lead import measure_lead
 from forecaster.actuators.manifests import CapacityBuffer, Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
 from forecaster.actuators.quantities import (
@@ -255,6 +256,9 @@ def _snapshot(
         launch_problem=launch_problem,
         ready_placeholder_gpus=sum(
             gpus for name, gpus in ours_on.items() if name and _ready(nodes_by_name[name])
+        ),
+        measured_lead=measure_lead(
+            own, [p for p in pods if p["spec"].get("nodeName") in nodes_by_name], now=now
         ),
     )
 

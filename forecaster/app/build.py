@@ -297,7 +297,7 @@ def build_cluster_service(
     """
     clock = clock or SystemClock()
     identity = identity or os.environ.get("POD_NAME") or socket.gethostname()
-    findings = run_guardrails(settings, kube)
+    findings = run_guardrails(settings, kube, now=int(clock.now().timestamp()))
     elector = None
     if elect:
         elector = LeaderElector(

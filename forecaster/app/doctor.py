@@ -34,8 +34,8 @@ def backend_choice(settings: Settings, kube: Kube) -> BackendChoice:
     )
 
 
-def run_guardrails(settings: Settings, kube: Kube) -> list[Guardrail]:
-    """Start-up checks, each logged as a warning; returned for the status endpoint."""
+def run_guardrails(settings: Settings, kube: Kube, *, now: int) -> list[Guardrail]:
+    """Start-up checks at ``now``, each logged as a warning; returned for the status endpoint."""
     findings = guardrails.check(
         kube,
         [
@@ -44,9 +44,11 @@ def run_guardrails(settings: Settings, kube: Kube) -> list[Guardrail]:
                 allow_unlimited=p.allow_unlimited_nodepool,
                 horizon_seconds=settings.horizon_for(p),
                 image_pull_seconds=p.lead_time.image_pull_seconds,
+                lead_seconds=p.lead_time.total_seconds,
             )
             for p in settings.pools
         ],
+        now=now,
     )
     for finding in findings:
         where = f" ({finding.pool})" if finding.pool else ""

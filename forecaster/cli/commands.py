@@ -145,9 +145,9 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     kube = build.connect(settings, host=args.kube_host)
     choice = doctor.backend_choice(settings, kube)
     print(f"backend: {choice.backend} ({choice.reason})")
-    findings = doctor.run_guardrails(settings, kube)
+    now = int(SystemClock().now().timestamp())
+    findings = doctor.run_guardrails(settings, kube, now=now)
     if settings.source.kind == "prometheus":  # the history training will read
-        now = int(SystemClock().now().timestamp())
         try:
             retention, checks = doctor.check_queries(
                 settings, build.build_source(settings), pools=None, now=now

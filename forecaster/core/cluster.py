@@ -8,6 +8,27 @@ from forecaster.core.kueue import KueueRoom
 
 
 @dataclass(frozen=True)
+class MeasuredLead:
+    """What bringing capacity up took lately in a pool (medians over recent launches).
+
+    The lead a prewarm must cover is measured, not only configured: ``doctor`` and the start-up
+    guardrails compare the two, and the endpoint shows both."""
+
+    provisioning_seconds: float
+    """Node created -> Ready (launch, boot, join the cluster)."""
+    startup_seconds: float | None
+    """A real pod's first start on a node launched for it: scheduled -> containers ready (image
+    pull + start); None when no such pod was seen."""
+    launches: int
+    """Nodes measured."""
+
+    @property
+    def total_seconds(self) -> float:
+        """Provisioning + startup: what a pod waits without prewarm."""
+        return self.provisioning_seconds + (self.startup_seconds or 0.0)
+
+
+@dataclass(frozen=True)
 class PoolSnapshot:
     """One NodePool as seen at ``observed_at`` (epoch seconds).
 
@@ -43,6 +64,8 @@ class PoolSnapshot:
     """Karpenter recently failed to launch nodes for this pool (no capacity at the cloud)."""
     ready_placeholder_gpus: int | None = None
     """Prewarm that is actually warm: placeholder GPUs on Ready nodes (None: not observed)."""
+    measured_lead: MeasuredLead | None = None
+    """The pool's launches of the last day, measured (None: nothing launched lately)."""
 
     @property
     def billed_gpus(self) -> int:

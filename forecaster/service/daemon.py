@@ -104,6 +104,11 @@ class Daemon:
         self.metrics.observe_spend({pool: self.spend(pool) for pool in self.pools})
         return record
 
+    def lead_seconds(self, pool: str) -> int:
+        """The pool's configured lead (what its plan covers); 0 for an unknown pool."""
+        runtime = next((r for r in self.reconciler.pools if r.policy.pool == pool), None)
+        return runtime.lead_seconds if runtime else 0
+
     def spend(self, pool: str) -> PoolSpend:
         """The pool's last day of spend (``core.finops``)."""
         runtime = next((r for r in self.reconciler.pools if r.policy.pool == pool), None)
@@ -112,7 +117,7 @@ class Daemon:
             [p.spend[pool] for p in self.trail if pool in p.spend],
             since=at - TRAIL_SECONDS,
             price_per_gpu_hour=runtime.policy.price_per_gpu_hour if runtime else 0.0,
-            lead_seconds=runtime.lead_seconds if runtime else 0,
+            lead_seconds=self.lead_seconds(pool),
             max_step_seconds=self.reconciler.budgets.commitment_seconds,
         )
 

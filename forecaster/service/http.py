@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from forecaster import __version__
 from forecaster.core.actions import Halt
+from forecaster.core.cluster import MeasuredLead
 from forecaster.core.error_budget import Transition, budget_remaining, waste_last_day
 from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
@@ -248,6 +249,10 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "prewarm_ready_gpus": (
                     view.snapshot.ready_placeholder_gpus if view and view.snapshot else None
                 ),
+                "lead": _lead(
+                    daemon.lead_seconds(name),
+                    view.snapshot.measured_lead if view and view.snapshot else None,
+                ),
                 "errors": [
                     f"{e.kind}: {e.message}"
                     for e in (record.errors if record else ())
@@ -359,6 +364,23 @@ def _kueue(room: KueueRoom | None) -> dict[str, Any] | None:
                 "pods_ready_timeout_evictions": h.pods_ready_timeouts,
             }
             for h in room.health
+        },
+    }
+
+
+def _lead(configured: int, measured: MeasuredLead | None) -> dict[str, Any]:
+    """The lead the plan covers (configured) next to what launches took lately (measured)."""
+    return {
+        "configured_seconds": configured,
+        "measured": None
+        if measured is None
+        else {
+            "total_seconds": round(measured.total_seconds, 1),
+            "provisioning_seconds": round(measured.provisioning_seconds, 1),
+            "startup_seconds": None
+            if measured.startup_seconds is None
+            else round(measured.startup_seconds, 1),
+            "launches": measured.launches,
         },
     }
 

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.error_budget import SloPolicy, budget_remaining, waste_last_day
 from forecaster.core.finops import PoolSpend
 from forecaster.core.planner import Mode
@@ -99,6 +100,13 @@ class Metrics:
             ["namespace"],
             registry=r,
         )
+        self.lead = Gauge(
+            "forecaster_lead_measured_seconds",
+            "What launches of the last day took per pool (median): part provisioning (node"
+            " created -> Ready) or startup (pod scheduled -> containers ready on a fresh node)",
+            ["pool", "part"],
+            registry=r,
+        )
         self.spend_gpu_hours = Gauge(
             "forecaster_gpu_hours_24h",
             "GPU-hours of the last day per pool: kind nodes (billed), used (real pods), prewarm,"
@@ -160,6 +168,17 @@ class Metrics:
                 self.cost_per_used.labels(pool=pool).set(s.cost_per_used_gpu_hour)
             self.wait_removed.labels(pool=pool).set(s.wait_removed_gpu_minutes)
 
+    def _observe_snapshot(self, snapshot: PoolSnapshot) -> None:
+        name = snapshot.pool
+        self.launch_failed.labels(pool=name).set(1 if snapshot.launch_problem else 0)
+        if snapshot.ready_placeholder_gpus is not None:
+            self.ready.labels(pool=name).set(snapshot.ready_placeholder_gpus)
+        lead = snapshot.measured_lead
+        if lead is not None:
+            self.lead.labels(pool=name, part="provisioning").set(lead.provisioning_seconds)
+            if lead.startup_seconds is not None:
+                self.lead.labels(pool=name, part="startup").set(lead.startup_seconds)
+
     def observe_tick(
         self, record: TickRecord, *, state: ServiceState, slo: SloPolicy, seconds: float
     ) -> None:
@@ -189,9 +208,7 @@ class Metrics:
             self.waste.labels(pool=name).set(waste_last_day(pool_state.budget, now=record.at))
             snapshot = record.pools[name].snapshot
             if snapshot is not None:
-                self.launch_failed.labels(pool=name).set(1 if snapshot.launch_problem else 0)
-                if snapshot.ready_placeholder_gpus is not None:
-                    self.ready.labels(pool=name).set(snapshot.ready_placeholder_gpus)
+                self._observe_snapshot(snapshot)
             room = snapshot.kueue if snapshot else None
             if room is not None:
                 self.kueue_room.labels(pool=name).set(room.admissible_gpus)

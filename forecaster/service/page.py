@@ -119,11 +119,18 @@ function overview(status) {
     + "<td><a href='#reasons' title='why this number: the plan's reasons'>" + p.prewarm_gpus + " GPUs</a></td>"
     + "<td><a href='#budget'>" + (p.error_budget_remaining * 100).toFixed(0) + "%</a></td>"
     + "<td><a href='#money'>" + money(p.finops.prewarm_cost_24h) + "</a> (" + money(p.finops.prewarm_wasted_cost_24h) + " unused)</td>"
-    + "<td><a href='#money'>" + money(p.finops.cost_per_used_gpu_hour) + "</a></td></tr>").join("");
-  $("overview").innerHTML = "<table><tr><th>pool</th><th>mode</th><th>prewarm now</th><th>error budget left</th><th>prewarm cost today</th><th>cost per used GPU-hour</th></tr>" + rows + "</table>"
+    + "<td><a href='#money'>" + money(p.finops.cost_per_used_gpu_hour) + "</a></td>"
+    + "<td>" + leadText(p.lead) + "</td></tr>").join("");
+  $("overview").innerHTML = "<table><tr><th>pool</th><th>mode</th><th>prewarm now</th><th>error budget left</th><th>prewarm cost today</th><th>cost per used GPU-hour</th><th>lead: configured / measured</th></tr>" + rows + "</table>"
     + "<p>Cluster, last 24 h: nodes " + money(status.finops.node_cost_24h) + ", prewarm " + money(status.finops.prewarm_cost_24h)
     + " (" + money(status.finops.prewarm_wasted_cost_24h) + " unused), cost per used GPU-hour " + money(status.finops.cost_per_used_gpu_hour)
     + ", wait removed (estimate) " + status.finops.wait_removed_gpu_minutes_24h_estimate + " GPU-minutes.</p>";
+}
+function leadText(l) {
+  if (!l || !l.measured) return (l ? l.configured_seconds : "?") + " s / not measured yet";
+  const m = l.measured;
+  return l.configured_seconds + " s / " + m.total_seconds.toFixed(0) + " s (node " + m.provisioning_seconds.toFixed(0)
+    + " s" + (m.startup_seconds === null ? "" : " + pod start " + m.startup_seconds.toFixed(0) + " s") + ", " + m.launches + " launches)";
 }
 function finops(f) {
   const row = (k, v, why) => "<tr><th>" + k + "</th><td>" + v + "</td><td>" + why + "</td></tr>";

@@ -12,12 +12,13 @@ from forecaster.actuators.guardrails import PoolCheck, check
 from forecaster.actuators.kube import Kube
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import T0
 
 OK = PoolCheck(pool="gpu-a", allow_unlimited=False, horizon_seconds=900, image_pull_seconds=300)
 
 
 def codes(kube: Kube, *pools: PoolCheck) -> list[tuple[str, str | None]]:
-    return [(g.code, g.pool) for g in check(kube, list(pools or [OK]))]
+    return [(g.code, g.pool) for g in check(kube, list(pools or [OK]), now=T0)]
 
 
 def protect_workloads(api: KubeApiDouble) -> None:
@@ -63,7 +64,7 @@ def test_cluster_autoscaler_beside_karpenter(
             },
         },
     )
-    findings = check(kube, [OK])
+    findings = check(kube, [OK], now=T0)
     assert [(g.code, g.pool) for g in findings] == [("cluster-autoscaler", None)]
     assert "(namespace kube-system)" in findings[0].message
 
@@ -73,7 +74,7 @@ def test_missing_and_unlimited_nodepools(api: KubeApiDouble, sim: ClusterSim, ku
     missing = PoolCheck(
         pool="gpu-b", allow_unlimited=False, horizon_seconds=900, image_pull_seconds=300
     )
-    findings = check(kube, [OK, missing])
+    findings = check(kube, [OK, missing], now=T0)
     assert [(g.code, g.pool) for g in findings] == [
         ("nodepool-unlimited", "gpu-a"),
         ("nodepool-missing", "gpu-b"),
@@ -82,7 +83,7 @@ def test_missing_and_unlimited_nodepools(api: KubeApiDouble, sim: ClusterSim, ku
     allowed = PoolCheck(
         pool="gpu-a", allow_unlimited=True, horizon_seconds=900, image_pull_seconds=300
     )
-    assert "acting anyway" in check(kube, [allowed])[0].message
+    assert "acting anyway" in check(kube, [allowed], now=T0)[0].message
 
 
 def test_gpu_workloads_exposed_to_consolidation(
@@ -91,7 +92,7 @@ def test_gpu_workloads_exposed_to_consolidation(
     sim.add_nodepool("gpu-a", limit_gpus=64)
     sim.submit("job", "gpu-a", 8)
     assert codes(kube) == [("unprotected-gpu-workloads", "gpu-a")]
-    (finding,) = check(kube, [OK])
+    (finding,) = check(kube, [OK], now=T0)
     assert "in namespaces ml (1)" in finding.message
     assert "job" not in finding.message.replace("jobs", "")  # no other team's pod name
     pod = api.objects("pods", "ml")[0]
@@ -118,5 +119,5 @@ def test_horizon_shorter_than_image_pull(api: KubeApiDouble, sim: ClusterSim, ku
 
 def test_an_api_error_is_a_finding_not_a_crash(api: KubeApiDouble, kube: Kube) -> None:
     api.faults.add("GET", r"/pods$", status=500, times=10)
-    (finding,) = check(kube, [OK])
+    (finding,) = check(kube, [OK], now=T0)
     assert finding.code == "guardrails-unavailable" and "HTTP 500" in finding.message

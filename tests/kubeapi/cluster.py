@@ -73,10 +73,14 @@ class ClusterSim:
         gpus_per_node: int = 8,
         priority_class: bool = True,
         buffer_controller: bool = False,
+        image_pull_seconds: float = 0,
     ) -> None:
         """``priority_class``: install the placeholder PriorityClass as deploy/ does;
-        ``buffer_controller``: Karpenter acts on CapacityBuffers (its feature gate is on)."""
+        ``buffer_controller``: Karpenter acts on CapacityBuffers (its feature gate is on);
+        ``image_pull_seconds``: a pod's containers become ready this long after it is scheduled
+        onto a node that has not pulled its image yet (PodScheduled -> ContainersReady)."""
         self.api = api
+        self.image_pull_seconds = image_pull_seconds
         self.buffer_controller = buffer_controller
         self._buffer_gpus: dict[str, int] = {}
         self.provision_seconds = provision_seconds
@@ -190,7 +194,13 @@ class ClusterSim:
             "status": {
                 "capacity": {GPU: str(self.gpus_per_node)},
                 "allocatable": {GPU: str(self.gpus_per_node)},
-                "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True" if ready else "False",
+                        "lastTransitionTime": self.api.store.timestamp(),
+                    }
+                ],
             },
         }
         return self.api.put("nodes", node)
@@ -245,6 +255,7 @@ class ClusterSim:
     def step(self) -> None:
         with self.api.store.lock:
             self._ready_nodes()
+            self._start_containers()
             self._run_jobs()
             self._expire_pods()
             self._schedule()
@@ -277,6 +288,7 @@ class ClusterSim:
             condition = node["status"]["conditions"][0]
             if condition["status"] != "True" and self.api.clock >= ready_at:
                 condition["status"] = "True"
+                condition["lastTransitionTime"] = self.api.store.timestamp()
                 self._save("nodes", node)
 
     def _run_jobs(self) -> None:
@@ -435,6 +447,38 @@ class ClusterSim:
                 pod["metadata"].setdefault("annotations", {})["sim/started-at"] = str(
                     self.api.clock
                 )
+                self._pull(pod, node)
+                self._save("pods", pod)
+
+    def _pull(self, pod: Obj, node: Obj) -> None:
+        """PodScheduled now; ContainersReady after the image pull, unless the node has the image."""
+        now = self.api.store.timestamp()
+        images = {c["image"] for c in pod["spec"]["containers"]}
+        annotations = node["metadata"]["annotations"]
+        pulled = set(filter(None, annotations.get("sim/images", "").split(",")))
+        cold = bool(images - pulled) and self.image_pull_seconds > 0
+        annotations["sim/images"] = ",".join(sorted(pulled | images))
+        self._save("nodes", node)
+        ready_at = self.api.clock + (self.image_pull_seconds if cold else 0)
+        pod["metadata"]["annotations"]["sim/containers-ready-at"] = str(ready_at)
+        pod["status"]["conditions"] = [
+            {"type": "PodScheduled", "status": "True", "lastTransitionTime": now},
+            {
+                "type": "ContainersReady",
+                "status": "False" if cold else "True",
+                "lastTransitionTime": now,
+            },
+        ]
+
+    def _start_containers(self) -> None:
+        for pod in self.api.store.list("pods", None):
+            ready_at = pod["metadata"].get("annotations", {}).get("sim/containers-ready-at")
+            conditions = pod.get("status", {}).get("conditions") or []
+            waiting = [
+                c for c in conditions if c["type"] == "ContainersReady" and c["status"] != "True"
+            ]
+            if ready_at is not None and waiting and self.api.clock >= float(ready_at):
+                waiting[0].update(status="True", lastTransitionTime=self.api.store.timestamp())
                 self._save("pods", pod)
 
     def _admit_pod(self, resource: str, body: Any) -> None:

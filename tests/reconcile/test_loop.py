@@ -151,7 +151,7 @@ def test_guardrails_are_logged_at_start_up(
     tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, caplog: pytest.LogCaptureFixture
 ) -> None:
     with caplog.at_level(logging.WARNING):
-        findings = doctor.run_guardrails(settings(tmp_path), client(api))
+        findings = doctor.run_guardrails(settings(tmp_path), client(api), now=int(api.clock))
     assert [f.code for f in findings] == ["unprotected-gpu-workloads"]
     assert any("guardrail unprotected-gpu-workloads (gpu-a)" in m for m in caplog.messages)
 

@@ -133,6 +133,7 @@ def test_page_renders_a_chart_with_data(
     assert "predictive" in dom and "prewarm target" in dom
     assert 'data-finops="1"' in dom and "cost per used GPU-hour" in dom
     assert re.search(r"Cluster, last 24 h: nodes \$\d", dom), "no cluster FinOps in dollars"
+    assert re.search(r"<td>\d+ s / (not measured yet|\d+ s \(node \d+ s)", dom), "no lead"
     assert "loading: waiting" not in dom or 'id="loading" style="display: none;"' in dom
     shot = tmp_path / "page.png"
     subprocess.run(
