@@ -339,6 +339,13 @@ MUTATIONS = (
         ("tests/actuators/test_lead.py",),
     ),
     Mutation(
+        "the plan ignores the measured lead and keeps the configured horizon",
+        "forecaster/reconcile/loop.py",
+        "            horizon = runtime.horizon(measured)",
+        "            horizon = runtime.horizon(None)",
+        ("tests/actuators/test_lead.py",),
+    ),
+    Mutation(
         "a local forecast-only run writes a Lease",
         "forecaster/cli/commands.py",
         "elect=not local",

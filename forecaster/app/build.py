@@ -165,6 +165,9 @@ def pool_runtime(settings: Settings, pool: PoolSettings, *, what_if: bool = Fals
         target_quantile=settings.forecast.target_quantile,
         assumed_limit_headroom_gpus=pool.max_prewarm_gpus if what_if else None,
         lead_seconds=pool.lead_time.total_seconds,
+        horizons_seconds=settings.forecast.horizons_seconds,
+        lead_margin_seconds=pool.lead_time.margin_seconds,
+        decision_interval_seconds=settings.reconcile_every_seconds,
     )
 
 

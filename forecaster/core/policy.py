@@ -94,3 +94,54 @@ def covering_horizon(window_seconds: int, horizons_seconds: tuple[int, ...]) -> 
         f" (horizons {list(horizons_seconds)})",
     )
     return min(covering)
+
+
+MIN_MEASURED_LAUNCHES = 3
+"""Launches a measured lead needs before it replaces the configured one (one slow node is noise)."""
+
+
+@dataclass(frozen=True)
+class PlanningHorizon:
+    """What a pool's forecast must cover this tick, and why."""
+
+    horizon_seconds: int
+    lead_seconds: int
+    reason: str
+
+
+def planning_horizon(
+    *,
+    configured_lead_seconds: int,
+    configured_horizon_seconds: int,
+    measured_lead_seconds: float | None,
+    measured_launches: int,
+    margin_seconds: int,
+    decision_interval_seconds: int,
+    horizons_seconds: tuple[int, ...],
+) -> PlanningHorizon:
+    """The horizon covering the pool's prewarm window with its lead as measured, not configured.
+
+    Once ``MIN_MEASURED_LAUNCHES`` launches were measured, the lead is the measured one plus the
+    configured safety margin - longer or shorter than ``lead_time`` says; the shortest forecast
+    horizon covering that window is used. A window beyond every horizon takes the longest (the
+    plan then aims short, and says so). Until then, the configured lead and horizon stand.
+    """
+    if measured_lead_seconds is None or measured_launches < MIN_MEASURED_LAUNCHES:
+        return PlanningHorizon(
+            configured_horizon_seconds, configured_lead_seconds, "configured lead_time"
+        )
+    lead = round(measured_lead_seconds) + margin_seconds
+    window = prewarm_window_seconds(lead, decision_interval_seconds)
+    covering = [h for h in horizons_seconds if h >= window]
+    why = (
+        f"measured lead {measured_lead_seconds:.0f} s over {measured_launches} launches"
+        f" + {margin_seconds} s margin (configured {configured_lead_seconds} s)"
+    )
+    if not covering:
+        longest = max(horizons_seconds)
+        return PlanningHorizon(
+            longest,
+            lead,
+            f"{why}: its {window} s window is beyond every horizon, using {longest} s",
+        )
+    return PlanningHorizon(min(covering), lead, why)

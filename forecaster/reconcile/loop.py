@@ -23,6 +23,7 @@ from forecaster.core.actions import ActuationReport, Command, Halt, commands
 from forecaster.core.budget import record_spend, spent_last_day
 from forecaster.core.cluster import (
     DemandForecast,
+    MeasuredLead,
     Observation,
     PoolSnapshot,
     Unattributed,
@@ -30,7 +31,7 @@ from forecaster.core.cluster import (
 )
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
 from forecaster.core.planner import Plan, PoolInput, plan
-from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.core.policy import Budgets, PlanningHorizon, PoolPolicy, planning_horizon
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
 from forecaster.durations import DAY
@@ -74,6 +75,30 @@ class PoolRuntime:
     """With no cluster to observe: the what-if NodePool limit is the assumed nodes plus this."""
     lead_seconds: int = 0
     """Node launch + image pull + margin: what a warm node spares a pod (FinOps estimate)."""
+    horizons_seconds: tuple[int, ...] = ()
+    """Every horizon the models forecast: once the pool's lead is measured the loop covers it
+    with one of them (``core.policy.planning_horizon``); empty: always ``horizon_seconds``."""
+    lead_margin_seconds: int = 0
+    """Safety margin added to a measured lead (``lead_time.margin_seconds``)."""
+    decision_interval_seconds: int = 60
+    """How often the loop decides (``reconcile_every_seconds``): part of the prewarm window."""
+
+    def horizon(self, measured: MeasuredLead | None) -> PlanningHorizon:
+        """The horizon this tick covers, from the measured lead when there is enough of it."""
+        configured = PlanningHorizon(
+            self.horizon_seconds, self.lead_seconds, "configured lead_time"
+        )
+        if measured is None or not self.horizons_seconds:
+            return configured
+        return planning_horizon(
+            configured_lead_seconds=self.lead_seconds,
+            configured_horizon_seconds=self.horizon_seconds,
+            measured_lead_seconds=measured.total_seconds,
+            measured_launches=measured.launches,
+            margin_seconds=self.lead_margin_seconds,
+            decision_interval_seconds=self.decision_interval_seconds,
+            horizons_seconds=self.horizons_seconds,
+        )
 
 
 @dataclass(frozen=True)
@@ -91,6 +116,8 @@ class PoolView:
     evaluated: int
     quantile: float
     """The target quantile of ``forecast`` that the plan used (``DemandForecast.upper_gpus``)."""
+    horizon: PlanningHorizon | None = None
+    """The horizon the plan used and why (configured, or from the measured lead)."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +191,7 @@ class Reconciler:
         self._loaded = False
         self._last_demand: dict[str, DemandForecast] = {}
         self._last_waste: dict[str, float] = {}
+        self._horizons: dict[str, int] = {}  # per pool, to log when the measured lead moves it
         self.last: TickRecord | None = None
 
     def tick(self, now: int, *, act: bool = True) -> TickRecord:
@@ -183,8 +211,18 @@ class Reconciler:
         for runtime in self.pools:
             name = runtime.policy.pool
             pool_state = self.state.pool(name)
+            measured = snapshots[name].measured_lead if snapshots and name in snapshots else None
+            horizon = runtime.horizon(measured)
+            if self._horizons.get(name) not in (None, horizon.horizon_seconds):
+                log.warning(
+                    "pool %s: forecasting %d s ahead now (%s)", name, horizon.horizon_seconds,
+                    horizon.reason,
+                )  # fmt: skip
+            self._horizons[name] = horizon.horizon_seconds
             try:
-                view, evaluations = self._forecast(runtime, pool_state, now, errors)
+                view, evaluations = self._forecast(
+                    runtime, pool_state, now, errors, horizon=horizon
+                )
             except Exception as exc:  # a bug or malformed input harms only this pool
                 log.exception("pool %s: forecasting failed; the pool withdraws this tick", name)
                 errors.append(TickError("crash", name, f"{type(exc).__name__}: {exc}"))
@@ -318,12 +356,18 @@ class Reconciler:
         return halt, True
 
     def _forecast(
-        self, runtime: PoolRuntime, pool_state: PoolState, now: int, errors: list[TickError]
+        self,
+        runtime: PoolRuntime,
+        pool_state: PoolState,
+        now: int,
+        errors: list[TickError],
+        *,
+        horizon: PlanningHorizon,
     ) -> tuple[PoolView, list[Evaluation]]:
         name = runtime.policy.pool
         empty = PoolView(
             name, None, None, None, self._last_demand.get(name), None, (), None, 0,
-            runtime.target_quantile,
+            runtime.target_quantile, horizon,
         )  # fmt: skip
         try:
             series, quality = self.source.fetch(
@@ -351,17 +395,15 @@ class Reconciler:
         except (ForecasterError, ValueError) as exc:
             errors.append(TickError("forecast", name, str(exc)))
             return PoolView(**{**empty.__dict__, "history": series}), evaluations
-        q = runtime.target_quantile
-        p95 = float(forecast.values_at(quantile=q, horizon_seconds=runtime.horizon_seconds)[0])
-        p50 = float(forecast.values_at(quantile=0.5, horizon_seconds=runtime.horizon_seconds)[0])
+        q, ahead = runtime.target_quantile, horizon.horizon_seconds
+        p95 = float(forecast.values_at(quantile=q, horizon_seconds=ahead)[0])
+        p50 = float(forecast.values_at(quantile=0.5, horizon_seconds=ahead)[0])
         demand = self._last_demand.get(name)
         if math.isfinite(p95) and math.isfinite(p50):
             demand = DemandForecast(name, p50, p95, data_end=origin, model=active.name, quantile=q)
             self._last_demand[name] = demand
             if not pool_state.pending or pool_state.pending[-1].origin < origin:
-                pool_state.pending.append(
-                    PendingForecast(origin, origin + runtime.horizon_seconds, p95)
-                )
+                pool_state.pending.append(PendingForecast(origin, origin + ahead, p95))
         view = PoolView(
             name,
             active.name,
@@ -373,6 +415,7 @@ class Reconciler:
             None,
             len(evaluations),
             q,
+            horizon,
         )
         return view, evaluations
 

@@ -27,6 +27,7 @@ from forecaster.core.error_budget import Transition, budget_remaining, waste_las
 from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
 from forecaster.core.planner import Mode
+from forecaster.core.policy import PlanningHorizon
 from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
@@ -252,6 +253,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "lead": _lead(
                     daemon.lead_seconds(name),
                     view.snapshot.measured_lead if view and view.snapshot else None,
+                    view.horizon if view else None,
                 ),
                 "errors": [
                     f"{e.kind}: {e.message}"
@@ -368,10 +370,19 @@ def _kueue(room: KueueRoom | None) -> dict[str, Any] | None:
     }
 
 
-def _lead(configured: int, measured: MeasuredLead | None) -> dict[str, Any]:
-    """The lead the plan covers (configured) next to what launches took lately (measured)."""
+def _lead(
+    configured: int, measured: MeasuredLead | None, planned: PlanningHorizon | None
+) -> dict[str, Any]:
+    """The configured lead, what launches took lately (measured) and what the plan covered."""
     return {
         "configured_seconds": configured,
+        "planned": None
+        if planned is None
+        else {
+            "lead_seconds": planned.lead_seconds,
+            "horizon_seconds": planned.horizon_seconds,
+            "why": planned.reason,
+        },
         "measured": None
         if measured is None
         else {

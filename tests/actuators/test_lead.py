@@ -4,7 +4,8 @@ Cases: a node launched for pending work measures its provisioning (created -> Re
 first pod's startup on it (scheduled -> containers ready: the cold image pull); a second pod of
 the same image on that node starts warm and is not a cold start; the measurement reaches the
 snapshot, the status endpoint and the metrics; the start-up guardrails say when launches take
-longer than the configured lead and when image pulls dominate it - and stay quiet otherwise.
+longer than the configured lead and when image pulls dominate it - and stay quiet otherwise;
+slow launches make the reconcile loop forecast (and score) further ahead.
 """
 
 from __future__ import annotations
@@ -26,13 +27,16 @@ from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 
-def launched(api: KubeApiDouble, *, pull: float) -> ClusterSim:
-    """An empty pool; one 8-GPU pod makes Karpenter launch a node (60 s), then it pulls."""
+def launched(
+    api: KubeApiDouble, *, pull: float, provision: float = 60, pods: int = 1
+) -> ClusterSim:
+    """An empty pool; each 8-GPU pod makes Karpenter launch a node, then its image pulls."""
     api.clock = float(T0)
-    sim = ClusterSim(api, provision_seconds=60, image_pull_seconds=pull)
+    sim = ClusterSim(api, provision_seconds=provision, image_pull_seconds=pull)
     sim.add_nodepool(POOL, limit_gpus=64)
-    sim.submit("train-1", POOL, 8)
-    for seconds in (0, 60, pull, 5):
+    for i in range(pods):
+        sim.submit(f"train-{i + 1}", POOL, 8)
+    for seconds in (0, provision, pull, 5):
         api.clock += seconds
         sim.step()
     return sim
@@ -51,7 +55,7 @@ def check(kube: Kube, api: KubeApiDouble, *, lead: int) -> list[str]:
 
 def test_a_launch_measures_provisioning_and_the_cold_start(api: KubeApiDouble, kube: Kube) -> None:
     sim = launched(api, pull=240)
-    sim.submit("train-2", POOL, 0)  # lands on the same node, image already there: warm
+    sim.submit("train-9", POOL, 0)  # lands on the same node, image already there: warm
     sim.step()
     snapshot = observe(kube, pools=[POOL], now=int(api.clock))[POOL]
     assert snapshot.measured_lead == MeasuredLead(
@@ -86,3 +90,19 @@ def test_the_status_and_metrics_show_the_measured_lead(tmp_path: Path, api: Kube
     assert lead["configured_seconds"] == daemon.lead_seconds(POOL) > 0
     metrics = client.get("/metrics").text
     assert f'forecaster_lead_measured_seconds{{part="startup",pool="{POOL}"}} 240.0' in metrics
+
+
+def test_slow_launches_make_the_plan_forecast_further_ahead(
+    tmp_path: Path, api: KubeApiDouble
+) -> None:
+    """Three launches of 10 min + 10 min pulls: the loop covers the measured lead (+ margin)
+    with the 30 min horizon instead of the configured one, and scores its forecasts there."""
+    launched(api, pull=600, provision=600, pods=3)
+    loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()))
+    configured = loop.pools[0].horizon_seconds
+    record = loop.tick(int(api.clock))
+    planned = record.pools[POOL].horizon
+    assert planned is not None and configured < planned.horizon_seconds == 1800
+    assert "measured lead 1200 s over 3 launches" in planned.reason
+    pending = loop.state.pool(POOL).pending[-1]
+    assert pending.target_time - pending.origin == 1800
