@@ -143,6 +143,16 @@ def synthetic(days: float, *, seed: int, start: float = 0.0) -> JobTrace:
     return JobTrace(submit=REPLAY_T0 + submit, duration=duration, gpus=gpus.astype(np.int64))
 
 
+def jobs_csv(path: Path, jobs: JobTrace) -> tuple[Path, str]:
+    """``jobs`` written as a job-trace CSV (seconds from ``REPLAY_T0``), and that epoch in ISO."""
+    rows = [
+        f"j{i},{s - REPLAY_T0:.0f},{d:.0f},{g}"
+        for i, (s, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
+    ]
+    path.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
+    return path, np.datetime64(REPLAY_T0, "s").astype(str) + "Z"
+
+
 def setup(days: float, cap: int = 512) -> ReplaySetup:
     return ReplaySetup(
         twin=TwinConfig(max_prewarm_gpus=cap),

@@ -8,7 +8,6 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 from fastapi.testclient import TestClient
@@ -17,7 +16,7 @@ from forecaster.app.build import build_embedded
 from forecaster.cli import main
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
-from tests.factories import REPLAY_T0, synthetic
+from tests.factories import jobs_csv, synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 HELIOS = ROOT / "data" / "samples" / "helios-earth-2020-05.csv"
@@ -69,13 +68,7 @@ def test_replay_plans_for_the_quantile_asked(tmp_path: Path) -> None:
     """A P99 plan holds more prewarm than a P90 plan on the same trace (replay's predictive
     trains on its first 7 days, then plans)."""
     jobs = synthetic(9, seed=5)
-    path = tmp_path / "jobs.csv"
-    rows = [
-        f"j{i},{s - REPLAY_T0:.0f},{d:.0f},{g}"
-        for i, (s, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
-    ]
-    path.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
-    epoch = np.datetime64(REPLAY_T0, "s").astype(str) + "Z"
+    path, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     used = {}
     for q in (0.9, 0.99):
         out = tmp_path / f"r{q}.json"

@@ -24,7 +24,7 @@ from forecaster.errors import ConfigError
 from forecaster.simulation.frontier import KEYS, Point, choose, frontier, interpolate, parse_days
 from forecaster.simulation.metrics import ReplayMetrics
 from tests.factories import REPLAY_T0 as T0
-from tests.factories import setup, synthetic
+from tests.factories import jobs_csv, setup, synthetic
 
 
 def metrics(gpu_hours: float, mean: float = 0.0, share: float = 0.0) -> ReplayMetrics:
@@ -95,17 +95,12 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
 def test_the_cli_writes_the_frontier_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trace = tmp_path / "jobs.csv"
     jobs = synthetic(3, seed=7)
-    rows = [
-        f"{i},{int(s - T0)},{int(d)},{g}"
-        for i, (s, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
-    ]
-    trace.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
+    trace, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     out = tmp_path / "frontier.json"
     code = main([
-        "replay", "--jobs", str(trace), "--frontier", "--tune-days", "1-2", "--eval-days", "2-3",
-        "--json", str(out),
+        "replay", "--jobs", str(trace), "--epoch", epoch, "--frontier", "--tune-days", "1-2",
+        "--eval-days", "2-3", "--json", str(out),
     ])  # fmt: skip
     assert code == 0
     document = json.loads(out.read_text())

@@ -35,7 +35,7 @@ from forecaster.simulation.replay import (
 from forecaster.simulation.twin import Decision, TwinView
 from forecaster.sources.files import read_job_trace
 from tests.factories import REPLAY_T0 as T0
-from tests.factories import setup, synthetic
+from tests.factories import jobs_csv, setup, synthetic
 
 
 class Recording:
@@ -126,13 +126,7 @@ def test_replay_command_writes_json_and_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     jobs = synthetic(3, seed=4)
-    path = tmp_path / "jobs.csv"
-    rows = [
-        f"j{i},{s - T0:.0f},{d:.0f},{g}"
-        for i, (s, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
-    ]
-    path.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
-    epoch = np.datetime64(T0, "s").astype(str) + "Z"
+    path, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     code = main(
         [
             "replay",
@@ -220,13 +214,7 @@ def test_replay_reports_how_waiting_moves_with_image_pull_time(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     jobs = synthetic(2, seed=8)
-    path = tmp_path / "jobs.csv"
-    rows = [
-        f"j{i},{s - T0:.0f},{d:.0f},{g}"
-        for i, (s, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
-    ]
-    path.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
-    epoch = np.datetime64(T0, "s").astype(str) + "Z"
+    path, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     args = ["replay", "--jobs", str(path), "--epoch", epoch, "--policy", "static:16"]
     args += ["--warmup-days", "1", "--end-day", "2", "--image-pull-sweep", "0,300"]
     assert main([*args, "--json", str(tmp_path / "r.json")]) == 0
@@ -255,13 +243,7 @@ def test_replay_with_a_config_runs_the_configured_daemons_decision_path(
     assert (policy.reconciler.budgets, policy.reconciler.slo) == (daemon.budgets, daemon.slo)
     assert s.twin.tick_seconds == settings.reconcile_every_seconds
     jobs = synthetic(2, seed=9)
-    path = tmp_path / "jobs.csv"
-    rows = [
-        f"j{i},{t - T0:.0f},{d:.0f},{g}"
-        for i, (t, d, g) in enumerate(zip(jobs.submit, jobs.duration, jobs.gpus, strict=True))
-    ]
-    path.write_text("job_id,submission_time,duration,num_gpu\n" + "\n".join(rows) + "\n")
-    epoch = np.datetime64(T0, "s").astype(str) + "Z"
+    path, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     args = ["replay", "--config", str(BUNDLED_CONFIG), "--jobs", str(path), "--epoch", epoch]
     args += ["--policy", "reactive,static:16", "--warmup-days", "1", "--end-day", "2"]
     assert main(args) == 0
