@@ -24,15 +24,17 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
 
-from forecaster.core.cluster import PoolSnapshot
+from forecaster.core.cluster import MeasuredLead, PoolSnapshot
 from forecaster.core.jobs import JobTrace
 from forecaster.core.kueue import KueueRoom
+from forecaster.durations import DAY
 
 ARRIVE, FINISH, READY, TICK, PROVISION = range(5)
 
@@ -197,6 +199,7 @@ class Twin:
         self._provision_queued = False
         self._target = 0  # prewarm chunks the last decision asked for
         self.queued: list[int] = []  # workloads Kueue holds back (no pods yet)
+        self._launched: deque[float] = deque()  # node launch times of the last day, ascending
         self._created_at: list[float] = []  # pod creation times (admission), ascending
         self._created_cum: list[int] = [0]  # GPUs created up to each of them
         self.admitted_gpus = 0
@@ -230,6 +233,7 @@ class Twin:
             prewarm_gpus=held,
             nodepool_limit_gpus=self.cfg.nodepool_limit_gpus,
             stranded_gpus=stranded,
+            measured_lead=self._measured_lead(),
             kueue=(
                 None
                 if self.cfg.kueue_quota_gpus is None
@@ -237,6 +241,19 @@ class Twin:
                     max(0, self.cfg.kueue_quota_gpus - self.admitted_gpus), "replay quota"
                 )
             ),
+        )
+
+    def _measured_lead(self) -> MeasuredLead | None:
+        """What the observer would measure: the twin's launches of the last day take exactly
+        the provisioning time, and a pod on a fresh node waits the image pull."""
+        while self._launched and self._launched[0] <= self.now - DAY:
+            self._launched.popleft()
+        if not self._launched:
+            return None
+        return MeasuredLead(
+            provisioning_seconds=self.cfg.provision_seconds,
+            startup_seconds=self.cfg.image_pull_seconds,
+            launches=len(self._launched),
         )
 
     def created_gpus(self, *, since: float) -> int:
@@ -520,6 +537,7 @@ class Twin:
             node = _Node(self._next_id, self.now, self.now + self.cfg.provision_seconds, per_node)
             self.nodes[node.id] = node
             self.live[node.id] = node
+            self._launched.append(self.now)
             live += 1
             self._push(node.ready_at, READY, node.id)
 

@@ -6,7 +6,7 @@ period (a cold one still costs the image pull); a CapacityBuffer is used with no
 refills within a batch, not at the next tick (but pre-pulls no image); empty nodes are
 consolidated unless protected; placeholders are renewed at their TTL (counted unused) and
 preempted ones count as used; GPU-hour metrics on a tiny case; the node-pool limit is never
-exceeded.
+exceeded; the twin reports its launches of the last day as the observer measures a lead.
 """
 
 from __future__ import annotations
@@ -155,3 +155,16 @@ def test_burst_baseline_follows_recent_pod_creations() -> None:
     assert all(gpus == 0 for t, gpus in seen if t < 1000)  # no arrivals, flat history
     assert max(gpus for t, gpus in seen if 1000 < t < 1000 + 900) >= 16
     assert all(gpus == 0 for t, gpus in seen if t > 1015 + 900)
+
+
+def test_the_twin_measures_its_launches_like_the_observer() -> None:
+    twin = Twin(trace((100, 600, 16)), Reactive(), CFG, start=T0, end=T0 + 3 * 86400)
+    twin.begin()
+    twin.advance_to(T0 + 50)
+    assert twin.snapshot().measured_lead is None  # nothing launched yet
+    twin.advance_to(T0 + 600)
+    lead = twin.snapshot().measured_lead
+    assert lead is not None and (lead.provisioning_seconds, lead.startup_seconds) == (60, 300)
+    assert lead.launches == 2 and lead.total_seconds == 360
+    twin.advance_to(T0 + 86400 + 600)
+    assert twin.snapshot().measured_lead is None  # the launches left the last day
