@@ -26,14 +26,10 @@ from forecaster.reconcile.loop import PoolRuntime, Reconciler
 from forecaster.reconcile.models import ActiveModel
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.metrics import ReplayMetrics, measure
-from forecaster.simulation.policies import (
-    POLICY_NAMES,
-)
 from forecaster.simulation.twin import Decision, Policy, Twin, TwinConfig, TwinRecord, TwinView
 from forecaster.sources.base import DemandSource
 
 log = logging.getLogger(__name__)
-POLICIES = POLICY_NAMES
 
 
 @dataclass(frozen=True)
@@ -43,7 +39,7 @@ class RetrainSchedule:
     train_seconds: int = 28 * DAY
     """History each fit sees (the CronJob's ``history_days``)."""
     min_train_seconds: int = 7 * DAY
-    """Before this much usable history, the pool is forecast by the fallback baseline."""
+    """Before this much usable history there is no model yet (the warm-up prewarms nothing)."""
     every_seconds: int = 7 * DAY
 
 
