@@ -346,6 +346,13 @@ MUTATIONS = (
         ("tests/actuators/test_lead.py",),
     ),
     Mutation(
+        "nodes registered Ready at creation count as instant launches",
+        "forecaster/actuators/lead.py",
+        "        if took >= MIN_LAUNCH_SECONDS:",
+        "        if took >= 0:",
+        ("tests/actuators/test_lead.py",),
+    ),
+    Mutation(
         "a local forecast-only run writes a Lease",
         "forecaster/cli/commands.py",
         "elect=not local",

@@ -9,7 +9,9 @@
 
 Medians over the nodes created in the last ``LOOKBACK_SECONDS``; None until one has launched. A
 node that went NotReady and back later measures long: the median keeps one such node from
-moving the figure.
+moving the figure. A node Ready within ``MIN_LAUNCH_SECONDS`` of its creation was registered,
+not launched (no cloud instance boots that fast): it is not a launch and would drag the lead
+the plan covers towards zero.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from forecaster.durations import DAY
 
 LOOKBACK_SECONDS = DAY
 COLD_START_SECONDS = 600
+MIN_LAUNCH_SECONDS = 5
 
 
 def measure_lead(nodes: Sequence[Node], pods: Sequence[Pod], *, now: int) -> MeasuredLead | None:
@@ -37,7 +40,7 @@ def measure_lead(nodes: Sequence[Node], pods: Sequence[Pod], *, now: int) -> Mea
         if created is None or ready is None or now - timestamp_seconds(created) > LOOKBACK_SECONDS:
             continue
         took = ready - timestamp_seconds(created)
-        if took >= 0:
+        if took >= MIN_LAUNCH_SECONDS:
             provisioning.append(took)
             ready_at[node["metadata"]["name"]] = ready
     if not provisioning:
