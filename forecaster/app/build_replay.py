@@ -54,11 +54,14 @@ def replay_setup(
         max_cost_per_hour=max_prewarm_gpus * price_on_demand,
         commitment_seconds=PLACEHOLDER_TTL_SECONDS,
     )
+    start, warmup_end, end = _window(
+        epoch=epoch, start_day=start_day, warmup_days=warmup_days, end_day=end_day
+    )
     return ReplaySetup(
         twin=twin,
-        start=int(epoch + start_day * DAY),
-        warmup_end=int(epoch + (start_day + warmup_days) * DAY),
-        end=int(epoch + end_day * DAY),
+        start=start,
+        warmup_end=warmup_end,
+        end=end,
         budgets=budgets,
         max_prewarm_gpus=max_prewarm_gpus,
         price_on_demand=price_on_demand,
@@ -99,11 +102,14 @@ def replay_setup_from_settings(
         nodepool_limit_gpus=settings.twin.nodepool_limit_gpus,
         max_prewarm_gpus=pool.max_prewarm_gpus,
     )
+    start, warmup_end, end = _window(
+        epoch=epoch, start_day=start_day, warmup_days=warmup_days, end_day=end_day
+    )
     return ReplaySetup(
         twin=twin,
-        start=int(epoch + start_day * DAY),
-        warmup_end=int(epoch + (start_day + warmup_days) * DAY),
-        end=int(epoch + end_day * DAY),
+        start=start,
+        warmup_end=warmup_end,
+        end=end,
         budgets=build.budgets(settings),
         max_prewarm_gpus=pool.max_prewarm_gpus,
         price_on_demand=pool.prices.on_demand,
@@ -113,6 +119,17 @@ def replay_setup_from_settings(
         slo=settings.slo,
         plan_quantile=settings.forecast.target_quantile,
         runtime=build.pool_runtime(settings, pool),
+    )
+
+
+def _window(
+    *, epoch: int, start_day: float, warmup_days: float, end_day: float
+) -> tuple[int, int, int]:
+    """Trace days as epoch seconds: start, end of warm-up (metrics from), end."""
+    return (
+        int(epoch + start_day * DAY),
+        int(epoch + (start_day + warmup_days) * DAY),
+        int(epoch + end_day * DAY),
     )
 
 
@@ -138,7 +155,7 @@ def predictive(setup: ReplaySetup) -> Predictive:
     ports = TwinPorts(setup.twin.pool)
     models = WeeklyRetrain(
         source=ports,
-        clock=lambda: ports.view.now if ports.view is not None else 0.0,
+        clock=lambda: ports.now,
         model_name=setup.model,
         horizons_seconds=setup.horizons_seconds,
         quantiles=(0.5, setup.plan_quantile),

@@ -13,27 +13,17 @@ from typing import Any
 from tqdm import tqdm
 
 from forecaster.app.build_replay import replay_policy, replay_setup, replay_setup_from_settings
-from forecaster.cli.replay_args import PER_POOL, add_replay_arguments
+from forecaster.cli.replay_args import EPOCH_DEFAULT, POOL_DEFAULTS
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
-from forecaster.settings import load_settings
+from forecaster.settings import Settings, load_settings
 from forecaster.simulation.frontier import frontier, parse_days
 from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
 from forecaster.simulation.report import ReportRun, render
 from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.files import CsvSource, read_job_trace
-
-
-def _defaults() -> dict[str, object]:
-    parser = argparse.ArgumentParser()
-    add_replay_arguments(parser)
-    return {f: parser.get_default(f) for f in (*PER_POOL, "epoch")}
-
-
-REPLAY_DEFAULTS = _defaults()
-EPOCH_DEFAULT = REPLAY_DEFAULTS["epoch"]
 
 KEYS = (
     "p50_wait_s",
@@ -52,10 +42,13 @@ KEYS = (
 )
 
 
-def load_trace(args: argparse.Namespace) -> tuple[JobTrace, int]:
-    """The jobs to replay and the trace's time zero (epoch seconds)."""
-    if args.config is not None and args.series is None:
-        twin = load_settings(args.config).twin
+def load_trace(
+    args: argparse.Namespace, *, settings: Settings | None = None
+) -> tuple[JobTrace, int]:
+    """The jobs to replay and the trace's time zero (epoch seconds); with ``--config``'s
+    ``settings`` they default to its twin's trace and epoch."""
+    if settings is not None and args.series is None:
+        twin = settings.twin
         args.jobs = args.jobs or twin.jobs
         if args.epoch == EPOCH_DEFAULT:
             args.epoch = twin.epoch
@@ -73,21 +66,23 @@ def load_trace(args: argparse.Namespace) -> tuple[JobTrace, int]:
     raise ConfigError("give --jobs FILE or --series FILE")
 
 
-def setup_from(args: argparse.Namespace, epoch: int) -> ReplaySetup:
-    """Twin, window and caps from the command line - or from ``--config``."""
+def setup_from(
+    args: argparse.Namespace, epoch: int, *, settings: Settings | None = None
+) -> ReplaySetup:
+    """Twin, window and caps from the command line - or from ``--config``'s ``settings``."""
     if args.model not in known_names():
         raise ConfigError(f"--model: unknown {args.model!r}; known: {known_names()}")
     if not 0.5 < args.quantile < 1:
         raise ConfigError("--quantile must be between 0.5 and 1")
     if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
         raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
-    if args.config is not None:
-        given = [f for f in PER_POOL if getattr(args, f) != REPLAY_DEFAULTS[f]]
+    if settings is not None:
+        given = [f for f, default in POOL_DEFAULTS.items() if getattr(args, f) != default]
         if given:
             flags = ", ".join("--" + f.replace("_", "-") for f in given)
             raise ConfigError(f"{flags}: with --config the configured pool sets these")
         return replay_setup_from_settings(
-            load_settings(args.config),
+            settings,
             epoch=epoch,
             start_day=args.start_day,
             warmup_days=args.warmup_days,
@@ -222,8 +217,9 @@ def replay_command(args: argparse.Namespace) -> int:
     logging.getLogger("forecaster.reconcile.loop").setLevel(logging.WARNING)
     if args.frontier:
         return frontier_command(args)
-    jobs, epoch = load_trace(args)
-    setup = setup_from(args, epoch)
+    settings = load_settings(args.config) if args.config is not None else None
+    jobs, epoch = load_trace(args, settings=settings)
+    setup = setup_from(args, epoch, settings=settings)
     names = [n.strip() for n in args.policy.split(",") if n.strip()]
     try:
         sweep_names = [f"static:{int(k)}" for k in args.sweep.split(",") if k.strip()]
@@ -231,15 +227,7 @@ def replay_command(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--sweep: expected GPU counts separated by commas, e.g. 0,16,32; got {args.sweep!r}"
         ) from None
-    try:
-        pulls = [float(p) for p in args.image_pull_sweep.split(",") if p.strip()]
-    except ValueError:
-        raise ConfigError(
-            "--image-pull-sweep: expected seconds separated by commas, e.g. 0,60,300;"
-            f" got {args.image_pull_sweep!r}"
-        ) from None
-    if any(p < 0 for p in pulls):
-        raise ConfigError(f"--image-pull-sweep: times must be >= 0 s, got {args.image_pull_sweep}")
+    pulls = _image_pulls(args.image_pull_sweep)
     results = run_all(names, jobs, setup=setup, static_gpus=args.static_gpus)
     sweep = (
         run_all(sweep_names, jobs, setup=setup, static_gpus=args.static_gpus) if sweep_names else []
@@ -253,17 +241,19 @@ def replay_command(args: argparse.Namespace) -> int:
             print(f"{r.policy}: GPU-hours {ratio:.3f} x oracle")
     for line in against_sweep([r for r in results if not r.policy.startswith("static")], sweep):
         print(line)
-    pull_lines, by_pull = image_pull_sweep(
-        names, jobs, setup=setup, pulls=pulls, static_gpus=args.static_gpus
-    )
-    for line in pull_lines if pulls else []:
-        print(line)
+    by_pull: dict[str, dict[str, Any]] = {}
+    if pulls:
+        pull_lines, by_pull = image_pull_sweep(
+            names, jobs, setup=setup, pulls=pulls, static_gpus=args.static_gpus
+        )
+        for line in pull_lines:
+            print(line)
     if args.json:
         document: dict[str, Any] = {
             r.policy: {k: getattr(r.metrics, k) for k in KEYS} | {"jobs": r.metrics.jobs}
             for r in results + sweep
         }
-        if pulls:
+        if by_pull:
             document["image_pull_sweep"] = by_pull
         args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
         print(f"wrote {args.json}")
@@ -297,9 +287,10 @@ def frontier_command(args: argparse.Namespace) -> int:
     """``replay --frontier`` (see ``simulation.frontier``)."""
     tune = parse_days(args.tune_days, "--tune-days")
     evaluate = parse_days(args.eval_days, "--eval-days")
-    jobs, epoch = load_trace(args)
+    settings = load_settings(args.config) if args.config is not None else None
+    jobs, epoch = load_trace(args, settings=settings)
     args.warmup_days, args.end_day = tune[0] - args.start_day, evaluate[1]
-    setup = setup_from(args, epoch)
+    setup = setup_from(args, epoch, settings=settings)
 
     def progress(name: str) -> None:
         print(f"frontier: running {name}", file=sys.stderr)
@@ -319,6 +310,19 @@ def frontier_command(args: argparse.Namespace) -> int:
         args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
         print(f"wrote {args.json}")
     return 0
+
+
+def _image_pulls(text: str) -> list[float]:
+    """``--image-pull-sweep``'s seconds (empty: no sweep)."""
+    try:
+        pulls = [float(p) for p in text.split(",") if p.strip()]
+    except ValueError:
+        raise ConfigError(
+            f"--image-pull-sweep: expected seconds separated by commas, e.g. 0,60,300; got {text!r}"
+        ) from None
+    if any(p < 0 for p in pulls):
+        raise ConfigError(f"--image-pull-sweep: times must be >= 0 s, got {text}")
+    return pulls
 
 
 def _make_output_folders(args: argparse.Namespace) -> None:

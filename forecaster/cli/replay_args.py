@@ -8,16 +8,18 @@ from pathlib import Path
 from forecaster.durations import parse_duration
 from forecaster.simulation.policies import POLICY_NAMES
 
-PER_POOL = (
-    "gpus_per_node",
-    "provision",
-    "image_pull",
-    "max_prewarm_gpus",
-    "quantile",
-    "price",
-    "spot_price",
-)
-"""Flags that describe the pool; with ``--config`` the configured pool describes it instead."""
+POOL_DEFAULTS: dict[str, object] = {
+    "gpus_per_node": 8,
+    "provision": 60,
+    "image_pull": 300,
+    "max_prewarm_gpus": 1024,
+    "quantile": 0.95,
+    "price": 4.10,
+    "spot_price": 1.60,
+}
+"""Flags that describe the pool, with their defaults; with ``--config`` the configured pool
+describes it instead, and a flag moved off its default is refused."""
+EPOCH_DEFAULT = "2026-01-08T00:00:00Z"
 
 
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +53,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--report", type=Path, help="write the HTML report here")
     parser.add_argument("--json", type=Path, help="write the figures per policy as JSON here")
     parser.add_argument(
-        "--epoch", default="2026-01-08T00:00:00Z", help="wall time of trace second 0 (ISO 8601)"
+        "--epoch", default=EPOCH_DEFAULT, help="wall time of trace second 0 (ISO 8601)"
     )
     parser.add_argument(
         "--start-day", type=float, default=0.0, help="replay from this trace day (days, 0)"
@@ -65,12 +67,23 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--end-day", type=float, default=50.0, help="replay up to this trace day (days, 50)"
     )
-    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs of one node (8)")
     parser.add_argument(
-        "--provision", type=parse_duration, default=60, help="node launch to Ready (60s)"
+        "--gpus-per-node",
+        type=int,
+        default=POOL_DEFAULTS["gpus_per_node"],
+        help="GPUs of one node (8)",
     )
     parser.add_argument(
-        "--image-pull", type=parse_duration, default=300, help="workload image pull (5m)"
+        "--provision",
+        type=parse_duration,
+        default=POOL_DEFAULTS["provision"],
+        help="node launch to Ready (60s)",
+    )
+    parser.add_argument(
+        "--image-pull",
+        type=parse_duration,
+        default=POOL_DEFAULTS["image_pull"],
+        help="workload image pull (5m)",
     )
     parser.add_argument(
         "--consolidate-after",
@@ -81,7 +94,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-prewarm-gpus",
         type=int,
-        default=1024,
+        default=POOL_DEFAULTS["max_prewarm_gpus"],
         help="planner cap and breach line, GPUs (1024)",
     )
     parser.add_argument(
@@ -90,7 +103,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quantile",
         type=float,
-        default=0.95,
+        default=POOL_DEFAULTS["quantile"],
         help="forecast quantile the predictive plans for (0.95)",
     )
     parser.add_argument("--no-warm-image", action="store_true", help="placeholders run pause only")
@@ -129,5 +142,15 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="Kueue admits at most this many GPUs at once; the rest wait as workloads",
     )
-    parser.add_argument("--price", type=float, default=4.10, help="on-demand $ per GPU-hour (4.10)")
-    parser.add_argument("--spot-price", type=float, default=1.60, help="spot $ per GPU-hour (1.60)")
+    parser.add_argument(
+        "--price",
+        type=float,
+        default=POOL_DEFAULTS["price"],
+        help="on-demand $ per GPU-hour (4.10)",
+    )
+    parser.add_argument(
+        "--spot-price",
+        type=float,
+        default=POOL_DEFAULTS["spot_price"],
+        help="spot $ per GPU-hour (1.60)",
+    )

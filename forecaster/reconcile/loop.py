@@ -84,17 +84,14 @@ class PoolRuntime:
     """How often the loop decides (``reconcile_every_seconds``): part of the prewarm window."""
 
     def horizon(self, measured: MeasuredLead | None) -> PlanningHorizon:
-        """The horizon this tick covers, from the measured lead when there is enough of it."""
-        configured = PlanningHorizon(
-            self.horizon_seconds, self.lead_seconds, "configured lead_time"
-        )
-        if measured is None or not self.horizons_seconds:
-            return configured
+        """The horizon this tick covers, from the measured lead when there is enough of it
+        (never with no ``horizons_seconds`` to choose from)."""
+        usable = measured if self.horizons_seconds else None
         return planning_horizon(
             configured_lead_seconds=self.lead_seconds,
             configured_horizon_seconds=self.horizon_seconds,
-            measured_lead_seconds=measured.total_seconds,
-            measured_launches=measured.launches,
+            measured_lead_seconds=usable.total_seconds if usable else None,
+            measured_launches=usable.launches if usable else 0,
             margin_seconds=self.lead_margin_seconds,
             decision_interval_seconds=self.decision_interval_seconds,
             horizons_seconds=self.horizons_seconds,

@@ -28,7 +28,7 @@ from forecaster.core.error_budget import (
 )
 from forecaster.core.finops import PoolSpend, SpendPoint, pool_spend
 from forecaster.durations import DAY
-from forecaster.reconcile.loop import Reconciler, TickRecord
+from forecaster.reconcile.loop import PoolRuntime, Reconciler, TickRecord
 from forecaster.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -104,14 +104,17 @@ class Daemon:
         self.metrics.observe_spend({pool: self.spend(pool) for pool in self.pools})
         return record
 
+    def _runtime(self, pool: str) -> PoolRuntime | None:
+        return next((r for r in self.reconciler.pools if r.policy.pool == pool), None)
+
     def lead_seconds(self, pool: str) -> int:
         """The pool's configured lead (what its plan covers); 0 for an unknown pool."""
-        runtime = next((r for r in self.reconciler.pools if r.policy.pool == pool), None)
+        runtime = self._runtime(pool)
         return runtime.lead_seconds if runtime else 0
 
     def spend(self, pool: str) -> PoolSpend:
         """The pool's last day of spend (``core.finops``)."""
-        runtime = next((r for r in self.reconciler.pools if r.policy.pool == pool), None)
+        runtime = self._runtime(pool)
         at = self.last.at if self.last else 0
         return pool_spend(
             [p.spend[pool] for p in self.trail if pool in p.spend],

@@ -42,6 +42,11 @@ class TwinPorts:
         self.lock = threading.Lock()
         self._counted = 0  # placeholders that ended and were reported (``TwinView.ended_after``)
 
+    @property
+    def now(self) -> float:
+        """The simulated time (0 before the twin starts)."""
+        return self.view.now if self.view is not None else 0.0
+
     def _twin(self) -> TwinView:
         if self.view is None:
             raise SourceError("the twin has not started")
@@ -104,11 +109,6 @@ class LiveTwin(TwinPorts):
         self.twin = Twin(jobs, self, config, start=start, end=end)
         self.twin.begin()
         self.view = self.twin
-
-    @property
-    def now(self) -> float:
-        """The simulated time."""
-        return self.twin.now
 
     def advance_to(self, t: float) -> None:
         """Run the twin up to simulated time ``t``."""
