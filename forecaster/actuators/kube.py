@@ -256,13 +256,6 @@ class Kube:
         return found is not None
 
     # ---- writes --------------------------------------------------------------------------
-    def create_pod(self, namespace: str, body: Pod) -> None:
-        self._write(
-            f"create pod {namespace}/{body['metadata']['name']}",
-            body,
-            lambda: self._core.create_namespaced_pod(namespace, body, **self._write_opts()),
-        )
-
     def delete_pod(self, namespace: str, name: str) -> None:
         """Delete; a pod already gone is fine."""
         self._write(
