@@ -78,6 +78,11 @@ class PoolSettings(_Strict):
     lead_time: LeadTime = LeadTime()
     csv: Path | None = Field(None, description="history file when source.kind is csv")
     query: str | None = Field(None, description="PromQL override; {pool} is the NodePool name")
+    arrivals_query: str | None = Field(
+        None,
+        description="PromQL override of the GPUs of pods created per step (the arrivals model's"
+        " history): {pool}, {step} and {twice_step} are filled in",
+    )
     forecast_only: bool = Field(False, description="forecast and report, never act")
     max_prewarm_gpus: int = Field(32, ge=0)
     prices: Prices = Prices()

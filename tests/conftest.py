@@ -48,6 +48,16 @@ KSM_START = 1_768_000_000 - 1_768_000_000 % 3600  # 2026-01-09T22:00Z: far older
 BACKFILL_DAYS = 16
 
 
+KSM_CREATED = {
+    "a": KSM_START - 3600,
+    "b": KSM_START + 10 * 60 + 20,
+    "c": KSM_START - 600,
+    "d": KSM_START + 30 * 60 + 5,
+    "e": KSM_START + 45 * 60 + 59,
+}
+"""Creation time of each pod (``kube_pod_created``): b, d and e within the two hours."""
+
+
 def ksm_series() -> list[Series]:
     """kube-state-metrics for five pods over two hours (see test_default_query_*)."""
     minutes = range(0, 120)
@@ -87,6 +97,13 @@ def ksm_series() -> list[Series]:
                     [(at(m), 1.0 if phase_of(m) == phase else 0.0) for m in minutes],
                 )
             )
+        out.append(
+            Series(
+                "kube_pod_created",
+                ident,
+                [(at(m), float(KSM_CREATED[pod])) for m in minutes],
+            )
+        )
         out.append(
             Series(
                 "kube_pod_nodeselectors",

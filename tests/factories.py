@@ -2,7 +2,7 @@
 
 Daemon on the API double (``settings``, ``client``, ``reconciler``, ``placeholders``), planner
 inputs (``policy``, ``snapshot``, ``forecast``), Kueue objects (``flavor``, ``cluster_queue``) and
-replay runs (``REPLAY_T0``, ``synthetic``, ``setup``).
+replay runs (``REPLAY_T0``, ``synthetic``, ``setup``), arrivals (``bursty``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from forecaster.app import build
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.jobs import JobTrace
 from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.reconcile.loop import Reconciler
 from forecaster.settings import Settings
@@ -141,6 +142,24 @@ def synthetic(days: float, *, seed: int, start: float = 0.0) -> JobTrace:
     duration = rng.uniform(1800, 6 * 3600, count)
     gpus = rng.choice([1, 1, 1, 2, 8], count)
     return JobTrace(submit=REPLAY_T0 + submit, duration=duration, gpus=gpus.astype(np.int64))
+
+
+def bursty(
+    days: float, *, seed: int, start: int = NOW - NOW % 60
+) -> tuple[DemandSeries, DemandSeries]:
+    """(demand, arrivals) per minute of a pool fed by batch submissions: a burst every ~3 h
+    lands 8 GPUs a minute for 8 minutes, over a trickle of single GPUs; every GPU runs an
+    hour. Bursts continue once begun - what the arrivals model must learn."""
+    rng = np.random.default_rng(seed)
+    minutes = int(days * 1440)
+    arrivals = rng.poisson(0.2, minutes).astype(float)
+    for begin in np.flatnonzero(rng.random(minutes) < 1 / 180):
+        arrivals[begin : begin + 8] += 8
+    demand = np.convolve(arrivals, np.ones(60))[:minutes]
+    return (
+        DemandSeries(start, 60, demand, name="a"),
+        DemandSeries(start, 60, arrivals, name="a"),
+    )
 
 
 def jobs_csv(path: Path, jobs: JobTrace) -> tuple[Path, str]:

@@ -14,6 +14,11 @@ A pool whose NodeClaims Karpenter could not launch in the last ``LAUNCH_WINDOW_S
 (Warning Events ``InsufficientCapacityError`` on NodeClaims named ``<nodepool>-<suffix>``)
 carries a ``launch_problem``; ``ready_placeholder_gpus`` counts only prewarm on Ready nodes.
 
+``arrivals`` counts the GPUs of real pods of the pool created in the last 1, 5, 15 and 60
+minutes (``metadata.creationTimestamp`` of the pods listed: pending and running ones; pods that
+already finished are not in the list and not counted) - the fast signal of the arrivals model,
+fresher than any scrape.
+
 Free GPUs on Ready nodes that run real pods are reported as stranded
 (a whole-node job cannot use them). The NodePool's GPU limit comes from its ``spec.limits``.
 
@@ -48,8 +53,10 @@ from forecaster.actuators.quantities import (
     timestamp_seconds,
 )
 from forecaster.core.cluster import (
+    ARRIVAL_WINDOWS_SECONDS,
     Observation,
     PoolSnapshot,
+    RecentArrivals,
     Unattributed,
     unobservable,
     whole_node_gpus,
@@ -204,6 +211,7 @@ def _snapshot(
     for node in own:
         capacity[_ready(node)] += _allocatable(node)
     running = pending = placeholders = 0
+    created: list[tuple[float, int]] = []  # (age, GPUs) of the pool's real pods
     used_on: dict[str, int] = {}
     ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
     busy: set[str] = set()
@@ -217,7 +225,11 @@ def _snapshot(
         if _is_placeholder(pod):
             placeholders += gpus
             ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus
-        elif node_name:
+            continue
+        stamp = pod["metadata"].get("creationTimestamp")
+        if stamp and gpus:
+            created.append((now - timestamp_seconds(stamp), gpus))
+        if node_name:
             running += gpus
             busy.add(node_name)
         elif not pod["spec"].get("schedulingGates"):  # gated pods (Kueue) start no node
@@ -259,6 +271,11 @@ def _snapshot(
         ),
         measured_lead=measure_lead(
             own, [p for p in pods if p["spec"].get("nodeName") in nodes_by_name], now=now
+        ),
+        arrivals=RecentArrivals(
+            tuple(
+                sum(g for age, g in created if age < window) for window in ARRIVAL_WINDOWS_SECONDS
+            )
         ),
     )
 

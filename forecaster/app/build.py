@@ -73,6 +73,7 @@ def build_source(settings: Settings) -> DemandSource:
     return PrometheusSource(
         url=prom.url,
         queries={p.name: p.query for p in settings.pools if p.query},
+        arrival_queries={p.name: p.arrivals_query for p in settings.pools if p.arrivals_query},
         timeout_seconds=prom.timeout_seconds,
         retries=prom.retries,
         backoff_seconds=prom.backoff_seconds,

@@ -166,6 +166,7 @@ def predictive(setup: ReplaySetup) -> Predictive:
         horizon_seconds=setup.horizon_seconds,
         target_quantile=setup.plan_quantile,
         lead_seconds=setup.lead_seconds,
+        decision_interval_seconds=int(setup.twin.tick_seconds),
     )
     reconciler = Reconciler(
         pools=[runtime],

@@ -20,7 +20,7 @@ from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.training import PoolTraining, Progress, train_pool
 from forecaster.service.clock import Clock
 from forecaster.settings import PoolSettings, Settings
-from forecaster.sources.base import DemandSource
+from forecaster.sources.base import ArrivalSource, DemandSource
 from forecaster.sources.files import CsvSource
 
 log = logging.getLogger(__name__)
@@ -41,6 +41,27 @@ def fetch_history(
     if series.usable_seconds == 0:
         raise SourceError(f"pool {pool.name}: the history holds no usable samples")
     return series, report
+
+
+def fetch_arrivals(source: DemandSource, series: DemandSeries) -> DemandSeries | None:
+    """The pool's arrivals on ``series``' grid, where the source has them (Prometheus: pods'
+    creation times; a CSV of demand has none): None, and why in the log, otherwise."""
+    if not isinstance(source, ArrivalSource):
+        log.info("pool %s: the source has no pod creation times: no arrivals model", series.name)
+        return None
+    try:
+        arrivals, _ = source.fetch_arrivals(
+            series.name, start=series.start, end=series.end, step_seconds=series.step_seconds
+        )
+    except SourceError as exc:
+        log.warning("pool %s: no arrivals history (%s): no arrivals model", series.name, exc)
+        return None
+    if (arrivals.start, len(arrivals)) != (series.start, len(series)):
+        log.warning(
+            "pool %s: arrivals history is off the demand grid: no arrivals model", series.name
+        )
+        return None
+    return arrivals
 
 
 def train(
@@ -85,6 +106,7 @@ def _train_pools(
                 store=store,
                 created=created,
                 progress=progress,
+                arrivals=fetch_arrivals(source, series),
             )
         except ForecasterError as exc:
             log.debug("pool %s: training failed: %s", pool.name, exc)

@@ -93,6 +93,7 @@ def setup_from(
         gpus_per_node=args.gpus_per_node,
         provision_seconds=args.provision,
         image_pull_seconds=args.image_pull,
+        tick_seconds=args.decide_every,
         consolidate_after_seconds=args.consolidate_after,
         warm_image=not args.no_warm_image,
         max_prewarm_gpus=args.max_prewarm_gpus,

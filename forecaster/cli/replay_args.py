@@ -12,6 +12,7 @@ POOL_DEFAULTS: dict[str, object] = {
     "gpus_per_node": 8,
     "provision": 60,
     "image_pull": 300,
+    "decide_every": 15,
     "max_prewarm_gpus": 1024,
     "quantile": 0.95,
     "price": 4.10,
@@ -84,6 +85,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         type=parse_duration,
         default=POOL_DEFAULTS["image_pull"],
         help="workload image pull (5m)",
+    )
+    parser.add_argument(
+        "--decide-every",
+        type=parse_duration,
+        default=POOL_DEFAULTS["decide_every"],
+        help="every policy decides this often - the daemon's reconcile_every_seconds (15s)",
     )
     parser.add_argument(
         "--consolidate-after",

@@ -28,6 +28,27 @@ class MeasuredLead:
         return self.provisioning_seconds + (self.startup_seconds or 0.0)
 
 
+ARRIVAL_WINDOWS_SECONDS = (60, 300, 900, 3600)
+"""The trailing windows over which pods created lately are counted (``RecentArrivals``)."""
+
+
+@dataclass(frozen=True)
+class RecentArrivals:
+    """GPUs requested by real pods created in each of the last ``ARRIVAL_WINDOWS_SECONDS``.
+
+    Jobs arrive in batch submissions that land within one lead time: what was created in the
+    last minutes says more about the next ones than the level of demand does. Read from the API
+    server at each decision (a scrape every 30-60 s is too slow for a 15 s decision)."""
+
+    gpus: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        if len(self.gpus) != len(ARRIVAL_WINDOWS_SECONDS):
+            raise ValueError(f"RecentArrivals needs one count per {ARRIVAL_WINDOWS_SECONDS} s")
+        if any(g < 0 for g in self.gpus):
+            raise ValueError("arrival counts must be >= 0")
+
+
 @dataclass(frozen=True)
 class PoolSnapshot:
     """One NodePool as seen at ``observed_at`` (epoch seconds).
@@ -66,6 +87,8 @@ class PoolSnapshot:
     """Prewarm that is actually warm: placeholder GPUs on Ready nodes (None: not observed)."""
     measured_lead: MeasuredLead | None = None
     """The pool's launches of the last day, measured (None: nothing launched lately)."""
+    arrivals: RecentArrivals | None = None
+    """GPUs of real pods created lately (None: not observed)."""
 
     @property
     def billed_gpus(self) -> int:
@@ -100,6 +123,11 @@ class DemandForecast:
     model: str
     quantile: float
     """The quantile ``upper_gpus`` is (``forecast.target_quantile``): what the plan covers."""
+    peak: bool = False
+    """The quantiles are of the *peak* demand over the window (now + the peak additional
+    demand, ``forecasting.arrivals``), not of the demand at its end."""
+    basis: str = ""
+    """What the forecast rests on, for the plan's reasons (empty: the model name says it)."""
 
     @property
     def upper_label(self) -> str:

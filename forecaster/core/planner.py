@@ -198,7 +198,7 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
     needed = max(0, math.ceil(shortfall / unit - 1e-9)) * unit if math.isfinite(shortfall) else 0
     reasons.append(
         f"{forecast.upper_label} demand {forecast.upper_gpus:.1f} GPUs at lead time"
-        f" ({forecast.model}) vs"
+        f" ({forecast.model}{': ' + forecast.basis if forecast.basis else ''}) vs"
         f" {snap.real_demand_gpus} requested now + {snap.spare_gpus} spare: need {needed}"
         f" ({needed // unit} x {unit}-GPU placeholder)"
     )

@@ -7,7 +7,8 @@ Layout under the store root (``models/`` by default)::
 
 An artifact is JSON: ``format``, ``format_version``, ``pool``, ``model`` (the name given to
 ``registry.build``), ``state`` (the model's ``to_state()``), ``metadata`` (data window and hash,
-backtest scores, library versions) and ``sha256`` over all of that. Loading verifies the hash,
+backtest scores, library versions), ``arrivals`` (the peak-additional-demand model's state, when
+one was trained) and ``sha256`` over all of that. Loading verifies the hash,
 refuses unknown formats and newer versions, and rebuilds the model through the registry - no
 pickle, and sklearn trees through skops with an allow-list. Publishing writes to a temporary file,
 loads it back, then renames, so a crash never leaves a half-written current model.
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from forecaster.errors import ModelError
+from forecaster.forecasting.arrivals import ArrivalsModel
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import model_class
 
@@ -43,6 +45,8 @@ class Artifact:
     model_name: str
     model: Forecaster
     metadata: dict[str, Any]
+    arrivals: ArrivalsModel | None = None
+    """The peak-additional-demand model published with it (None: trained without arrivals)."""
 
 
 def canonical_hash(document: dict[str, Any]) -> str:
@@ -66,6 +70,7 @@ class ArtifactStore:
         metadata: dict[str, Any],
         created: str,
         make_current: bool = True,
+        arrivals: ArrivalsModel | None = None,
     ) -> str:
         """Write a new version (``created`` is a UTC ``YYYYmmddTHHMMSSZ`` stamp); return it."""
         body = {
@@ -77,6 +82,8 @@ class ArtifactStore:
             "state": model.to_state(),
             "metadata": metadata,
         }
+        if arrivals is not None:  # absent, not null: artifacts without one keep their hash
+            body["arrivals"] = arrivals.to_state()
         digest = canonical_hash(body)
         version = f"{created}-{digest[:8]}"
         directory = self._pool_dir(pool)
@@ -159,6 +166,9 @@ class ArtifactStore:
             raise ModelError(f"{path}: artifact belongs to pool {document.get('pool')!r}")
         try:
             model = model_class(document["class"]).from_state(document["state"])
+            arrivals = (
+                ArrivalsModel.from_state(document["arrivals"]) if "arrivals" in document else None
+            )
         except ModelError:
             raise
         except (KeyError, TypeError, ValueError) as exc:
@@ -169,6 +179,7 @@ class ArtifactStore:
             model_name=str(document["model"]),
             model=model,
             metadata=dict(document.get("metadata", {})),
+            arrivals=arrivals,
         )
 
     def _pool_dir(self, pool: str) -> Path:

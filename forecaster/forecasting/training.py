@@ -23,6 +23,7 @@ from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, from_epoch_seconds
 from forecaster.durations import DAY
 from forecaster.errors import ModelError
+from forecaster.forecasting.arrivals import ArrivalsModel
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun, ModelScore, run_backtest, score
 from forecaster.forecasting.registry import FALLBACK, build
@@ -116,8 +117,12 @@ def train_pool(
     store: ArtifactStore,
     created: str,
     progress: Progress | None = None,
+    arrivals: DemandSeries | None = None,
 ) -> PoolTraining:
-    """Backtest, select, fit and publish the model for one pool (see module docstring)."""
+    """Backtest, select, fit and publish the model for one pool (see module docstring).
+
+    With the pool's ``arrivals`` (GPUs of pods created per step, on the series' grid) the
+    peak-additional-demand model is fitted too and published with it."""
     began = time.perf_counter()
     pool = series.name
     usable = series.usable_seconds
@@ -151,6 +156,11 @@ def train_pool(
         model_name = FALLBACK
         model = build(FALLBACK, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
         model.fit(series)
+    arrivals_model, arrivals_note = None, "no arrivals history: the plan follows the level model"
+    if arrivals is not None:
+        arrivals_model, arrivals_note = fit_arrivals(
+            series, arrivals, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles
+        )
     fit_seconds = time.perf_counter() - fit_began
     promote, why = champion_or_challenger(store, pool, challenger=model_name, scores=scores)
     version = store.publish(
@@ -162,12 +172,13 @@ def train_pool(
         ),
         created=created,
         make_current=promote,
+        arrivals=arrivals_model,
     )
     verb = "published" if promote else "published challenger"
     return PoolTraining(
         pool=pool,
         status="trained",
-        message=f"{verb} {model_name} as version {version}: {why}",
+        message=f"{verb} {model_name} as version {version}: {why}; {arrivals_note}",
         quality=quality,
         scores=tuple(scores),
         runs=tuple(runs),
@@ -177,6 +188,25 @@ def train_pool(
         total_seconds=time.perf_counter() - began,
         spec=spec,
     )
+
+
+def fit_arrivals(
+    demand: DemandSeries,
+    arrivals: DemandSeries,
+    *,
+    horizons_seconds: tuple[int, ...],
+    quantiles: tuple[float, ...],
+) -> tuple[ArrivalsModel | None, str]:
+    """The peak-additional-demand model fitted on the pool's history, and a line saying so -
+    or None and why not (too little data: the plan then follows the level model)."""
+    try:
+        model = ArrivalsModel(horizons_seconds=horizons_seconds, quantiles=quantiles).fit(
+            demand, arrivals
+        )
+    except ModelError as exc:
+        log.warning("pool %s: no arrivals model: %s", demand.name, exc)
+        return None, f"no arrivals model ({exc}): the plan follows the level model"
+    return model, f"arrivals model fitted on {model.rows_} minutes: the plan follows it"
 
 
 def data_hash(series: DemandSeries) -> str:

@@ -1,6 +1,12 @@
 """One reconcile tick: observe -> fetch -> forecast -> score -> plan -> act -> record.
 
-``Reconciler.tick(now)`` is the whole daemon step; the scheduler only calls it. It never raises
+``Reconciler.tick(now)`` is the whole daemon step; the scheduler only calls it. Two paths share
+it: demand history is fetched and the level forecast refreshed once per ``step_seconds`` (a
+minute: the scrape is no fresher), while the cluster is observed and the plan made at every
+tick. Where the pool's model has a peak-additional-demand part (``forecasting.arrivals``), the
+plan follows it: demand now + the peak rise expected within the window, from the pods created
+in the last minutes as the API server shows them - so a batch submission is answered at the next
+tick, not after the next scrape. It never raises
 for a data, model or cluster problem: each is logged, kept in the ``TickRecord`` and handled the
 safe way - a pool whose data cannot be fetched keeps its last forecast, which turns stale (no
 new prewarm, existing prewarm held for ``hold_seconds``, then withdrawn); a cluster that cannot
@@ -22,6 +28,7 @@ import numpy as np
 from forecaster.core.actions import ActuationReport, Command, Halt, commands
 from forecaster.core.budget import record_spend, spent_last_day
 from forecaster.core.cluster import (
+    ARRIVAL_WINDOWS_SECONDS,
     DemandForecast,
     MeasuredLead,
     Observation,
@@ -35,7 +42,7 @@ from forecaster.core.policy import Budgets, PlanningHorizon, PoolPolicy, plannin
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
 from forecaster.durations import DAY
-from forecaster.errors import ConflictError, ForecasterError
+from forecaster.errors import ConflictError, ForecasterError, ModelError
 from forecaster.reconcile.models import ActiveModel
 from forecaster.reconcile.state import PendingForecast, PoolState, ServiceState, StateStore
 from forecaster.sources.base import DemandSource
@@ -189,6 +196,8 @@ class Reconciler:
         self._last_demand: dict[str, DemandForecast] = {}
         self._last_waste: dict[str, float] = {}
         self._horizons: dict[str, int] = {}  # per pool, to log when the measured lead moves it
+        self._active: dict[str, ActiveModel] = {}  # per pool: the model of the last fetch
+        self._fetched: dict[str, tuple[int, PoolView]] = {}  # per pool: last fetch and its view
         self.last: TickRecord | None = None
 
     def tick(self, now: int, *, act: bool = True) -> TickRecord:
@@ -216,10 +225,15 @@ class Reconciler:
                     horizon.reason,
                 )  # fmt: skip
             self._horizons[name] = horizon.horizon_seconds
+            fetched = self._fetched.get(name)
+            evaluations: list[Evaluation] = []
             try:
-                view, evaluations = self._forecast(
-                    runtime, pool_state, now, errors, horizon=horizon
-                )
+                if fetched is not None and now - fetched[0] < self.step_seconds:
+                    view = fetched[1]  # the history is no fresher yet
+                else:
+                    view, evaluations = self._forecast(
+                        runtime, pool_state, now, errors, horizon=horizon
+                    )
             except Exception as exc:  # a bug or malformed input harms only this pool
                 log.exception("pool %s: forecasting failed; the pool withdraws this tick", name)
                 errors.append(TickError("crash", name, f"{type(exc).__name__}: {exc}"))
@@ -243,6 +257,8 @@ class Reconciler:
                 )
                 transitions.append((name, transition))
             snapshot = snapshots[name] if snapshots else self._assumed(runtime, view, now)
+            view = self._with_arrivals(runtime, view, snapshot, now, errors, horizon=horizon)
+            _remember(pool_state, view.demand, horizon.horizon_seconds, step=self.step_seconds)
             views[name] = PoolView(**{**view.__dict__, "snapshot": snapshot})
             inputs.append(PoolInput(runtime.policy, snapshot, view.demand, pool_state.budget.mode))
         spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)
@@ -381,6 +397,8 @@ class Reconciler:
         evaluations = _score(pool_state, series)
         usable = np.flatnonzero(series.usable)
         active = self.models.get(name, history=series) if usable.size else None
+        if active is not None:
+            self._active[name] = active
         if active is None:
             errors.append(TickError("model", name, "no usable history or model"))
             return PoolView(
@@ -399,8 +417,6 @@ class Reconciler:
         if math.isfinite(p95) and math.isfinite(p50):
             demand = DemandForecast(name, p50, p95, data_end=origin, model=active.name, quantile=q)
             self._last_demand[name] = demand
-            if not pool_state.pending or pool_state.pending[-1].origin < origin:
-                pool_state.pending.append(PendingForecast(origin, origin + ahead, p95))
         view = PoolView(
             name,
             active.name,
@@ -414,7 +430,58 @@ class Reconciler:
             q,
             horizon,
         )
+        self._fetched[name] = (now, view)
         return view, evaluations
+
+    def _with_arrivals(
+        self,
+        runtime: PoolRuntime,
+        view: PoolView,
+        snapshot: PoolSnapshot,
+        now: int,
+        errors: list[TickError],
+        *,
+        horizon: PlanningHorizon,
+    ) -> PoolView:
+        """The view with the plan's demand from the arrivals model, when the pool has one and
+        the cluster shows what was created lately; else as it was (the level forecast)."""
+        name = runtime.policy.pool
+        active = self._active.get(name)
+        model = active.arrivals if active is not None else None
+        recent = snapshot.arrivals
+        if model is None or recent is None or snapshot.problem is not None:
+            return view
+        q, ahead, level = (
+            runtime.target_quantile,
+            horizon.horizon_seconds,
+            snapshot.real_demand_gpus,
+        )
+        try:
+            upper = model.rise(
+                level=level, recent=recent, at=now, horizon_seconds=ahead, quantile=q
+            )
+            median = model.rise(
+                level=level, recent=recent, at=now, horizon_seconds=ahead, quantile=0.5
+            )
+        except ModelError as exc:
+            errors.append(TickError("forecast", name, f"arrivals model: {exc}"))
+            return view
+        created = ", ".join(
+            f"{g} in {w // 60} min"
+            for g, w in zip(recent.gpus, ARRIVAL_WINDOWS_SECONDS, strict=True)
+        )
+        demand = DemandForecast(
+            name,
+            level + median,
+            level + upper,
+            data_end=now,
+            model="arrivals",
+            quantile=q,
+            peak=True,
+            basis=f"{level} GPUs requested now + peak rise {upper:.1f} within {ahead} s;"
+            f" GPUs of pods created: {created}",
+        )
+        return PoolView(**{**view.__dict__, "demand": demand})
 
     def _assumed(self, runtime: PoolRuntime, view: PoolView, now: int) -> PoolSnapshot:
         demand_now = 0.0
@@ -484,8 +551,24 @@ def _no_forecast(runtime: PoolRuntime) -> PoolView:
     return PoolView(name, None, None, None, None, None, (), None, 0, runtime.target_quantile)
 
 
+def _remember(
+    pool_state: PoolState, demand: DemandForecast | None, ahead: int, *, step: int
+) -> None:
+    """Keep the forecast the plan used, to score it when its target time has data: one per
+    new data point of a level forecast, one per ``step`` of a peak forecast (made each tick)."""
+    if demand is None or not math.isfinite(demand.upper_gpus):
+        return
+    origin = demand.data_end
+    last = pool_state.pending[-1].origin if pool_state.pending else None
+    if last is None or origin >= last + (step if demand.peak else 1):
+        pool_state.pending.append(
+            PendingForecast(origin, origin + ahead, demand.upper_gpus, demand.peak)
+        )
+
+
 def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:
-    """Evaluate pending forecasts whose target time the data has reached; drop them."""
+    """Evaluate pending forecasts whose target time the data has reached; drop them. A peak
+    forecast is judged against the highest demand in (origin, target], a level one at target."""
     evaluations, keep = [], []
     for pending in pool_state.pending:
         if pending.target_time > series.end:
@@ -493,9 +576,16 @@ def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:
                 keep.append(pending)
             continue
         index = (pending.target_time - series.start) // series.step_seconds
-        if 0 <= index < len(series) and math.isfinite(series.values[index]):
+        first = index
+        if pending.peak:
+            first = max(0, (pending.origin - series.start) // series.step_seconds + 1)
+        if not 0 <= index < len(series):
+            continue
+        seen = series.values[first : index + 1]
+        seen = seen[np.isfinite(seen)]
+        if seen.size:
             evaluations.append(
-                Evaluation(pending.target_time, float(series.values[index]), pending.upper_gpus)
+                Evaluation(pending.target_time, float(seen.max()), pending.upper_gpus)
             )
     pool_state.pending = keep
     return evaluations

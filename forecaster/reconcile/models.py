@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from forecaster.core.series import DemandSeries
 from forecaster.errors import ModelError
+from forecaster.forecasting.arrivals import ArrivalsModel
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import FALLBACK, build
@@ -28,6 +29,9 @@ class ActiveModel:
     name: str
     version: str
     """Artifact version, or ``fallback`` when the baseline was fitted on the spot."""
+    arrivals: ArrivalsModel | None = None
+    """The peak-additional-demand model trained with it, when the pool's arrivals were known:
+    the plan then follows it (``reconcile.loop``), the level model feeds the chart."""
 
 
 class ModelProvider:
@@ -64,7 +68,9 @@ class ModelProvider:
                     self._refuse(pool, version, exc)
                 else:
                     if _covers(artifact.model, self.horizons_seconds, self.quantiles):
-                        active = ActiveModel(artifact.model, artifact.model_name, version)
+                        active = ActiveModel(
+                            artifact.model, artifact.model_name, version, artifact.arrivals
+                        )
                         self._loaded[pool] = active
                         log.info("pool %s: using model %s version %s", pool, active.name, version)
                         return active

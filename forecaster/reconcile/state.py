@@ -27,6 +27,9 @@ class PendingForecast:
     origin: int
     target_time: int
     upper_gpus: float
+    peak: bool = False
+    """A forecast of the peak over (origin, target_time] (``forecasting.arrivals``), scored
+    against the highest demand seen in it; else of the demand at ``target_time``."""
 
 
 @dataclass
@@ -62,7 +65,10 @@ class ServiceState:
             "pools": {
                 name: {
                     "budget": p.budget.to_dict(),
-                    "pending": [[f.origin, f.target_time, f.upper_gpus] for f in p.pending],
+                    "pending": [
+                        [f.origin, f.target_time, f.upper_gpus, *([True] if f.peak else [])]
+                        for f in p.pending
+                    ],
                 }
                 for name, p in self.pools.items()
             },
@@ -88,7 +94,10 @@ def _pool_state(data: Any, *, now: Any) -> PoolState:
     try:
         return PoolState(
             budget=ErrorBudgetState.from_dict(data["budget"]),
-            pending=[PendingForecast(int(a), int(b), float(c)) for a, b, c in data["pending"]],
+            pending=[
+                PendingForecast(int(a), int(b), float(c), bool(peak and peak[0]))
+                for a, b, c, *peak in data["pending"]
+            ],
         )
     except (KeyError, TypeError, ValueError) as exc:
         since = int(now) if isinstance(now, int) else 0

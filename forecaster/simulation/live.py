@@ -65,6 +65,13 @@ class TwinPorts:
             raise SourceError(f"the twin simulates pool {self.pool!r}, not {pool!r}")
         with self.lock:
             first, values = self._twin().demand_history(since=start)
+        return self._series(pool, first, values, end=end, step_seconds=step_seconds)
+
+    @staticmethod
+    def _series(
+        pool: str, first: int, values: np.ndarray, *, end: int, step_seconds: int
+    ) -> tuple[DemandSeries, QualityReport]:
+        """Per-minute values from ``first`` as the sources return them (on the step's grid)."""
         if values.size == 0:
             raise SourceError("the twin has no demand history yet")
         timestamps = first + 60 * np.arange(values.size)
@@ -77,7 +84,18 @@ class TwinPorts:
             outage_min_seconds=0,
         )
 
+    def fetch_arrivals(
+        self, pool: str, *, start: int, end: int, step_seconds: int
+    ) -> tuple[DemandSeries, QualityReport]:
+        """GPUs of the pods created per minute, on ``fetch``'s grid (``ArrivalSource``)."""
+        if pool != self.pool:
+            raise SourceError(f"the twin simulates pool {self.pool!r}, not {pool!r}")
+        with self.lock:
+            first, values = self._twin().arrival_history(since=start)
+        return self._series(pool, first, values, end=end, step_seconds=step_seconds)
+
     # ---- observer ------------------------------------------------------------------------------
+
     def observe(self, pools: Sequence[str], now: int) -> dict[str, PoolSnapshot]:
         """The twin's snapshot for its pool."""
         with self.lock:

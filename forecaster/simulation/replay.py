@@ -22,12 +22,12 @@ from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.registry import build
+from forecaster.forecasting.training import fit_arrivals
 from forecaster.reconcile.loop import PoolRuntime, Reconciler
 from forecaster.reconcile.models import ActiveModel
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.metrics import ReplayMetrics, measure
 from forecaster.simulation.twin import Decision, Policy, Twin, TwinConfig, TwinRecord, TwinView
-from forecaster.sources.base import DemandSource
 
 log = logging.getLogger(__name__)
 
@@ -54,14 +54,16 @@ class WeeklyRetrain:
     def __init__(
         self,
         *,
-        source: DemandSource,
+        source: TwinPorts,
         clock: Callable[[], float],
         model_name: str,
         horizons_seconds: tuple[int, ...],
         quantiles: tuple[float, ...],
         schedule: RetrainSchedule,
+        arrivals: bool = True,
     ) -> None:
         self.source = source
+        self.arrivals = arrivals
         self.clock = clock
         self.model_name = model_name
         self.horizons_seconds = horizons_seconds
@@ -97,7 +99,22 @@ class WeeklyRetrain:
         except ForecasterError as exc:
             log.warning("replay retrain at %s failed (%s): keeping the previous model", now, exc)
             return
-        self.current = ActiveModel(fitted, self.model_name, f"replay-{now}")
+        arrivals = None
+        if self.arrivals:
+            try:
+                created, _ = self.source.fetch_arrivals(
+                    pool, start=history.start, end=history.end, step_seconds=60
+                )
+            except ForecasterError as exc:
+                log.warning("replay retrain at %s: no arrivals history (%s)", now, exc)
+            else:
+                arrivals, _ = fit_arrivals(
+                    history,
+                    created,
+                    horizons_seconds=self.horizons_seconds,
+                    quantiles=self.quantiles,
+                )
+        self.current = ActiveModel(fitted, self.model_name, f"replay-{now}", arrivals)
         self.fits.append((now, history.end))
 
 

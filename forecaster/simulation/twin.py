@@ -31,7 +31,12 @@ from typing import Protocol
 
 import numpy as np
 
-from forecaster.core.cluster import MeasuredLead, PoolSnapshot
+from forecaster.core.cluster import (
+    ARRIVAL_WINDOWS_SECONDS,
+    MeasuredLead,
+    PoolSnapshot,
+    RecentArrivals,
+)
 from forecaster.core.jobs import JobTrace
 from forecaster.core.kueue import KueueRoom
 from forecaster.durations import DAY
@@ -96,6 +101,10 @@ class TwinView(Protocol):
 
     def created_gpus(self, *, since: float) -> int:
         """GPUs requested by pods created after ``since`` (their creation time is public)."""
+        ...
+
+    def arrival_history(self, *, since: float) -> tuple[int, np.ndarray]:
+        """(start, per-minute GPUs of pods created) on ``demand_history``'s grid."""
         ...
 
 
@@ -234,6 +243,9 @@ class Twin:
             nodepool_limit_gpus=self.cfg.nodepool_limit_gpus,
             stranded_gpus=stranded,
             measured_lead=self._measured_lead(),
+            arrivals=RecentArrivals(
+                tuple(self.created_gpus(since=self.now - w) for w in ARRIVAL_WINDOWS_SECONDS)
+            ),
             kueue=(
                 None
                 if self.cfg.kueue_quota_gpus is None
@@ -260,6 +272,15 @@ class Twin:
         """GPUs requested by pods created in (``since``, now]."""
         first = bisect.bisect_right(self._created_at, since)
         return self._created_cum[-1] - self._created_cum[first]
+
+    def arrival_history(self, *, since: float) -> tuple[int, np.ndarray]:
+        """GPUs of pods created per minute on the grid of ``demand_history``: the count at
+        ``t`` is of the pods created in (t - 60, t], as Prometheus counts them at ``t``."""
+        first, demand = self.demand_history(since=since)
+        edges = first - 60 + 60 * np.arange(demand.size + 1, dtype=np.float64)
+        cumulative = np.asarray(self._created_cum, dtype=np.float64)
+        index = np.searchsorted(np.asarray(self._created_at), edges, side="right")
+        return first, np.diff(cumulative[index])
 
     def ended_after(self, count: int) -> tuple[int, float, int]:
         """Of the placeholders that ended after the first ``count``: how many, their unused

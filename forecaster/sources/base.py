@@ -6,7 +6,7 @@ the report of what was wrong with them, so the forecasting code never sees raw r
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries
@@ -19,4 +19,16 @@ class DemandSource(Protocol):
         self, pool: str, *, start: int, end: int, step_seconds: int
     ) -> tuple[DemandSeries, QualityReport]:
         """Demand of ``pool`` on the grid ``start <= t <= end`` (epoch seconds, UTC)."""
+        ...
+
+
+@runtime_checkable
+class ArrivalSource(Protocol):
+    """Reads the GPUs of the pods created in one pool, per step (``forecasting.arrivals``)."""
+
+    def fetch_arrivals(
+        self, pool: str, *, start: int, end: int, step_seconds: int
+    ) -> tuple[DemandSeries, QualityReport]:
+        """GPUs requested by real pods of ``pool`` created in (t - step, t], on the grid
+        ``start <= t <= end``."""
         ...

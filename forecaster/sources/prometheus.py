@@ -46,6 +46,19 @@ DEFAULT_QUERY = """sum(
 )"""
 """GPUs requested by Pending + Running pods that select NodePool ``{pool}``."""
 
+ARRIVALS_QUERY = """sum(
+  sum by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"})
+  * on (namespace, pod) group_left()
+    group by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
+  * on (namespace, pod) group_left()
+    group by (namespace, pod) ((time() - kube_pod_created) >= {step} < {twice_step})
+) or vector(0)"""
+"""GPUs requested by pods of NodePool ``{pool}`` created one to two steps before the evaluation
+time (``kube_pod_created`` is the creation time). Asking one step late leaves a scrape interval
+(at most one step) for the pod to be seen at all; ``fetch_arrivals`` moves each value back one
+step, so the value at ``t`` counts the pods created in (t - step, t]. No pod created is 0, not a
+gap."""
+
 RECORDED_QUERY = 'sum(nodepool:forecaster_gpu_demand:sum{nodepool="{pool}"})'
 """The same demand from the recording rule ``deploy/`` ships (cheap over weeks of history)."""
 
@@ -99,11 +112,13 @@ class PrometheusSource:
         max_points_per_request: int = MAX_POINTS_PER_SERIES - 1,
         outage_min_seconds: int = 3600,
         headers: dict[str, str] | None = None,
+        arrival_queries: dict[str, str] | None = None,
     ) -> None:
         if not 1 < max_points_per_request < MAX_POINTS_PER_SERIES:
             raise ValueError(f"max_points_per_request must be below {MAX_POINTS_PER_SERIES}")
         self.url = url.rstrip("/")
         self._queries = dict(queries)
+        self._arrival_queries = dict(arrival_queries or {})
         self._timeout = timeout_seconds
         self._max_points = max_points_per_request
         self._outage_min_seconds = outage_min_seconds
@@ -128,7 +143,33 @@ class PrometheusSource:
         self, pool: str, *, start: int, end: int, step_seconds: int
     ) -> tuple[DemandSeries, QualityReport]:
         """Demand of ``pool`` on the step grid from ``start`` to ``end``, chunked."""
-        query = self.query_for(pool)
+        return self._fetch(self.query_for(pool), pool, start, end, step_seconds)
+
+    def fetch_arrivals(
+        self, pool: str, *, start: int, end: int, step_seconds: int
+    ) -> tuple[DemandSeries, QualityReport]:
+        """GPUs of the pool's pods created in (t - step, t] for every grid point ``t``
+        (``ARRIVALS_QUERY``; an ``ArrivalSource``)."""
+        query = render_query(self._arrival_queries.get(pool, ARRIVALS_QUERY), pool)
+        query = query.replace("{twice_step}", str(2 * step_seconds))
+        query = query.replace("{step}", str(step_seconds))
+        return self._fetch(query, pool, start, end, step_seconds, shift=step_seconds, outages=0)
+
+    def _fetch(
+        self,
+        query: str,
+        pool: str,
+        start: int,
+        end: int,
+        step_seconds: int,
+        *,
+        shift: int = 0,
+        outages: int | None = None,
+    ) -> tuple[DemandSeries, QualityReport]:
+        """``query`` on the step grid, chunked; values at ``t + shift`` are reported at ``t``.
+        Runs of zeros are outages from ``outages`` seconds (the source's own by default; 0 for
+        arrivals, where a quiet night is no outage)."""
+        start, end = start + shift, end + shift
         first = start - start % step_seconds
         last = end - end % step_seconds
         if last < first:
@@ -149,11 +190,11 @@ class PrometheusSource:
                 f" {iso_utc(first)} and {iso_utc(last)}"
             )
         return regularize(
-            all_ts,
+            all_ts - shift,
             np.concatenate(values),
             step_seconds=step_seconds,
             name=pool,
-            outage_min_seconds=self._outage_min_seconds,
+            outage_min_seconds=self._outage_min_seconds if outages is None else outages,
         )
 
     def retention(self) -> str | None:

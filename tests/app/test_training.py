@@ -3,7 +3,8 @@
 Cases: the first model is promoted; a fresher fit of the same family is promoted; a challenger
 of another family is promoted only if its pinball loss in the same backtest is lower, else the
 champion stays current (the challenger is still stored); an unusable champion is replaced;
-``forecaster models rollback`` goes back one version, or to a named one.
+``forecaster models rollback`` goes back one version, or to a named one; trained with the
+pool's arrivals, the arrivals model is published with the model and loaded with it.
 """
 
 from __future__ import annotations
@@ -14,12 +15,16 @@ import pytest
 import yaml
 
 from forecaster.cli import main
+from forecaster.core.quality import regularize
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import ModelScore
 from forecaster.forecasting.registry import build
 from forecaster.forecasting.selection import champion_or_challenger
+from forecaster.forecasting.training import TrainingPlan, train_pool
+from forecaster.reconcile.models import ModelProvider
+from tests.factories import bursty
 
 
 def score(model: str, pinball: float) -> ModelScore:
@@ -94,3 +99,34 @@ def test_rollback_command(
         main(["models", "rollback", "--config", str(config), "--pool", "earth", "--to", "bogus"])
         == 1
     )
+
+
+def test_training_with_arrivals_publishes_the_arrivals_model_and_says_so(
+    store: ArtifactStore,
+) -> None:
+    demand, arrivals = bursty(10, seed=5)
+    plan = TrainingPlan(
+        models=("persistence",),
+        horizons_seconds=(600,),
+        quantiles=(0.5, 0.95),
+        selection_horizon_seconds=600,
+        target_quantile=0.95,
+        coverage_tolerance=0.05,
+        min_history_seconds=3 * DAY,
+        test_seconds=DAY,
+        train_seconds=3 * DAY,
+        origin_every_seconds=3600,
+        refit_every_seconds=DAY,
+    )
+    report = regularize(demand.timestamps, demand.values, step_seconds=60, name="a")[1]
+    trained = train_pool(demand, report, plan=plan, store=store, created="20260101T000000Z",
+                         arrivals=arrivals)  # fmt: skip
+    assert "arrivals model fitted on" in trained.message
+    artifact = store.load_current("a")
+    assert artifact is not None and artifact.arrivals is not None
+    provided = ModelProvider(store, horizons_seconds=(600,), quantiles=(0.5, 0.95))
+    active = provided.get("a", history=demand)
+    assert active is not None and active.arrivals is not None
+    without = train_pool(demand, report, plan=plan, store=store, created="20260102T000000Z")
+    assert "no arrivals history" in without.message
+    assert store.load("a", without.version or "").arrivals is None

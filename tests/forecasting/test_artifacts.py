@@ -4,7 +4,8 @@ Cases: a published model predicts exactly as before; CURRENT is set only to veri
 versions list oldest first; checked-in format-1 artifacts stay loadable with their original
 predictions; tampered (hash mismatch), truncated, foreign, newer-format, wrong-pool artifacts
 are refused with ModelError; pool names that could escape the store are refused; skops payloads
-holding types outside the allow-list are refused.
+holding types outside the allow-list are refused; the arrivals model published with a model
+loads back under the same hash.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ import numpy as np
 import pytest
 import skops.io
 
+from forecaster.core.cluster import RecentArrivals
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ModelError
+from forecaster.forecasting.arrivals import ArrivalsModel
 from forecaster.forecasting.artifacts import ArtifactStore, canonical_hash
 from forecaster.forecasting.registry import build
+from tests.factories import bursty
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "artifacts"
 
@@ -144,4 +148,32 @@ def test_skops_payload_with_untrusted_types_is_refused(tmp_path: Path, train: De
 
     edit(tmp_path / "earth" / f"{version}.json", inject)
     with pytest.raises(ModelError, match="untrusted types"):
+        store.load("earth", version)
+
+
+def test_the_arrivals_model_travels_in_the_artifact_under_its_hash(
+    tmp_path: Path, train: DemandSeries
+) -> None:
+    demand, created = bursty(2, seed=4)
+    arrivals = ArrivalsModel(horizons_seconds=(300,), quantiles=(0.5, 0.95)).fit(demand, created)
+    store = ArtifactStore(tmp_path)
+    model = build("persistence", horizons_seconds=(300, 900), quantiles=(0.5, 0.95)).fit(train)
+    version = store.publish(
+        pool="earth",
+        model_name="persistence",
+        model=model,
+        metadata={},
+        created="20260101T000000Z",
+        arrivals=arrivals,
+    )
+    loaded = store.load("earth", version).arrivals
+    recent = RecentArrivals((1, 4, 9, 30))
+    assert loaded is not None
+    assert loaded.predict(level=9, recent=recent, at=0) == arrivals.predict(
+        level=9, recent=recent, at=0
+    )
+    assert store.load("earth", publish(store, train)).arrivals is None  # trained without
+    path = tmp_path / "earth" / f"{version}.json"
+    edit(path, lambda d: d["arrivals"]["coefficients"][0]["beta"].__setitem__(0, 99.0))
+    with pytest.raises(ModelError, match="hash mismatch"):
         store.load("earth", version)

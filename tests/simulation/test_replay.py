@@ -251,3 +251,14 @@ def test_replay_with_a_config_runs_the_configured_daemons_decision_path(
     assert "--image-pull, --quantile: with --config the configured pool sets these" in (
         capsys.readouterr().err
     )
+
+
+def test_predictive_plans_from_the_arrivals_model_its_retrain_fitted() -> None:
+    s = setup(5)
+    policy = predictive(s)
+    replay(synthetic(5, seed=1), policy, setup=s)
+    assert policy.models.current is not None and policy.models.current.arrivals is not None
+    last = policy.reconciler.last
+    assert last is not None
+    demand = last.pools[s.twin.pool].demand
+    assert demand is not None and demand.model == "arrivals" and demand.peak

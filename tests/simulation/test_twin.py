@@ -168,3 +168,21 @@ def test_the_twin_measures_its_launches_like_the_observer() -> None:
     assert lead.launches == 2 and lead.total_seconds == 360
     twin.advance_to(T0 + 86400 + 600)
     assert twin.snapshot().measured_lead is None  # the launches left the last day
+
+
+def test_the_twin_shows_pods_created_like_the_observer_and_prometheus() -> None:
+    """Live counts by trailing window (``snapshot().arrivals``), and per-minute history where
+    the value at t counts the pods created in (t - 60, t] - as ``ARRIVALS_QUERY`` does."""
+    twin = Twin(
+        trace((130, 600, 4), (150, 600, 2), (400, 600, 8)), Reactive(), CFG, start=T0, end=T0 + 7200
+    )
+    twin.begin()
+    twin.advance_to(T0 + 420)
+    arrivals = twin.snapshot().arrivals
+    assert arrivals is not None and arrivals.gpus == (8, 14, 14, 14)
+    twin.advance_to(T0 + 900)
+    first, per_minute = twin.arrival_history(since=T0)
+    assert first == T0 and per_minute.sum() == 14
+    assert (
+        per_minute[3] == 6 and per_minute[7] == 8
+    )  # 130 and 150 s in (120, 180]; 400 in (360, 420]

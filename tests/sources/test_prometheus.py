@@ -151,3 +151,24 @@ def test_regularize_matches_between_csv_and_prometheus_paths(prometheus_url: str
     source = PrometheusSource(url=prometheus_url, queries=EARTH)
     _, from_prom = source.fetch("earth", start=start, end=end, step_seconds=60)
     assert from_csv.outages == from_prom.outages
+
+
+def test_arrivals_query_counts_each_created_pods_gpus_once_in_its_minute(
+    prometheus_url: str,
+) -> None:
+    source = PrometheusSource(url=prometheus_url, queries={}, outage_min_seconds=3600)
+    a, report = source.fetch_arrivals(
+        "gpu-a", start=KSM_START, end=KSM_START + 110 * 60, step_seconds=60
+    )
+    b, _ = source.fetch_arrivals(
+        "gpu-b", start=KSM_START, end=KSM_START + 110 * 60, step_seconds=60
+    )
+    expected_a = np.zeros(111)
+    expected_a[11] = 4  # b: created at 10:20, so in (10:00, 11:00]
+    expected_a[46] = 2  # e: two 1-GPU containers, created at 45:59
+    expected_b = np.zeros(111)
+    expected_b[31] = 1  # d: created at 30:05
+    assert a.start == KSM_START
+    np.testing.assert_array_equal(a.values, expected_a)  # quiet hours are zeros, not outages
+    np.testing.assert_array_equal(b.values, expected_b)
+    assert report.outages == ()

@@ -46,7 +46,7 @@ def write_openmetrics(path: Path, series: list[Series]) -> None:
                 label_text = ",".join(f'{k}="{v}"' for k, v in sorted(member.labels.items()))
                 for ts, value in member.samples:
                     if np.isfinite(value):
-                        out.write(f"{metric}{{{label_text}}} {value:g} {int(ts)}\n")
+                        out.write(f"{metric}{{{label_text}}} {float(value)!r} {int(ts)}\n")
                     elif member.keep_nan and np.isnan(value):
                         out.write(f"{metric}{{{label_text}}} NaN {int(ts)}\n")
         out.write("# EOF\n")
