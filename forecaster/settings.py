@@ -275,7 +275,7 @@ class Settings(_Strict):
         " models_dir is then each pod's scratch copy",
     )
     dry_run: bool = Field(False, description="plan and report; send no write to the cluster")
-    reconcile_every_seconds: int = Field(30, ge=5)
+    reconcile_every_seconds: int = Field(15, ge=5)
     state_config_map: str = "forecaster-state"
     twin: TwinSettings = TwinSettings()
     pools: tuple[PoolSettings, ...] = Field(min_length=1)

@@ -353,6 +353,28 @@ MUTATIONS = (
         ("tests/actuators/test_lead.py",),
     ),
     Mutation(
+        "our placeholders count as arrivals (the plan would chase its own prewarm)",
+        "forecaster/actuators/observer.py",
+        '            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus\n'
+        "            continue",
+        '            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus',
+        ("tests/actuators/test_arrivals_observed.py",),
+    ),
+    Mutation(
+        "peak forecasts are scored at the window's end only (misses go unseen)",
+        "forecaster/reconcile/loop.py",
+        "        if pending.peak:",
+        "        if False:",
+        ("tests/reconcile/test_arrivals_path.py",),
+    ),
+    Mutation(
+        "the plan ignores the arrivals model",
+        "forecaster/reconcile/loop.py",
+        "        if model is None or recent is None or snapshot.problem is not None:",
+        "        if True:",
+        ("tests/reconcile/test_arrivals_path.py",),
+    ),
+    Mutation(
         "a local forecast-only run writes a Lease",
         "forecaster/cli/commands.py",
         "elect=not local",

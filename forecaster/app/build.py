@@ -48,7 +48,7 @@ from forecaster.reconcile.state import MemoryStateStore, StateStore
 from forecaster.service.clock import Clock, SystemClock
 from forecaster.service.daemon import Daemon
 from forecaster.service.embedded import EmbeddedRun
-from forecaster.service.scheduler import STUCK_AFTER_TICKS, ClusterService
+from forecaster.service.scheduler import ClusterService, stuck_after_seconds
 from forecaster.settings import PoolSettings, Settings
 from forecaster.simulation.live import LiveTwin
 from forecaster.simulation.twin import TwinConfig
@@ -322,7 +322,7 @@ def build_cluster_service(
         slo=settings.slo,
         is_leader=elector.is_leader if elector else lambda: True,
         monotonic=clock.monotonic,
-        stuck_after_seconds=STUCK_AFTER_TICKS * settings.reconcile_every_seconds,
+        stuck_after_seconds=stuck_after_seconds(settings.reconcile_every_seconds),
         guardrails=[f"{g.code}{f' ({g.pool})' if g.pool else ''}: {g.message}" for g in findings],
         pools=tuple(p.name for p in settings.pools),
     )

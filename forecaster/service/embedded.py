@@ -46,10 +46,14 @@ class EmbeddedRun:
     """Simulated seconds per real second when served."""
 
     def train(self) -> str | None:
-        """Backtest, select and publish a model on the demand the twin showed so far."""
+        """Backtest, select and publish a model (and the arrivals model) on the demand and the
+        pods created that the twin showed so far."""
         now = int(self.twin.now)
         series, report = self.twin.fetch(
             self.pool, start=now - self.history_seconds, end=now, step_seconds=60
+        )
+        arrivals, _ = self.twin.fetch_arrivals(
+            self.pool, start=series.start, end=series.end, step_seconds=60
         )
         result = train_pool(
             series,
@@ -57,6 +61,7 @@ class EmbeddedRun:
             plan=self.training,
             store=self.store,
             created=from_epoch_seconds(now).strftime("%Y%m%dT%H%M%SZ"),
+            arrivals=arrivals,
         )
         log.info("[twin %s] retrain: %s", _simulated(now), result.message)
         return result.version

@@ -35,6 +35,14 @@ from forecaster.service.http import create_app
 log = logging.getLogger(__name__)
 STUCK_AFTER_TICKS = 3
 """No tick completed for this many intervals: the replica is stuck (liveness fails, no renewal)."""
+STUCK_AFTER_MIN_SECONDS = 90
+"""...and never sooner than this: a 15 s tick that waits out Prometheus retries (3 x 10 s plus
+backoff) is slow, not stuck."""
+
+
+def stuck_after_seconds(reconcile_every_seconds: int) -> int:
+    """How long without a completed tick makes a replica stuck."""
+    return max(STUCK_AFTER_TICKS * reconcile_every_seconds, STUCK_AFTER_MIN_SECONDS)
 
 
 @dataclass

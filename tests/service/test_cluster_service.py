@@ -65,7 +65,7 @@ def test_scheduler_jobs(tmp_path: Path, api: KubeApiDouble, busy_cluster: Cluste
     try:
         jobs = {job.id: job for job in scheduler.get_jobs()}
         assert set(jobs) == {"lease", "reconcile"}
-        assert jobs["reconcile"].trigger.interval.total_seconds() == 30
+        assert jobs["reconcile"].trigger.interval.total_seconds() == 15
         assert jobs["lease"].trigger.interval.total_seconds() == 5
         assert jobs["reconcile"].max_instances == 1 and jobs["reconcile"].coalesce
     finally:
@@ -116,10 +116,10 @@ def test_a_stuck_leader_fails_liveness_and_lets_its_lease_lapse(
     a.reconcile()
     client = TestClient(create_app(a.daemon))
     assert client.get("/healthz").status_code == 200
-    clock.advance(60)  # two intervals without a completed tick: still fine
+    clock.advance(80)  # five 15 s intervals but under the 90 s floor: slow, still fine
     a.renew()
     assert a.daemon.is_leader() and client.get("/healthz").status_code == 200
-    clock.advance(40)  # 100 s > 3 x 30 s: the tick is stuck
+    clock.advance(20)  # 100 s > 90 s: the tick is stuck
     assert client.get("/healthz").json() == {"status": "stuck"}
     assert client.get("/healthz").status_code == 503
     a.renew()
