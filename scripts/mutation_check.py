@@ -358,7 +358,7 @@ MUTATIONS = (
         '            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus\n'
         "            continue",
         '            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus',
-        ("tests/actuators/test_arrivals_observed.py",),
+        ("tests/actuators/test_observed_signals.py",),
     ),
     Mutation(
         "peak forecasts are scored at the window's end only (misses go unseen)",

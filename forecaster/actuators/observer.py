@@ -20,7 +20,9 @@ already finished are not in the list and not counted) - the fast signal of the a
 fresher than any scrape.
 
 Free GPUs on Ready nodes that run real pods are reported as stranded
-(a whole-node job cannot use them). The NodePool's GPU limit comes from its ``spec.limits``.
+(a whole-node job cannot use them); Ready nodes with no pod at all as empty (consolidation
+removes them unless a placeholder lands there, or our NodePool pause keeps them). The
+NodePool's GPU limit comes from its ``spec.limits``.
 
 ``held_gpus`` is what the cloud bills because of us (the README's charging rule):
 
@@ -250,6 +252,11 @@ def _snapshot(
         buffer_gpus=buffer_gpus,
     )
     placeholders += buffer_gpus  # buffer headroom holds no pods: it is our prewarm, not spare
+    podless = sum(
+        _allocatable(n) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
+    )
+    # empty nodes go at consolidation - unless our pause keeps them, or they are the buffer's
+    empty = 0 if paused_until is not None else max(0, podless - buffer_gpus)
     limit = None
     if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
         limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])
@@ -263,6 +270,7 @@ def _snapshot(
         prewarm_gpus=placeholders,
         nodepool_limit_gpus=limit,
         stranded_gpus=stranded,
+        empty_gpus=empty,
         held_gpus=held,
         paused_until=paused_until,
         launch_problem=launch_problem,

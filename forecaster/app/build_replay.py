@@ -206,10 +206,8 @@ def replay_policy(
             name=f"burst:{alpha:g}",
         )
     if name == "oracle":
-        start = setup.start - setup.start % 60
-        demand = jobs.demand(start=start, end=setup.end + 3600)
         planner = PlannedPrewarm(replay_pool_policy(setup), setup.budgets)
-        return Oracle(planner, setup.window_seconds, start, demand)
+        return Oracle(planner, setup.window_seconds, jobs)
     if name == "predictive":
         return predictive(setup)
     known = ", ".join(POLICY_NAMES)

@@ -72,6 +72,10 @@ class PoolSnapshot:
     """The NodePool's ``spec.limits["nvidia.com/gpu"]``; None when it has none."""
     stranded_gpus: int = 0
     """Free GPUs on nodes that already run pods: a job needing a whole node cannot use them."""
+    empty_gpus: int = 0
+    """GPUs of Ready nodes that run no pod at all (not even ours): Karpenter consolidates them
+    within ``consolidateAfter``, so they are not spare - a placeholder that lands on one keeps
+    it warm with no launch (the way to keep nodes freed during a burst when more is coming)."""
     held_gpus: int | None = None
     """GPUs billed because of us (whole nodes we alone occupy or keep; see the observer);
     None when unknown, then the placeholders' own GPUs are charged."""
@@ -102,12 +106,14 @@ class PoolSnapshot:
 
     @property
     def spare_gpus(self) -> int:
-        """Capacity up or coming that no pod holds and that is not stranded on busy nodes.
+        """Capacity up or coming that no pod holds, not stranded on busy nodes, not about to go.
 
         Stranded GPUs are not counted: GPU jobs often need a whole node, and free GPUs scattered
-        over busy nodes cannot host them, so counting them would under-prewarm.
+        over busy nodes cannot host them, so counting them would under-prewarm. Empty Ready
+        nodes are not counted either: consolidation removes them before the work they would
+        serve arrives, unless a placeholder holds them - which is what the plan then asks for.
         """
-        held = self.real_demand_gpus + self.prewarm_gpus + self.stranded_gpus
+        held = self.real_demand_gpus + self.prewarm_gpus + self.stranded_gpus + self.empty_gpus
         return max(0, self.allocatable_gpus + self.launching_gpus - held)
 
 

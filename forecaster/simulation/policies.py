@@ -7,13 +7,16 @@ rolling-day spend ledger.
 
 from __future__ import annotations
 
+import bisect
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from forecaster.core.budget import SpendLedger, record_spend, spent_last_day
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
+from forecaster.core.jobs import JobTrace
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.simulation.twin import Decision, TwinView
@@ -77,30 +80,67 @@ class PlannedPrewarm:
 
 @dataclass
 class Oracle:
-    """Knows true demand: prewarms the peak over the next prewarm window (the zero-wait bound).
+    """Knows every job before it arrives: the zero-wait bound at the least GPU-hours.
 
-    The window is the lead time plus the decision interval plus Karpenter's batch
-    (``core.policy.prewarm_window_seconds``): covering the lead alone leaves the jobs that
-    arrive between two decisions waiting on nodes that are still pulling."""
+    At each decision it packs the jobs that will arrive within the prewarm window (lead +
+    decision interval + Karpenter's batch, ``core.policy.prewarm_window_seconds``), after the
+    pods already pending, onto the free GPUs the pool has now - best fit,
+    whole free nodes for a job bigger than a node - and prewarms exactly the nodes the rest
+    need, through the daemon's planner and caps. Packing jobs, not a demand level, is what
+    makes it a bound: a job waits on new capacity when it does not *fit*, not when the level
+    rises (free GPUs stranded on busy nodes do not host an 8-GPU job). Only Ready nodes running
+    pods count: a node still launching (for pods already pending) is not there for a job
+    arriving sooner, and an empty one is consolidated unless a placeholder keeps it (the plan's
+    placeholders land on empty nodes first). Jobs that end within the window are not counted on
+    to free room (it may be stranded)."""
 
     planner: PlannedPrewarm
     window_seconds: int
-    demand_start: int
-    demand: np.ndarray
-    """True per-minute demand (every job started on submission), including the future."""
+    jobs: JobTrace
     name: str = "oracle"
 
     def decide(self, view: TwinView) -> Decision:
-        """P50 = P95 = the true maximum demand over [now, now + window]."""
+        """The nodes the coming jobs need beyond today's free GPUs, as the plan's demand."""
         now = int(view.now)
-        first = max(0, (now - self.demand_start) // 60)
-        last = min(self.demand.size, first + self.window_seconds // 60 + 1)
-        peak = float(self.demand[first:last].max()) if last > first else 0.0
-        forecast = DemandForecast(
-            self.planner.policy.pool, peak, peak, data_end=now, model="oracle", quantile=1.0
+        first = bisect.bisect_right(self.jobs.submit, view.now)
+        last = bisect.bisect_right(self.jobs.submit, view.now + self.window_seconds)
+        per_node = self.planner.policy.gpus_per_node
+        coming = [int(g) for g in self.jobs.gpus[first:last]]
+        new_nodes = nodes_needed(
+            sorted(view.pending_requests(), reverse=True) + coming,
+            free=view.free_gpus(),
+            gpus_per_node=per_node,
         )
-        decision, _ = self.planner.decide(view.snapshot(), forecast, mode=Mode.PREDICTIVE, now=now)
+        snapshot = view.snapshot()
+        demand = snapshot.real_demand_gpus + snapshot.spare_gpus + new_nodes * per_node
+        forecast = DemandForecast(
+            self.planner.policy.pool, demand, demand, data_end=now, model="oracle", quantile=1.0
+        )
+        decision, _ = self.planner.decide(snapshot, forecast, mode=Mode.PREDICTIVE, now=now)
         return decision
+
+
+def nodes_needed(requests: Sequence[int], *, free: Sequence[int], gpus_per_node: int) -> int:
+    """New nodes the ``requests`` (in order) need beyond the ``free`` GPUs of each node:
+    best fit for a request that fits one node, whole free nodes for a bigger one."""
+    bins = list(free)
+    new = 0
+    for gpus in requests:
+        if gpus > gpus_per_node:
+            whole = -(-gpus // gpus_per_node)
+            empty = [i for i, b in enumerate(bins) if b == gpus_per_node][:whole]
+            for i in empty:
+                bins[i] = 0
+            new += whole - len(empty)
+            continue
+        fits = [i for i, b in enumerate(bins) if b >= gpus]
+        if fits:
+            best = min(fits, key=lambda i: bins[i])
+            bins[best] -= gpus
+        else:
+            bins.append(gpus_per_node - gpus)
+            new += 1
+    return new
 
 
 @dataclass

@@ -107,6 +107,15 @@ class TwinView(Protocol):
         """(start, per-minute GPUs of pods created) on ``demand_history``'s grid."""
         ...
 
+    def free_gpus(self) -> list[int]:
+        """Free GPUs of each Ready node running real pods (an empty node is consolidated
+        unless a placeholder keeps it; one holding ours is the prewarm itself)."""
+        ...
+
+    def pending_requests(self) -> list[int]:
+        """GPUs each pending pod asks for."""
+        ...
+
 
 class Policy(Protocol):
     """A prewarm policy under replay."""
@@ -232,6 +241,11 @@ class Twin:
         pending = sum(int(self.jobs.gpus[j]) for j in self.pending)
         held = self.cfg.gpus_per_node * len(self.live_placeholders)
         stranded = sum(n.free for n in self.live.values() if n.jobs and n.ready_at <= self.now)
+        empty = sum(
+            n.free
+            for n in self.live.values()
+            if not n.jobs and n.placeholder is None and n.ready_at <= self.now
+        )
         return PoolSnapshot(
             pool=self.cfg.pool,
             observed_at=int(self.now),
@@ -242,6 +256,7 @@ class Twin:
             prewarm_gpus=held,
             nodepool_limit_gpus=self.cfg.nodepool_limit_gpus,
             stranded_gpus=stranded,
+            empty_gpus=empty,
             measured_lead=self._measured_lead(),
             arrivals=RecentArrivals(
                 tuple(self.created_gpus(since=self.now - w) for w in ARRIVAL_WINDOWS_SECONDS)
@@ -281,6 +296,14 @@ class Twin:
         cumulative = np.asarray(self._created_cum, dtype=np.float64)
         index = np.searchsorted(np.asarray(self._created_at), edges, side="right")
         return first, np.diff(cumulative[index])
+
+    def free_gpus(self) -> list[int]:
+        """Free GPUs per Ready node running real pods (the observer sees allocations)."""
+        return [n.free for n in self._ready_nodes() if n.placeholder is None and n.jobs]
+
+    def pending_requests(self) -> list[int]:
+        """GPUs of each pending real pod."""
+        return [int(self.jobs.gpus[j]) for j in self.pending]
 
     def ended_after(self, count: int) -> tuple[int, float, int]:
         """Of the placeholders that ended after the first ``count``: how many, their unused

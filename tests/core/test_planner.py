@@ -275,3 +275,17 @@ def test_only_predictive_pools_get_prewarm_the_actuator_just_carries_it_out(
     ).pools
     assert pool_plan.acts and pool_plan.target_gpus == 0 and pool_plan.placeholders == 0
     assert not pool_plan.protect_nodepool
+
+
+def test_empty_nodes_are_not_spare_a_placeholder_keeps_them() -> None:
+    """An empty Ready node is consolidated before the work it could serve arrives: the plan asks
+    for a placeholder (which lands on it, no launch) instead of counting it as spare."""
+    empty = snapshot(allocatable_gpus=48, running_gpus=36, stranded_gpus=4, empty_gpus=8)
+    assert empty.spare_gpus == 0
+    decision = plan(
+        [PoolInput(policy(), empty, forecast(44.0), Mode.PREDICTIVE)],
+        budgets=BIG,
+        spent_gpu_hours_last_day=0.0,
+        now=NOW,
+    )
+    assert decision.pool("a").target_gpus == 8

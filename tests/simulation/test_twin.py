@@ -6,7 +6,9 @@ period (a cold one still costs the image pull); a CapacityBuffer is used with no
 refills within a batch, not at the next tick (but pre-pulls no image); empty nodes are
 consolidated unless protected; placeholders are renewed at their TTL (counted unused) and
 preempted ones count as used; GPU-hour metrics on a tiny case; the node-pool limit is never
-exceeded; the twin reports its launches of the last day as the observer measures a lead.
+exceeded; the twin reports its launches of the last day as the observer measures a lead, and
+pods created as the observer and Prometheus count them; the oracle packs the coming jobs onto
+free GPUs and prewarms the rest, so none of them waits.
 """
 
 from __future__ import annotations
@@ -15,8 +17,16 @@ import numpy as np
 import pytest
 
 from forecaster.core.jobs import JobTrace
+from forecaster.core.policy import Budgets, PoolPolicy, prewarm_window_seconds
 from forecaster.simulation.metrics import measure
-from forecaster.simulation.policies import Burst, Reactive, Static
+from forecaster.simulation.policies import (
+    Burst,
+    Oracle,
+    PlannedPrewarm,
+    Reactive,
+    Static,
+    nodes_needed,
+)
 from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView
 
 T0 = 1_800_000_000
@@ -186,3 +196,29 @@ def test_the_twin_shows_pods_created_like_the_observer_and_prometheus() -> None:
     assert (
         per_minute[3] == 6 and per_minute[7] == 8
     )  # 130 and 150 s in (120, 180]; 400 in (360, 420]
+
+
+def test_nodes_needed_packs_best_fit_and_whole_nodes_for_big_jobs() -> None:
+    # 4 free on one node, 8 on an empty one: a 4-GPU job takes the 4, a 16-GPU job needs the
+    # empty node plus one new one, and two 3-GPU jobs share one new node
+    assert nodes_needed([4, 16, 3, 3], free=[4, 8], gpus_per_node=8) == 2
+    assert nodes_needed([8], free=[4, 4], gpus_per_node=8) == 1  # stranded GPUs host no 8-GPU job
+    assert nodes_needed([], free=[], gpus_per_node=8) == 0
+
+
+def test_the_oracle_prewarms_for_the_jobs_about_to_arrive() -> None:
+    """Knowing the jobs, the oracle has a warm node for each one beyond the free GPUs: none
+    of them waits the lead time."""
+    jobs = trace(*[(1800 + 600 * i, 1200, 8) for i in range(6)], (3000, 1200, 16))
+    planner = PlannedPrewarm(
+        PoolPolicy(pool="gpu", gpus_per_node=8, placeholder_size_gpus=8, max_prewarm_gpus=64,
+                   price_per_gpu_hour=1.0, stale_after_seconds=900, hold_seconds=900,
+                   allow_unlimited_nodepool=True),
+        Budgets(max_total_prewarm_gpus=64, max_prewarm_gpu_hours_per_day=1e6,
+                max_cost_per_hour=1e6, commitment_seconds=3600),
+    )  # fmt: skip
+    oracle = Oracle(planner, prewarm_window_seconds(360, 60), jobs)
+    record = run(jobs, oracle, end=7200)
+    assert max(waits(record)) <= CFG.preempt_grace_seconds
+    reactive = run(jobs, end=7200)
+    assert max(waits(reactive)) >= 360  # reactively, jobs needing a new node wait the lead

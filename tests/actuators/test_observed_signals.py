@@ -1,7 +1,9 @@
-"""Pods created lately, as the observer counts them for the arrivals model (API double).
+"""What the observer reads for the plan beyond capacity and demand (API double).
 
-Cases: real GPU pods of the pool are counted in every trailing window their age fits, pending
-or running; our placeholders, pods of other pools and CPU pods are not.
+Cases: pods created lately (the arrivals model's live counts) - real GPU pods of the pool in
+every trailing window their age fits, pending or running; our placeholders, pods of other
+pools and CPU pods are not counted. Empty Ready nodes (consolidation takes them) are reported
+as empty, not spare - unless our NodePool pause keeps them.
 """
 
 from __future__ import annotations
@@ -36,3 +38,12 @@ def test_the_pools_real_gpu_pods_are_counted_by_age(api: KubeApiDouble, kube: Ku
     assert snapshot.arrivals is not None
     # 1 and 5 min: half-min + placeholder-like; 15 min: + ten-min; 60 min: + old (running)
     assert snapshot.arrivals.gpus == (10, 10, 14, 22)  # placeholder-like counts, ours not
+
+
+def test_an_empty_ready_node_is_empty_not_spare(api: KubeApiDouble, kube: Kube) -> None:
+    api.clock = float(T0)
+    sim = ClusterSim(api)
+    sim.busy_pool(POOL)
+    sim.add_node(POOL)  # Ready, nothing on it
+    snapshot = observe(kube, pools=[POOL], now=int(api.clock))[POOL]
+    assert snapshot.empty_gpus == 8 and snapshot.spare_gpus == 0
