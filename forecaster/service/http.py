@@ -22,7 +22,7 @@ from pydantic import BaseModel
 
 from forecaster import __version__
 from forecaster.core.actions import Halt
-from forecaster.core.cluster import MeasuredLead
+from forecaster.core.cluster import ARRIVAL_WINDOWS_SECONDS, MeasuredLead
 from forecaster.core.error_budget import Transition, budget_remaining, waste_last_day
 from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
@@ -31,6 +31,7 @@ from forecaster.core.policy import PlanningHorizon
 from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
+from forecaster.reconcile.loop import PoolView
 from forecaster.service.daemon import Daemon, TrailPoint
 from forecaster.service.page import PAGE
 
@@ -255,6 +256,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                     view.snapshot.measured_lead if view and view.snapshot else None,
                     view.horizon if view else None,
                 ),
+                "plan_demand": _plan_demand(view),
                 "errors": [
                     f"{e.kind}: {e.message}"
                     for e in (record.errors if record else ())
@@ -367,6 +369,30 @@ def _kueue(room: KueueRoom | None) -> dict[str, Any] | None:
             }
             for h in room.health
         },
+    }
+
+
+def _plan_demand(view: PoolView | None) -> dict[str, Any] | None:
+    """The demand the plan covered and what it rests on: the arrivals model (now + the peak
+    rise, from the pods created lately) or the level forecast."""
+    if view is None or view.demand is None:
+        return None
+    demand = view.demand
+    arrivals = view.snapshot.arrivals if view.snapshot else None
+    return {
+        "model": demand.model,
+        "quantile": demand.quantile,
+        "upper_gpus": demand.upper_gpus,
+        "peak_over_window": demand.peak,
+        "basis": demand.basis or None,
+        "pods_created_gpus": (
+            None
+            if arrivals is None
+            else {
+                f"{w // 60}m": g
+                for w, g in zip(ARRIVAL_WINDOWS_SECONDS, arrivals.gpus, strict=True)
+            }
+        ),
     }
 
 

@@ -120,11 +120,16 @@ function overview(status) {
     + "<td><a href='#budget'>" + (p.error_budget_remaining * 100).toFixed(0) + "%</a></td>"
     + "<td><a href='#money'>" + money(p.finops.prewarm_cost_24h) + "</a> (" + money(p.finops.prewarm_wasted_cost_24h) + " unused)</td>"
     + "<td><a href='#money'>" + money(p.finops.cost_per_used_gpu_hour) + "</a></td>"
-    + "<td>" + leadText(p.lead) + "</td></tr>").join("");
-  $("overview").innerHTML = "<table><tr><th>pool</th><th>mode</th><th>prewarm now</th><th>error budget left</th><th>prewarm cost today</th><th>cost per used GPU-hour</th><th>lead: configured / measured</th></tr>" + rows + "</table>"
+    + "<td>" + leadText(p.lead) + "</td><td>" + demandText(p.plan_demand) + "</td></tr>").join("");
+  $("overview").innerHTML = "<table><tr><th>pool</th><th>mode</th><th>prewarm now</th><th>error budget left</th><th>prewarm cost today</th><th>cost per used GPU-hour</th><th>lead: configured / measured</th><th>plan covers</th></tr>" + rows + "</table>"
     + "<p>Cluster, last 24 h: nodes " + money(status.finops.node_cost_24h) + ", prewarm " + money(status.finops.prewarm_cost_24h)
     + " (" + money(status.finops.prewarm_wasted_cost_24h) + " unused), cost per used GPU-hour " + money(status.finops.cost_per_used_gpu_hour)
     + ", wait removed (estimate) " + status.finops.wait_removed_gpu_minutes_24h_estimate + " GPU-minutes.</p>";
+}
+function demandText(d) {
+  if (!d) return "no forecast";
+  const created = d.pods_created_gpus ? " (GPUs of pods created: " + Object.entries(d.pods_created_gpus).map(([w, g]) => g + " in " + w).join(", ") + ")" : "";
+  return esc(d.upper_gpus.toFixed(1) + " GPUs, " + (d.peak_over_window ? "now + peak rise (" : "level (") + d.model + ")" + created);
 }
 function leadText(l) {
   if (!l || !l.measured) return (l ? l.configured_seconds : "?") + " s / not measured yet";

@@ -4,7 +4,8 @@ Cases: with an arrivals model and the cluster's counts, the plan's demand is dem
 model's peak rise (reasons say what drove it) and a burst in progress raises the prewarm at the
 next tick without new history; without counts (or without the model) the level forecast plans;
 history is fetched once a step however often the loop ticks; peak forecasts are scored against
-the highest demand in their window and survive the state's JSON.
+the highest demand in their window and survive the state's JSON; the status endpoint says what
+the plan covered and the counts it rested on.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from fastapi.testclient import TestClient
 
 from forecaster.core.cluster import PoolSnapshot, RecentArrivals
 from forecaster.core.error_budget import SloPolicy
@@ -22,6 +24,8 @@ from forecaster.forecasting.registry import build
 from forecaster.reconcile.loop import PoolRuntime, Reconciler
 from forecaster.reconcile.models import ActiveModel
 from forecaster.reconcile.state import MemoryStateStore, PendingForecast, ServiceState
+from forecaster.service.daemon import Daemon
+from forecaster.service.http import create_app
 from tests.factories import bursty, policy, snapshot
 from tests.service.fakes import LiveSource
 
@@ -153,3 +157,16 @@ def test_recent_arrivals_need_one_count_per_window() -> None:
         RecentArrivals((1, 2))
     with pytest.raises(ValueError, match=">= 0"):
         dataclasses.replace(QUIET, gpus=(0, 0, -1, 0))
+
+
+def test_the_status_says_what_the_plan_covered_and_why(arrivals_model: ArrivalsModel) -> None:
+    start = 1_800_003_600
+    reconciler, _ = loop(Counting(arrivals_model), {"a": snapshot(arrivals=BURST)}, start=start)
+    daemon = Daemon(reconciler=reconciler, slo=reconciler.slo, pools=("a",))
+    assert daemon.reconcile(start) is not None
+    shown = TestClient(create_app(daemon)).get("/api/v1/status").json()["pools"]["a"]
+    demand = shown["plan_demand"]
+    assert demand["model"] == "arrivals" and demand["peak_over_window"]
+    assert demand["pods_created_gpus"] == {"1m": 8, "5m": 32, "15m": 32, "60m": 40}
+    assert demand["upper_gpus"] == pytest.approx(reconciler.last.plan.pool("a").demand_upper_gpus)  # type: ignore[union-attr]
+    assert "peak rise" in demand["basis"]
