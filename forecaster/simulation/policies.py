@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -19,7 +18,7 @@ from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.jobs import JobTrace
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
-from forecaster.simulation.twin import Decision, TwinView
+from forecaster.simulation.twin import Decision, TwinView, nodes_needed
 
 WEEK = 7 * 86400
 POLICY_NAMES = ("reactive", "static", "schedule", "burst", "predictive", "oracle")
@@ -84,7 +83,7 @@ class Oracle:
 
     At each decision it packs the jobs that will arrive within the prewarm window (lead +
     decision interval + Karpenter's batch, ``core.policy.prewarm_window_seconds``), after the
-    pods already pending, onto the free GPUs the pool has now - best fit,
+    pods already pending, onto the free GPUs the pool has now - first fit as Karpenter packs,
     whole free nodes for a job bigger than a node - and prewarms exactly the nodes the rest
     need, through the daemon's planner and caps. Packing jobs, not a demand level, is what
     makes it a bound: a job waits on new capacity when it does not *fit*, not when the level
@@ -118,29 +117,6 @@ class Oracle:
         )
         decision, _ = self.planner.decide(snapshot, forecast, mode=Mode.PREDICTIVE, now=now)
         return decision
-
-
-def nodes_needed(requests: Sequence[int], *, free: Sequence[int], gpus_per_node: int) -> int:
-    """New nodes the ``requests`` (in order) need beyond the ``free`` GPUs of each node:
-    best fit for a request that fits one node, whole free nodes for a bigger one."""
-    bins = list(free)
-    new = 0
-    for gpus in requests:
-        if gpus > gpus_per_node:
-            whole = -(-gpus // gpus_per_node)
-            empty = [i for i, b in enumerate(bins) if b == gpus_per_node][:whole]
-            for i in empty:
-                bins[i] = 0
-            new += whole - len(empty)
-            continue
-        fits = [i for i, b in enumerate(bins) if b >= gpus]
-        if fits:
-            best = min(fits, key=lambda i: bins[i])
-            bins[best] -= gpus
-        else:
-            bins.append(gpus_per_node - gpus)
-            new += 1
-    return new
 
 
 @dataclass

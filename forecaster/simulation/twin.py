@@ -25,7 +25,7 @@ import bisect
 import heapq
 import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -170,6 +170,29 @@ class TwinRecord:
     end: float
     breach_times: tuple[float, ...] = ()
     """When each breached tick happened (so a window counts only its own)."""
+
+
+def nodes_needed(requests: Sequence[int], *, free: Sequence[int], gpus_per_node: int) -> int:
+    """New nodes the ``requests`` (in order) need beyond the ``free`` GPUs of each node, packed
+    as Karpenter packs pending pods: first fit for a request that fits one node, whole free
+    nodes for a bigger one (the twin's provisioning and the oracle's plan)."""
+    bins = list(free)
+    new = 0
+    for gpus in requests:
+        if gpus > gpus_per_node:
+            whole = -(-gpus // gpus_per_node)
+            empty = [i for i, b in enumerate(bins) if b == gpus_per_node][:whole]
+            for i in empty:
+                bins[i] = 0
+            new += whole - len(empty)
+            continue
+        slot = next((i for i, b in enumerate(bins) if b >= gpus), None)
+        if slot is None:
+            bins.append(gpus_per_node - gpus)
+            new += 1
+        else:
+            bins[slot] -= gpus
+    return new
 
 
 class Twin:
@@ -549,7 +572,6 @@ class Twin:
         per_node = self.cfg.gpus_per_node
         launching = [n for n in self.live.values() if n.ready_at > self.now]
         bins = [n.free for n in launching if n.placeholder is None]
-        needed_nodes = 0
         ripe = self.now - self.cfg.batch_seconds + 1e-9  # Karpenter batches new pending pods
         items = sorted(
             (int(self.jobs.gpus[j]) for j in self.pending if self.jobs.submit[j] <= ripe),
@@ -558,20 +580,7 @@ class Twin:
         items += [per_node] * sum(
             1 for p in self.pending_placeholders if self.placeholders[p].created <= ripe
         )
-        for gpus in items:
-            if gpus > per_node:
-                whole = -(-gpus // per_node)
-                free_whole = [i for i, b in enumerate(bins) if b == per_node][:whole]
-                for i in free_whole:
-                    bins[i] = 0
-                needed_nodes += whole - len(free_whole)
-                continue
-            slot = next((i for i, b in enumerate(bins) if b >= gpus), None)
-            if slot is None:
-                bins.append(per_node)
-                needed_nodes += 1
-                slot = len(bins) - 1
-            bins[slot] -= gpus
+        needed_nodes = nodes_needed(items, free=bins, gpus_per_node=per_node)
         limit = self.cfg.nodepool_limit_gpus
         live = len(self.live)
         for _ in range(needed_nodes):

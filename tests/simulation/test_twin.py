@@ -25,9 +25,8 @@ from forecaster.simulation.policies import (
     PlannedPrewarm,
     Reactive,
     Static,
-    nodes_needed,
 )
-from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView
+from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView, nodes_needed
 
 T0 = 1_800_000_000
 CFG = TwinConfig()
@@ -198,7 +197,7 @@ def test_the_twin_shows_pods_created_like_the_observer_and_prometheus() -> None:
     )  # 130 and 150 s in (120, 180]; 400 in (360, 420]
 
 
-def test_nodes_needed_packs_best_fit_and_whole_nodes_for_big_jobs() -> None:
+def test_nodes_needed_packs_first_fit_and_whole_nodes_for_big_jobs() -> None:
     # 4 free on one node, 8 on an empty one: a 4-GPU job takes the 4, a 16-GPU job needs the
     # empty node plus one new one, and two 3-GPU jobs share one new node
     assert nodes_needed([4, 16, 3, 3], free=[4, 8], gpus_per_node=8) == 2
