@@ -135,6 +135,19 @@ class PlaceholderSettings(_Strict):
     ttl_seconds: int = Field(3600, ge=300, description="placeholders expire if not renewed")
     renew_before_seconds: int = Field(600, ge=60)
     image: str = "registry.k8s.io/pause:3.10"
+    pull_recent_images: int = Field(
+        2,
+        ge=0,
+        le=5,
+        description="new placeholders pull the images the pool's pods of the last hour ran"
+        " (at most this many, most GPUs first; only images their pods pulled without a secret):"
+        " a warm node is then warm for the workload; 0 turns it off",
+    )
+    helper_image: str = Field(
+        "docker.io/library/busybox:1.36.1-musl",
+        description="gives the image pulls a static 'true' to run (any image, no shell needed);"
+        " mirror it for an air-gapped cluster",
+    )
 
     @model_validator(mode="after")
     def _renewal_fits(self) -> PlaceholderSettings:

@@ -302,10 +302,8 @@ MUTATIONS = (
         "forecaster/core/actions.py",
         "        if pool_plan.nodepool is NodePoolAction.PAUSE:\n"
         "            out.append(ProtectNodePool(pool_plan.pool))\n"
-        "        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders,"
-        " pool_plan.target_gpus))\n",
-        "        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders,"
-        " pool_plan.target_gpus))\n"
+        "        out.append(prewarm)\n",
+        "        out.append(prewarm)\n"
         "        if pool_plan.nodepool is NodePoolAction.PAUSE:\n"
         "            out.append(ProtectNodePool(pool_plan.pool))\n",
         ("tests/core/test_actions.py",),
@@ -373,6 +371,13 @@ MUTATIONS = (
         "        if model is None or recent is None or snapshot.problem is not None:",
         "        if True:",
         ("tests/reconcile/test_arrivals_path.py",),
+    ),
+    Mutation(
+        "placeholders pull images that other teams' pods pulled with a secret",
+        "forecaster/actuators/observer.py",
+        'if age < ARRIVAL_WINDOWS_SECONDS[-1] and not pod["spec"].get("imagePullSecrets"):',
+        "if age < ARRIVAL_WINDOWS_SECONDS[-1]:",
+        ("tests/actuators/test_actuation.py",),
     ),
     Mutation(
         "a local forecast-only run writes a Lease",

@@ -14,6 +14,7 @@ and expire by themselves, so the next tick always converges.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -134,7 +135,7 @@ class Actuator:
             ):
                 report.nodepool[name] = "protected"
         elif isinstance(command, SetPrewarm):
-            self._set_prewarm(name, config, command.units, report, now=now)
+            self._set_prewarm(name, config, command, report, now=now)
         elif self.nodepools.restore(name):
             report.nodepool[name] = "restored"
             conflict = self.nodepools.conflicts.pop(name, None)
@@ -143,8 +144,15 @@ class Actuator:
                 self.events.nodepool_conflict(name, conflict, now=now)
 
     def _set_prewarm(
-        self, name: str, config: PoolActuation, units: int, report: ActuationReport, *, now: int
+        self,
+        name: str,
+        config: PoolActuation,
+        command: SetPrewarm,
+        report: ActuationReport,
+        *,
+        now: int,
     ) -> None:
+        units = command.units
         choice = self.backend(name, now=now)
         report.backend[name] = f"{choice.backend} ({choice.reason})"
         # first tick or a switch: withdraw the other backend first, so no prewarm is held twice
@@ -159,5 +167,10 @@ class Actuator:
         else:
             if switched and self.buffers is not None:
                 self.buffers.apply(config.spec, replicas=0, now=now)
-            self._converge_placeholders(name, config, units, report, now=now)
+            # new placeholders pull what the pool's pods ran (a buffer's pods are virtual)
+            pulls = command.images[: config.spec.max_pulled_images]
+            spec = dataclasses.replace(config.spec, pull_images=pulls)
+            self._converge_placeholders(
+                name, dataclasses.replace(config, spec=spec), units, report, now=now
+            )
         self._backends[name] = choice.backend

@@ -85,6 +85,7 @@ class Container(TypedDict, total=False):
     command: list[str]
     resources: ResourceRequirements
     securityContext: dict[str, Any]
+    volumeMounts: list[dict[str, Any]]
 
 
 class PodSpec(TypedDict, total=False):
@@ -104,6 +105,8 @@ class PodSpec(TypedDict, total=False):
     automountServiceAccountToken: bool
     enableServiceLinks: bool
     securityContext: dict[str, Any]
+    volumes: list[dict[str, Any]]
+    imagePullSecrets: list[dict[str, str]]
 
 
 class Condition(TypedDict, total=False):

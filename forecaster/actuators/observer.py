@@ -17,7 +17,9 @@ carries a ``launch_problem``; ``ready_placeholder_gpus`` counts only prewarm on 
 ``arrivals`` counts the GPUs of real pods of the pool created in the last 1, 5, 15 and 60
 minutes (``metadata.creationTimestamp`` of the pods listed: pending and running ones; pods that
 already finished are not in the list and not counted) - the fast signal of the arrivals model,
-fresher than any scrape.
+fresher than any scrape. ``recent_images``: the images those pods of the last hour ran, most
+GPUs first, from pods with no ``imagePullSecrets`` only (a placeholder may pull them without
+anyone's credentials).
 
 Free GPUs on Ready nodes that run real pods are reported as stranded
 (a whole-node job cannot use them); Ready nodes with no pod at all as empty (consolidation
@@ -67,6 +69,7 @@ from forecaster.core.kueue import KueueRoom
 
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
 LAUNCH_WINDOW_SECONDS = 600
+MAX_RECENT_IMAGES = 5
 NO_CAPACITY = "InsufficientCapacityError"
 
 
@@ -214,6 +217,7 @@ def _snapshot(
         capacity[_ready(node)] += _allocatable(node)
     running = pending = placeholders = 0
     created: list[tuple[float, int]] = []  # (age, GPUs) of the pool's real pods
+    images: dict[str, int] = {}  # image -> GPUs of the last hour's pods that ran it
     used_on: dict[str, int] = {}
     ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
     busy: set[str] = set()
@@ -228,9 +232,7 @@ def _snapshot(
             placeholders += gpus
             ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus
             continue
-        stamp = pod["metadata"].get("creationTimestamp")
-        if stamp and gpus:
-            created.append((now - timestamp_seconds(stamp), gpus))
+        _note_created(pod, gpus, now=now, created=created, images=images)
         if node_name:
             running += gpus
             busy.add(node_name)
@@ -280,12 +282,31 @@ def _snapshot(
         measured_lead=measure_lead(
             own, [p for p in pods if p["spec"].get("nodeName") in nodes_by_name], now=now
         ),
+        recent_images=tuple(
+            sorted(images, key=lambda image: (-images[image], image))[:MAX_RECENT_IMAGES]
+        ),
         arrivals=RecentArrivals(
             tuple(
                 sum(g for age, g in created if age < window) for window in ARRIVAL_WINDOWS_SECONDS
             )
         ),
     )
+
+
+def _note_created(
+    pod: Pod, gpus: int, *, now: int, created: list[tuple[float, int]], images: dict[str, int]
+) -> None:
+    """Count a real GPU pod's age (arrivals) and, within the hour, its images (prewarm pulls)."""
+    stamp = pod["metadata"].get("creationTimestamp")
+    if not stamp or not gpus:
+        return
+    age = now - timestamp_seconds(stamp)
+    created.append((age, gpus))
+    if age < ARRIVAL_WINDOWS_SECONDS[-1] and not pod["spec"].get("imagePullSecrets"):
+        for container in pod["spec"].get("containers") or []:
+            image = container.get("image")
+            if image:
+                images[image] = images.get(image, 0) + gpus
 
 
 def _shapes(nodepools: list[NodePool]) -> list[NodePoolShape]:

@@ -18,6 +18,11 @@
   ``karpenter.sh/do-not-disrupt: "true"``: exactly the nodes that hold prewarm are kept from
   consolidation, only while the placeholder exists, with no NodePool write. It runs ``pause`` -
   or the pool's workload image, so the image is already on the node when real pods land.
+* It also pulls the images the pool's pods of the last hour ran (``PoolSnapshot.recent_images``:
+  only images those pods pulled without a secret - we never use other teams' credentials): one
+  init container per image runs a static ``true`` (copied from ``helper_image`` into an
+  ``emptyDir`` by a first init container), so any image works, with or without a shell, and
+  exits at once - the node keeps the image, the placeholder runs ``pause``.
 * Placeholders occupy numbered slots ``0..target-1`` (label ``forecaster.io/slot``): a restart
   or a retried tick fills only empty slots, so there are never duplicates.
 * Placeholders that ended without being preempted (expired, renewed, scaled down) are wasted
@@ -37,6 +42,9 @@ from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+HELPER_IMAGE = "docker.io/library/busybox:1.36.1-musl"
+"""A static busybox: its ``true`` runs in any image of the same architecture."""
+WARM_TOOLS = "/forecaster-warm"
 FINISHED_TTL_SECONDS = 600
 """A finished placeholder Job (it holds no GPU) is deleted by Kubernetes this long after it
 ended; long enough for the daemon to read why it ended (expired = waste, preempted = used)."""
@@ -57,6 +65,10 @@ class PlaceholderSpec:
     spreads the API writes over the renewal window instead of one slow tick."""
     image: str = PAUSE_IMAGE
     command: tuple[str, ...] = ()
+    pull_images: tuple[str, ...] = ()
+    """Images new placeholders pull (init containers); set per tick from the pool's pods."""
+    max_pulled_images: int = 2
+    helper_image: str = HELPER_IMAGE
     tolerations: tuple[Toleration, ...] = (
         {"key": lbl.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
     )
@@ -197,7 +209,7 @@ def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> PodSp
     }
     if spec.command:
         container["command"] = list(spec.command)
-    return {
+    pod: PodSpec = {
         "priorityClassName": priority_class,
         "terminationGracePeriodSeconds": 0,
         "restartPolicy": "Never",
@@ -211,6 +223,35 @@ def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> PodSp
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "containers": [container],
+    }
+    if spec.pull_images:
+        pod["volumes"] = [{"name": "warm-tools", "emptyDir": {"sizeLimit": "8Mi"}}]
+        pod["initContainers"] = [
+            _puller("warm-tools", spec.helper_image, ["cp", "/bin/busybox", f"{WARM_TOOLS}/true"]),
+            *(
+                _puller(f"pull-{i}", image, [f"{WARM_TOOLS}/true"])
+                for i, image in enumerate(spec.pull_images)
+            ),
+        ]
+    return pod
+
+
+def _puller(name: str, image: str, command: list[str]) -> Container:
+    """An init container that only makes the node pull ``image`` (it exits at once)."""
+    return {
+        "name": name,
+        "image": image,
+        "command": command,
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "16Mi"},
+            "limits": {"memory": "64Mi"},
+        },
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [{"name": "warm-tools", "mountPath": WARM_TOOLS}],
     }
 
 

@@ -155,6 +155,8 @@ def placeholder_spec(settings: Settings, pool: PoolSettings) -> PlaceholderSpec:
         renew_before_seconds=ph.renew_before_seconds,
         image=pool.warm_image or ph.image,
         command=pool.warm_command if pool.warm_image else (),
+        max_pulled_images=ph.pull_recent_images,
+        helper_image=ph.helper_image,
     )
 
 

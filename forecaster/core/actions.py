@@ -5,6 +5,7 @@ Shared by the Kubernetes actuator and the twin, so neither re-decides what the p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from forecaster.core.planner import NodePoolAction, Plan
@@ -57,6 +58,9 @@ class SetPrewarm:
     """Placeholders (or buffer replicas) of the pool's placeholder size; 0 removes them all."""
     gpus: int
     """The same target in GPUs (``units`` x the placeholder size)."""
+    images: tuple[str, ...] = ()
+    """Images the pool's recent pods ran: new placeholders pull them, so a warm node is warm
+    for the workload too (``PoolSnapshot.recent_images``)."""
 
 
 @dataclass(frozen=True)
@@ -70,21 +74,28 @@ Command = ProtectNodePool | SetPrewarm | RestoreNodePool
 """One thing for an actuator to carry out; ``commands(plan)`` gives them in a safe order."""
 
 
-def commands(plan: Plan) -> tuple[Command, ...]:
+def commands(
+    plan: Plan, *, images: Mapping[str, tuple[str, ...]] | None = None
+) -> tuple[Command, ...]:
     """The plan as the ordered writes that carry it out (decide here, act in the actuator).
 
     Only pools that act get commands (forecast-only pools are never touched). Per pool the
     order never strands capacity: protect the NodePool before prewarm brings nodes up (so they
     are not consolidated under it), restore it only after the prewarm is gone. A held pause
-    (``NodePoolAction.HOLD``) is left alone.
+    (``NodePoolAction.HOLD``) is left alone. ``images``: per pool, what new placeholders pull.
     """
+    images = images or {}
     out: list[Command] = []
     for pool_plan in plan.pools:
         if not pool_plan.acts:
             continue
+        name = pool_plan.pool
+        prewarm = SetPrewarm(
+            name, pool_plan.placeholders, pool_plan.target_gpus, images.get(name, ())
+        )
         if pool_plan.nodepool is NodePoolAction.PAUSE:
             out.append(ProtectNodePool(pool_plan.pool))
-        out.append(SetPrewarm(pool_plan.pool, pool_plan.placeholders, pool_plan.target_gpus))
+        out.append(prewarm)
         if pool_plan.nodepool is NodePoolAction.RESTORE:
             out.append(RestoreNodePool(pool_plan.pool))
     return tuple(out)

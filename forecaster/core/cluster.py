@@ -93,6 +93,9 @@ class PoolSnapshot:
     """The pool's launches of the last day, measured (None: nothing launched lately)."""
     arrivals: RecentArrivals | None = None
     """GPUs of real pods created lately (None: not observed)."""
+    recent_images: tuple[str, ...] = ()
+    """Images the pool's real pods of the last hour ran that a placeholder may pull (no pull
+    secret needed), most GPUs first: prewarm pulls them, so warm is warm for the workload."""
 
     @property
     def billed_gpus(self) -> int:

@@ -509,7 +509,8 @@ class Reconciler:
         if self.actuator is None or snapshots is None:
             self._last_waste = {}
             return None
-        report = self.actuator.apply(commands(decision), now=now)
+        images = {name: snapshot.recent_images for name, snapshot in snapshots.items()}
+        report = self.actuator.apply(commands(decision, images=images), now=now)
         errors.extend(TickError("actuate", pool, m) for pool, m in report.errors.items())
         self._last_waste = dict(report.wasted_gpu_hours)
         return report

@@ -514,3 +514,42 @@ def test_a_gitops_edit_during_the_pause_is_reported_by_the_tick(
         "name": POOL,
     }
     assert event["message"] == report.errors[POOL]
+
+
+def test_new_placeholders_pull_the_images_the_pools_pods_ran(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    """The observer names the images of the pool's recent pods that need no pull secret, most
+    GPUs first; new placeholders pull them in init containers that run a static ``true``
+    copied from the helper image (valid against the real Pod schema), then run pause."""
+    setup_cluster(sim)  # two 8-GPU pods of ml/train:1
+    like = sim.submit("eval-job", POOL, 4)
+    for name, image, secret in (
+        ("eval", "ml/eval:2", None),
+        ("private", "corp/secret:1", "regcred"),
+    ):
+        spec = {**like["spec"], "containers": [{**like["spec"]["containers"][0], "image": image}]}
+        if secret:
+            spec["imagePullSecrets"] = [{"name": secret}]
+        api.put(
+            "pods",
+            {**like, "metadata": {"name": name, "namespace": "ml"}, "spec": spec, "status": {}},
+        )
+    snap = observe(kube, pools=[POOL], now=now_of(api))[POOL]
+    assert snap.recent_images == ("ml/train:1", "ml/eval:2")  # 20 and 4 GPUs; never the private
+    before = len(api.requests)
+    act = actuator(kube)
+    plan_now = make_plan(snap, p95=60, now=now_of(api))
+    act.apply(commands(plan_now, images={POOL: snap.recent_images}), now=now_of(api))
+    created = [r.body for r in api.requests[before:] if r.method == "POST"]
+    assert created
+    pod = created[0]["spec"]["template"]["spec"]
+    assert [c["image"] for c in pod["initContainers"]] == [
+        "docker.io/library/busybox:1.36.1-musl",
+        "ml/train:1",
+        "ml/eval:2",
+    ]
+    assert pod["initContainers"][1]["command"] == ["/forecaster-warm/true"]
+    assert pod["containers"][0]["image"] == "registry.k8s.io/pause:3.10"
+    assert pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "8"
+    assert api.invalid == []  # the real Pod schema accepted it
