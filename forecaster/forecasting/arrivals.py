@@ -10,9 +10,9 @@ submission of 64 GPUs does. So this model forecasts, per horizon ``h`` and quant
 * the level of demand (running + pending GPUs: a big pool has more churn),
 * the hour of the day and of the week (sine and cosine: when people submit).
 
-Each (horizon, quantile) is a linear quantile regression (``statsmodels.QuantReg``), split-
-conformal calibrated: fitted on the first four fifths of the history, shifted by the quantile of
-its errors on the last fifth, then refitted on all of it. Linear on purpose: it is applied at
+Each (horizon, quantile) is a linear quantile regression (``statsmodels.QuantReg``), cross-
+conformal calibrated: shifted by the quantile of the errors each time block of the history shows
+under a fit without that block (``_calibrated``). Linear on purpose: it is applied at
 every decision (15 s), its coefficients are plain JSON (artifacts never pickle), and a reason can
 say what drove it. Training history: demand and arrivals per step (``sources``); live, the counts
 come from the API server at each decision (``PoolSnapshot.arrivals``), not from a scrape.
@@ -105,11 +105,11 @@ class ArrivalsModel:
         *,
         horizons_seconds: tuple[int, ...],
         quantiles: tuple[float, ...],
-        calibration_share: float = 0.2,
+        calibration_folds: int = 5,
     ) -> None:
         self.horizons_seconds = tuple(int(h) for h in horizons_seconds)
         self.quantiles = tuple(float(q) for q in quantiles)
-        self.calibration_share = calibration_share
+        self.calibration_folds = calibration_folds
         self.coef_: dict[tuple[int, float], FloatArray] = {}
         self.rows_: int = 0
 
@@ -140,7 +140,7 @@ class ArrivalsModel:
                 )
             x, y = design[rows], target[rows]
             for quantile in self.quantiles:
-                coef[(horizon, quantile)] = _calibrated(x, y, quantile, self.calibration_share)
+                coef[(horizon, quantile)] = _calibrated(x, y, quantile, self.calibration_folds)
             self.rows_ = int(np.count_nonzero(rows))
         self.coef_ = coef
         return self
@@ -183,7 +183,7 @@ class ArrivalsModel:
         return {
             "horizons_seconds": list(self.horizons_seconds),
             "quantiles": list(self.quantiles),
-            "calibration_share": self.calibration_share,
+            "calibration_folds": self.calibration_folds,
             "features": ["intercept", *FEATURES],
             "rows": self.rows_,
             "coefficients": [
@@ -200,7 +200,7 @@ class ArrivalsModel:
         model = cls(
             horizons_seconds=tuple(state["horizons_seconds"]),
             quantiles=tuple(state["quantiles"]),
-            calibration_share=float(state["calibration_share"]),
+            calibration_folds=int(state["calibration_folds"]),
         )
         model.rows_ = int(state["rows"])
         model.coef_ = {
@@ -212,19 +212,24 @@ class ArrivalsModel:
         return model
 
 
-def _calibrated(x: FloatArray, y: FloatArray, quantile: float, share: float) -> FloatArray:
-    """Quantile-regression coefficients shifted so the last ``share`` of rows is covered at
-    ``quantile`` (split conformal), refitted on every row."""
-    split = int(len(y) * (1 - share))
-    shift = 0.0
-    if 0 < split < len(y):
-        beta = _quantreg(x[:split], y[:split], quantile)
-        errors = np.sort(y[split:] - x[split:] @ beta)
-        rank = min(len(errors) - 1, max(0, math.ceil((len(errors) + 1) * quantile) - 1))
-        shift = float(errors[rank])
-    beta = _quantreg(x, y, quantile)
-    beta = beta.copy()
-    beta[0] += shift
+def _calibrated(x: FloatArray, y: FloatArray, quantile: float, folds: int) -> FloatArray:
+    """Quantile-regression coefficients fitted on every row, shifted by the ``quantile`` of the
+    errors each of ``folds`` contiguous time blocks shows under a model fitted without it
+    (cross-conformal). Every row calibrates, so the shift is not at the mercy of one short,
+    unusually calm or bursty stretch - which a single hold-out of the last days is, since
+    overlapping windows make neighbouring errors nearly the same event."""
+    beta = _quantreg(x, y, quantile).copy()
+    blocks = np.array_split(np.arange(len(y)), folds)
+    errors = []
+    for block in blocks:
+        rest = np.ones(len(y), dtype=bool)
+        rest[block] = False
+        if block.size and rest.any():
+            errors.append(y[block] - x[block] @ _quantreg(x[rest], y[rest], quantile))
+    if errors:
+        pooled = np.sort(np.concatenate(errors))
+        rank = min(len(pooled) - 1, max(0, math.ceil((len(pooled) + 1) * quantile) - 1))
+        beta[0] += float(pooled[rank])
     return beta
 
 
