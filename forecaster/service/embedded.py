@@ -96,13 +96,15 @@ def summary(run: EmbeddedRun) -> str:
     view = record.pools[run.pool]
     snap = view.snapshot
     demand = f"{snap.real_demand_gpus} GPUs requested" if snap else "demand unknown"
-    p95 = (
-        f"{view.demand.upper_label} {view.demand.upper_gpus:.0f}" if view.demand else "no forecast"
-    )
+    p95 = "no forecast"
+    if view.demand is not None:
+        covers = "peak within the window" if view.demand.peak else "at lead time"
+        p95 = f"{view.demand.upper_label} {view.demand.upper_gpus:.0f} {covers}"
     when = _simulated(record.at)
     return (
         f"[twin {when}] {run.pool}: {pool_plan.mode.value}, {demand}, {p95},"
-        f" prewarm {pool_plan.target_gpus} GPUs ({view.model} {view.model_version})"
+        f" prewarm {pool_plan.target_gpus} GPUs"
+        f" ({view.demand.model if view.demand else view.model}, {view.model} {view.model_version})"
     )
 
 
