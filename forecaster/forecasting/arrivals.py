@@ -149,13 +149,7 @@ class ArrivalsModel:
         self, *, level: float, recent: RecentArrivals, at: int
     ) -> dict[tuple[int, float], float]:
         """Peak additional demand per (horizon, quantile) at ``at``; never below zero."""
-        if not self.coef_:
-            raise ModelError("arrivals model is not fitted")
-        row = features(
-            created=np.asarray([recent.gpus], dtype=np.float64),
-            level=np.asarray([level], dtype=np.float64),
-            at=np.asarray([at], dtype=np.int64),
-        )[0]
+        row = self._row(level=level, recent=recent, at=at)
         return {key: max(0.0, float(row @ beta)) for key, beta in self.coef_.items()}
 
     def rise(
@@ -167,16 +161,31 @@ class ArrivalsModel:
         horizon_seconds: int,
         quantile: float,
     ) -> float:
-        """One horizon and quantile of ``predict``."""
-        key = (int(horizon_seconds), float(quantile))
-        predicted = self.predict(level=level, recent=recent, at=at)
-        for (h, q), value in predicted.items():
-            if h == key[0] and abs(q - key[1]) < 1e-9:
-                return value
-        raise ModelError(
-            f"arrivals model has no horizon {horizon_seconds} s / quantile {quantile}"
-            f" (has {sorted(self.coef_)})"
+        """One horizon and quantile of ``predict`` (what the loop asks at every tick)."""
+        beta = next(
+            (
+                b
+                for (h, q), b in self.coef_.items()
+                if h == int(horizon_seconds) and abs(q - quantile) < 1e-9
+            ),
+            None,
         )
+        if beta is None:
+            raise ModelError(
+                f"arrivals model has no horizon {horizon_seconds} s / quantile {quantile}"
+                f" (has {sorted(self.coef_)})"
+            )
+        return max(0.0, float(self._row(level=level, recent=recent, at=at) @ beta))
+
+    def _row(self, *, level: float, recent: RecentArrivals, at: int) -> FloatArray:
+        if not self.coef_:
+            raise ModelError("arrivals model is not fitted")
+        rows = features(
+            created=np.asarray([recent.gpus], dtype=np.float64),
+            level=np.asarray([level], dtype=np.float64),
+            at=np.asarray([at], dtype=np.int64),
+        )
+        return np.asarray(rows[0], dtype=np.float64)
 
     def to_state(self) -> dict[str, Any]:
         """Settings and coefficients as JSON-able data."""
