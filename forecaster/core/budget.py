@@ -22,6 +22,7 @@ In normal operation the ledger clock equals the wall clock (it starts there).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 
 from forecaster.durations import DAY
 
@@ -37,18 +38,33 @@ ended unused (the error budget's waste)."""
 def add_gpu_hours(buckets: DayBuckets, *, gpu_hours: float, at: int) -> DayBuckets:
     """``buckets`` with ``gpu_hours`` added at time ``at`` and what left the day before it
     dropped."""
-    kept = tuple(b for b in buckets if b[0] > at - DAY)
+    kept = _within_day(buckets, at=at)
     if gpu_hours <= 0:
         return kept
     bucket = at - at % BUCKET_SECONDS
     if kept and kept[-1][0] == bucket:
         return (*kept[:-1], (bucket, kept[-1][1] + gpu_hours))
+    if kept and kept[-1][0] > bucket:  # the clock stepped back: keep the buckets in order
+        merged = dict(kept)
+        merged[bucket] = merged.get(bucket, 0.0) + gpu_hours
+        return tuple(sorted(merged.items()))
     return (*kept, (bucket, gpu_hours))
 
 
 def gpu_hours_last_day(buckets: DayBuckets, *, at: int) -> float:
     """GPU-hours in the rolling day ending at ``at``."""
-    return sum(v for t, v in buckets if at - DAY < t <= at)
+    if buckets and buckets[-1][0] > at:  # a bucket after ``at``: only after a clock step back
+        return sum(v for t, v in buckets if at - DAY < t <= at)
+    return float(sum(map(itemgetter(1), _within_day(buckets, at=at))))
+
+
+def _within_day(buckets: DayBuckets, *, at: int) -> DayBuckets:
+    """``buckets`` without those that left the day before ``at``. Buckets are oldest first, so
+    only a head can have left - usually none or one, and this runs at every tick."""
+    first = 0
+    while first < len(buckets) and buckets[first][0] <= at - DAY:
+        first += 1
+    return buckets[first:] if first else buckets
 
 
 @dataclass(frozen=True)

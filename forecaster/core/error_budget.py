@@ -23,10 +23,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from forecaster.core.budget import BUCKET_SECONDS, DayBuckets, add_gpu_hours, gpu_hours_last_day
 from forecaster.core.planner import Mode
+from forecaster.durations import DAY
 
 # Evaluations are tallied per BUCKET_SECONDS (5 minutes) like waste and spend: fine enough for
 # the 1 h / 6 h / 24 h windows.
@@ -120,13 +122,18 @@ class ErrorBudgetState:
     transitions: tuple[Transition, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form for persistence."""
+        """JSON-able form for persistence (built once per state: the daemon saves its state at
+        every tick, and most ticks leave the error budget as it was; do not mutate it)."""
+        return self._as_dict
+
+    @cached_property
+    def _as_dict(self) -> dict[str, Any]:
         return {
             "mode": self.mode.value,
             "since": self.since,
             "reason": self.reason,
-            "points": [list(p) for p in self.points],
-            "waste": [list(w) for w in self.waste],
+            "points": list(map(list, self.points)),
+            "waste": list(map(list, self.waste)),
             "calm_since": self.calm_since,
         }
 
@@ -146,8 +153,10 @@ class ErrorBudgetState:
 def burn_rate(state: ErrorBudgetState, policy: SloPolicy, *, window: int, now: int) -> float | None:
     """Exceedance share over ``window`` divided by the target; None if too few points."""
     evaluated = exceeded = 0
-    for minute, n, bad in state.points:
-        if now - window < minute <= now:
+    for minute, n, bad in reversed(state.points):  # newest first: stop at the window's start
+        if minute <= now - window:
+            break
+        if minute <= now:
             evaluated += n
             exceeded += bad
     if evaluated < policy.min_points:
@@ -264,12 +273,19 @@ def _recorded(
     policy: SloPolicy,
     now: int,
 ) -> ErrorBudgetState:
+    horizon = now - max(policy.window_seconds, 86400)
+    if (
+        not evaluations
+        and wasted_gpu_hours <= 0
+        and (not state.points or state.points[0][0] > horizon)
+        and (not state.waste or state.waste[0][0] > now - DAY)
+    ):
+        return state  # nothing new, nothing aged out: the same state (and its cached JSON form)
     points = {m: (n, b) for m, n, b in state.points}
     for ev in evaluations:
         minute = ev.target_time - ev.target_time % BUCKET_SECONDS
         n, bad = points.get(minute, (0, 0))
         points[minute] = (n + 1, bad + int(ev.exceeded))
-    horizon = now - max(policy.window_seconds, 86400)
     return replace(
         state,
         points=tuple((m, n, b) for m, (n, b) in sorted(points.items()) if m > horizon),

@@ -12,6 +12,18 @@ safe way - a pool whose data cannot be fetched keeps its last forecast, which tu
 new prewarm, existing prewarm held for ``hold_seconds``, then withdrawn); a cluster that cannot
 be observed is not acted on (placeholders expire by themselves); a model that cannot be loaded
 is replaced by the persistence baseline.
+
+A tick whose observation matches the last plan's - no pod created, started, finished or
+preempted, no node come or gone, the kill switch as it was - within ``step_seconds`` of that plan
+is *quiet*: it keeps the plan and writes nothing (``TickRecord.replanned`` False). So the loop
+answers new pods within one tick (15 s) yet forecasts, plans and acts about once a minute when
+nothing happens - the short tick is the cheap path the issue asks for, and replay's 50 days of
+15 s decisions cost what the minutes that changed something cost.
+
+The state (ledger, error budget) is persisted every ``SAVE_EVERY_SECONDS`` (5 min) and at once on
+a change of mode: a ConfigMap write per 15 s tick is API load for nothing, and a restart loses at
+most those minutes of tallies - the ledger charges the time since the last save anyway (up to the
+placeholder TTL, see ``core.budget``).
 """
 
 from __future__ import annotations
@@ -37,7 +49,7 @@ from forecaster.core.cluster import (
     assumed_snapshot,
 )
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
-from forecaster.core.planner import Plan, PoolInput, plan
+from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PlanningHorizon, PoolPolicy, planning_horizon
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
@@ -48,6 +60,9 @@ from forecaster.reconcile.state import PendingForecast, PoolState, ServiceState,
 from forecaster.sources.base import DemandSource
 
 log = logging.getLogger(__name__)
+SAVE_EVERY_SECONDS = 300
+"""Persist the state at least this often (and at every change of mode): the tallies are kept in
+5-minute buckets (``core.budget.BUCKET_SECONDS``), so a crash loses at most about one."""
 Observer = Callable[[Sequence[str], int], Mapping[str, PoolSnapshot]]
 HaltReader = Callable[[], Halt | None]
 """Reads the on-call kill switch (``actuators.control``); raises ``ForecasterError`` if it can't."""
@@ -160,6 +175,8 @@ class TickRecord:
     """Pending GPU pods no NodePool can serve (Karpenter will not launch for them)."""
     evaluations: dict[str, tuple[Evaluation, ...]] = field(default_factory=dict)
     """Past forecasts scored this tick, per pool (calibration as the page shows it)."""
+    replanned: bool = True
+    """False for a quiet tick: the cluster looked as at the last plan, which stands."""
 
 
 class Reconciler:
@@ -198,7 +215,10 @@ class Reconciler:
         self._horizons: dict[str, int] = {}  # per pool, to log when the measured lead moves it
         self._active: dict[str, ActiveModel] = {}  # per pool: the model of the last fetch
         self._fetched: dict[str, tuple[int, PoolView]] = {}  # per pool: last fetch and its view
+        self._saved_at: int | None = None  # when the state was last persisted
+        self._saved_modes: dict[str, Mode] = {}  # and each pool's mode in it
         self.last: TickRecord | None = None
+        self._planned: TickRecord | None = None  # the last tick that planned (not quiet)
 
     def tick(self, now: int, *, act: bool = True) -> TickRecord:
         """One reconcile pass at ``now`` (epoch seconds).
@@ -212,6 +232,9 @@ class Reconciler:
         halt, readable = self._halt(errors)
         if not readable:
             snapshots = None  # the kill switch may be on: do not act on a guess
+        if act and self._quiet(snapshots, halt, now, errors):
+            self.last = self._kept(snapshots, now)
+            return self.last
         inputs, views, transitions = [], {}, []
         scored: dict[str, tuple[Evaluation, ...]] = {}
         for runtime in self.pools:
@@ -284,7 +307,7 @@ class Reconciler:
                 "; ".join(pool_plan.reasons),
             )
         unattributed = snapshots.unattributed if isinstance(snapshots, Observation) else ()
-        self.last = TickRecord(
+        self.last = self._planned = TickRecord(
             now,
             decision,
             views,
@@ -296,6 +319,54 @@ class Reconciler:
             scored,
         )
         return self.last
+
+    # ---- quiet ticks -------------------------------------------------------------------------
+    def _quiet(
+        self,
+        snapshots: Mapping[str, PoolSnapshot] | None,
+        halt: Halt | None,
+        now: int,
+        errors: list[TickError],
+    ) -> bool:
+        """True when the last plan stands: it was complete and recent (within ``step_seconds``,
+        so fresh history still triggers a forecast), and every pool looks as it did then."""
+        last = self._planned
+        if last is None or last.errors or errors or snapshots is None:
+            return False
+        if not self._loaded or not 0 <= now - last.at < self.step_seconds or halt != last.halt:
+            return False
+        for pool_plan in last.plan.pools:
+            if self.state.pool(pool_plan.pool).budget.mode is not pool_plan.mode:
+                return False  # the state changed under the plan (another leader's, a restore)
+        for runtime in self.pools:
+            name = runtime.policy.pool
+            before = last.pools[name].snapshot if name in last.pools else None
+            after = snapshots.get(name)
+            if before is None or after is None or not _same_pool(before, after):
+                return False
+        return True
+
+    def _kept(self, snapshots: Mapping[str, PoolSnapshot] | None, now: int) -> TickRecord:
+        """The record of a quiet tick: the last plan, today's observation, nothing done."""
+        last = self._planned
+        assert last is not None and snapshots is not None  # checked by ``_quiet``
+        pools = {
+            name: dataclasses.replace(view, snapshot=snapshots.get(name, view.snapshot))
+            for name, view in last.pools.items()
+        }
+        report = last.actuation
+        if report is not None:  # what the backends are stays; nothing was created or wasted
+            report = ActuationReport(backend=report.backend, buffer_status=report.buffer_status)
+        return dataclasses.replace(
+            last,
+            at=now,
+            pools=pools,
+            transitions=(),
+            actuation=report,
+            evaluations={},
+            unattributed=snapshots.unattributed if isinstance(snapshots, Observation) else (),
+            replanned=False,
+        )
 
     # ---- steps ---------------------------------------------------------------------------
     def _load_state(self, errors: list[TickError]) -> None:
@@ -311,6 +382,7 @@ class Reconciler:
             errors.append(TickError("state", None, message))
             log.error("%s", message)
             return  # fail closed: never "start from zero" on a transient read error
+        self._saved_at = None  # the next record saves: what was read is all the store has
         if saved is not None:
             self.state = ServiceState.from_dict(saved)
             for name, pool_state in self.state.pools.items():
@@ -534,8 +606,13 @@ class Reconciler:
                 max_step_seconds=self.budgets.commitment_seconds,
             )
         self.state.last_tick = now
+        modes = {name: p.budget.mode for name, p in self.state.pools.items()}
+        due = self._saved_at is None or now - self._saved_at >= SAVE_EVERY_SECONDS
+        if not due and modes == self._saved_modes:
+            return
         try:
             self.state_store.save(self.state.to_dict())
+            self._saved_at, self._saved_modes = now, modes
         except ConflictError as exc:
             message = f"state changed under us (another leader?): re-reading it: {exc}"
             errors.append(TickError("state", None, message))
@@ -544,6 +621,15 @@ class Reconciler:
         except ForecasterError as exc:
             errors.append(TickError("state", None, f"could not save state: {exc}"))
             log.error("could not save state: %s", exc)
+
+
+_NOT_COMPARED = {"observed_at": 0, "measured_lead": None}
+
+
+def _same_pool(before: PoolSnapshot, after: PoolSnapshot) -> bool:
+    """Whether two observations would plan alike: all fields equal but the time each was made
+    and the measured lead (a slow average, picked up by the next plan)."""
+    return before.__dict__ | _NOT_COMPARED == after.__dict__ | _NOT_COMPARED
 
 
 def _no_forecast(runtime: PoolRuntime) -> PoolView:

@@ -22,6 +22,7 @@ from forecaster.core.budget import spent_last_day
 from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
+from forecaster.reconcile.loop import TickRecord
 from tests.factories import NS, client, placeholders, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
@@ -239,9 +240,9 @@ def test_a_save_conflict_rereads_the_state_another_leader_wrote(
     b.tick(T0 + 60)
     saved = json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"])
     assert saved["pools"][POOL]["budget"]["mode"] != "predictive"
-    record = a.tick(T0 + 90)
+    record = a.tick(T0 + 300)  # a's next save (5 min after its last) meets the conflict
     assert "re-reading it" in (record.error("state") or "")
-    record = a.tick(T0 + 120)  # a now plans from what b wrote, not from its own memory
+    record = a.tick(T0 + 315)  # a now plans from what b wrote, not from its own memory
     assert record.plan.pool(POOL).mode is not Mode.PREDICTIVE
 
 
@@ -259,3 +260,57 @@ def test_a_follower_taking_over_acts_on_the_state_the_leader_left(
     record = follower.tick(T0 + 60)  # the follower now leads: fresh state, not its memory
     assert record.plan.pool(POOL).mode is not Mode.PREDICTIVE
     assert record.plan.pool(POOL).target_gpus == 0
+
+
+def test_state_is_saved_every_five_minutes_and_at_once_on_a_change_of_mode(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    loop = reconciler(tmp_path, api, source)
+
+    def saved() -> dict[str, object]:
+        return dict(json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"]))
+
+    loop.tick(T0)
+    assert saved()["last_tick"] == T0
+    loop.tick(T0 + 60)  # a minute later: no ConfigMap write
+    assert saved()["last_tick"] == T0
+    loop.tick(T0 + 300)  # five minutes after the last save
+    assert saved()["last_tick"] == T0 + 300
+    loop.state.pool(POOL).budget = dataclasses.replace(
+        loop.state.pool(POOL).budget, mode=Mode.HANDED_OFF, reason="burning"
+    )
+    loop.tick(T0 + 360)  # a hand-off is written at once: a restart must not forget it
+    assert saved()["last_tick"] == T0 + 360
+    assert saved()["pools"][POOL]["budget"]["mode"] != "predictive"  # type: ignore[index]
+
+
+def test_a_quiet_tick_keeps_the_plan_and_a_new_pod_replans_at_once(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    loop = reconciler(tmp_path, api, source)
+
+    def settle(now: int) -> TickRecord:
+        """Tick until the cluster shows what the last plan did (our own writes change it)."""
+        for at in range(now, now + 60, 15):
+            busy_cluster.step()
+            record = loop.tick(at)
+            if not record.replanned:
+                return record
+        raise AssertionError("the loop never went quiet")
+
+    loop.tick(T0)
+    quiet = settle(T0 + 15)
+    writes = len(api.writes())
+    again = loop.tick(quiet.at + 5)  # nothing happened in between: the plan stands
+    assert not again.replanned and again.at == quiet.at + 5
+    assert again.plan == quiet.plan
+    assert len(api.writes()) == writes  # no write of any kind, not even the state
+    busy_cluster.submit("burst-0", POOL, 8)  # a pod created: answered within this tick
+    record = loop.tick(quiet.at + 10)
+    assert record.replanned
+    assert record.pools[POOL].snapshot != again.pools[POOL].snapshot
+    last = settle(quiet.at + 15)  # quiet again ...
+    assert not last.replanned
+    assert loop.tick(last.at + 60).replanned  # ... until a minute after the last plan
