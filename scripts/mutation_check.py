@@ -30,6 +30,27 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "a quiet tick ignores a new pod",
+        "forecaster/reconcile/loop.py",
+        "return before.__dict__ | _NOT_COMPARED == after.__dict__ | _NOT_COMPARED",
+        "return True",
+        ("tests/reconcile/test_loop.py",),
+    ),
+    Mutation(
+        "a hand-off waits for the next scheduled save",
+        "forecaster/reconcile/loop.py",
+        "if not due and modes == self._saved_modes:",
+        "if not due:",
+        ("tests/reconcile/test_loop.py",),
+    ),
+    Mutation(
+        "day buckets out of order after the clock steps back",
+        "forecaster/core/budget.py",
+        "if kept and kept[-1][0] > bucket:",
+        "if False:",
+        ("tests/core/test_budget.py",),
+    ),
+    Mutation(
         "ledger records no spend",
         "forecaster/core/budget.py",
         "spend = gpus * step / 3600",

@@ -281,13 +281,43 @@ def _recorded(
         and (not state.waste or state.waste[0][0] > now - DAY)
     ):
         return state  # nothing new, nothing aged out: the same state (and its cached JSON form)
-    points = {m: (n, b) for m, n, b in state.points}
-    for ev in evaluations:
-        minute = ev.target_time - ev.target_time % BUCKET_SECONDS
-        n, bad = points.get(minute, (0, 0))
-        points[minute] = (n + 1, bad + int(ev.exceeded))
     return replace(
         state,
-        points=tuple((m, n, b) for m, (n, b) in sorted(points.items()) if m > horizon),
+        points=_tallied(state.points, evaluations, after=horizon),
         waste=add_gpu_hours(state.waste, gpu_hours=wasted_gpu_hours, at=now),
     )
+
+
+def _tallied(
+    points: tuple[tuple[int, int, int], ...], evaluations: Sequence[Evaluation], *, after: int
+) -> tuple[tuple[int, int, int], ...]:
+    """``points`` with ``evaluations`` counted in their buckets and buckets up to ``after``
+    dropped, oldest first. Evaluations come in time order, into the newest bucket or a new
+    one: that case touches only the ends (it runs at every tick); any other order is merged."""
+    tail = list(points[-1:])
+    for ev in evaluations:
+        bucket = ev.target_time - ev.target_time % BUCKET_SECONDS
+        if tail and tail[-1][0] == bucket:
+            _, n, bad = tail[-1]
+            tail[-1] = (bucket, n + 1, bad + int(ev.exceeded))
+        elif not tail or tail[-1][0] < bucket:
+            tail.append((bucket, 1, int(ev.exceeded)))
+        else:
+            return _merged(points, evaluations, after=after)
+    kept = (*points[:-1], *tail)
+    first = 0
+    while first < len(kept) and kept[first][0] <= after:
+        first += 1
+    return kept[first:]
+
+
+def _merged(
+    points: tuple[tuple[int, int, int], ...], evaluations: Sequence[Evaluation], *, after: int
+) -> tuple[tuple[int, int, int], ...]:
+    """``_tallied`` for evaluations in any order (a restart, a clock step back)."""
+    tally = {m: (n, b) for m, n, b in points}
+    for ev in evaluations:
+        bucket = ev.target_time - ev.target_time % BUCKET_SECONDS
+        n, bad = tally.get(bucket, (0, 0))
+        tally[bucket] = (n + 1, bad + int(ev.exceeded))
+    return tuple((m, n, b) for m, (n, b) in sorted(tally.items()) if m > after)

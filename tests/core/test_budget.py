@@ -13,7 +13,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from forecaster.core.budget import DAY, SpendLedger, record_spend, spent_last_day
+from forecaster.core.budget import (
+    BUCKET_SECONDS,
+    DAY,
+    DayBuckets,
+    SpendLedger,
+    add_gpu_hours,
+    gpu_hours_last_day,
+    record_spend,
+    spent_last_day,
+)
 
 T = 1_800_000_000
 STEP = 3600
@@ -76,3 +85,29 @@ def test_the_ledger_forgets_only_as_ledger_time_passes(steps: list[tuple[int, in
         if clock is not None and ledger.clock == clock:
             assert spent_last_day(ledger) == pytest.approx(before)
         assert spent_last_day(ledger) <= before + charged + 1e-9
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-2 * DAY, 2 * DAY), st.floats(0, 10), st.integers(-DAY, DAY)),
+        max_size=40,
+    )
+)
+def test_day_buckets_match_a_plain_tally_whatever_order_the_clock_gives(
+    records: list[tuple[int, float, int]],
+) -> None:
+    """The bucket tuple is trimmed from its oldest end only (it runs at every tick): a clock
+    that steps back must not leave it out of order, or an aged bucket would be counted."""
+    buckets: DayBuckets = ()
+    tally: dict[int, float] = {}
+    for offset, gpu_hours, probe in records:
+        at = T + offset
+        buckets = add_gpu_hours(buckets, gpu_hours=gpu_hours, at=at)
+        tally = {b: v for b, v in tally.items() if b > at - DAY}
+        if gpu_hours > 0:
+            bucket = at - at % BUCKET_SECONDS
+            tally[bucket] = tally.get(bucket, 0.0) + gpu_hours
+        assert [b for b, _ in buckets] == sorted(tally)
+        expected = sum(v for b, v in tally.items() if at + probe - DAY < b <= at + probe)
+        assert gpu_hours_last_day(buckets, at=at + probe) == pytest.approx(expected)

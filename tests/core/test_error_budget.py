@@ -19,6 +19,8 @@ from forecaster.core.error_budget import (
     ErrorBudgetState,
     Evaluation,
     SloPolicy,
+    _merged,
+    _tallied,
     advance,
     budget_remaining,
     burn_rate,
@@ -140,3 +142,23 @@ def test_no_flapping_and_every_hand_off_has_a_cause(
         if t.before is Mode.PREDICTIVE:
             assert t.after is Mode.HANDED_OFF
             assert "error budget burning" in t.reason or "waste budget spent" in t.reason
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 100), st.integers(1, 5), st.booleans()), max_size=30),
+    st.lists(st.tuples(st.integers(0, 40_000), st.booleans()), max_size=30),
+    st.integers(0, 30_000),
+)
+def test_counting_evaluations_at_the_ends_equals_a_full_merge(
+    buckets: list[tuple[int, int, bool]], evaluated: list[tuple[int, bool]], cut: int
+) -> None:
+    """The per-tick fast path (evaluations into the newest bucket or a new one) tallies exactly
+    what merging every evaluation into every bucket does - in order or not."""
+    starts = sorted({T0 + 300 * b for b, _, _ in buckets})
+    points = tuple((m, n, int(bad)) for m, (_, n, bad) in zip(starts, buckets, strict=False))
+    evaluations = [Evaluation(T0 + t, 2.0 if over else 0.0, 1.0) for t, over in evaluated]
+    after = T0 + cut
+    assert _tallied(points, evaluations, after=after) == _merged(points, evaluations, after=after)
+    in_order = sorted(evaluations, key=lambda e: e.target_time)
+    assert _tallied(points, in_order, after=after) == _merged(points, in_order, after=after)
