@@ -67,7 +67,8 @@ def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
     assert ORIGINAL not in _nodepool_annotations(api)  # the NodePool is ours no longer
 
     before = len(api.writes())
-    daemon.reconcile(T0 + 60)
+    record = daemon.reconcile(T0 + 400)  # a full tick, with a state save due (5 min since)
+    assert record is not None and record.replanned
     assert [w.path for w in api.writes()[before:]] == []  # halted: not one write
 
     client = TestClient(create_app(daemon))
