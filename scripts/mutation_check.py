@@ -8,11 +8,13 @@ Run by ``scripts/test`` after the suite; ``scripts/mutation-check`` runs it alon
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -455,15 +457,22 @@ def survives(mutation: Mutation) -> bool:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
+def timed(mutation: Mutation) -> tuple[bool, float]:
+    """``survives`` and how long it took."""
+    started = time.monotonic()
+    return survives(mutation), time.monotonic() - started
+
+
 def main() -> int:
+    """Every mutant, one per core at a time (each is its own pytest process in its own scratch
+    copy; servers the tests start take free ports)."""
     survivors = []
-    for mutation in MUTATIONS:
-        started = time.monotonic()
-        alive = survives(mutation)
-        verdict = "SURVIVED" if alive else "caught"
-        print(f"mutation-check: {verdict:8} {mutation.name} ({time.monotonic() - started:.0f} s)")
-        if alive:
-            survivors.append(mutation.name)
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for mutation, (alive, seconds) in zip(MUTATIONS, pool.map(timed, MUTATIONS), strict=True):
+            verdict = "SURVIVED" if alive else "caught"
+            print(f"mutation-check: {verdict:8} {mutation.name} ({seconds:.0f} s)", flush=True)
+            if alive:
+                survivors.append(mutation.name)
     print(f"mutation-check: {len(MUTATIONS) - len(survivors)} of {len(MUTATIONS)} caught")
     return 1 if survivors else 0
 
