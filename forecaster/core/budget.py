@@ -23,12 +23,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import itemgetter
+from typing import Any, TypeVar
 
 from forecaster.durations import DAY
 
 BUCKET_SECONDS = 300
 """GPU-hours are kept in 5-minute buckets: 288 per day, cheap to sum every tick."""
 
+Row = TypeVar("Row", bound=tuple[Any, ...])
 DayBuckets = tuple[tuple[int, float], ...]
 """GPU-hours per 5-minute bucket over a rolling day, ``((bucket_start, gpu_hours), ...)``,
 oldest first: the one rolling-day tally, of prewarm spend (``SpendLedger``) and of prewarm that
@@ -59,12 +61,17 @@ def gpu_hours_last_day(buckets: DayBuckets, *, at: int) -> float:
 
 
 def _within_day(buckets: DayBuckets, *, at: int) -> DayBuckets:
-    """``buckets`` without those that left the day before ``at``. Buckets are oldest first, so
-    only a head can have left - usually none or one, and this runs at every tick."""
+    """``buckets`` without those that left the day before ``at``."""
+    return drop_through(buckets, at - DAY)
+
+
+def drop_through(rows: tuple[Row, ...], start: int) -> tuple[Row, ...]:
+    """``rows`` (each starting with its bucket start, oldest first) without those that start at
+    or before ``start``. Only a head can go - usually none or one, and this runs at every tick."""
     first = 0
-    while first < len(buckets) and buckets[first][0] <= at - DAY:
+    while first < len(rows) and rows[first][0] <= start:
         first += 1
-    return buckets[first:] if first else buckets
+    return rows[first:] if first else rows
 
 
 @dataclass(frozen=True)

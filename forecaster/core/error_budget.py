@@ -23,10 +23,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
 from typing import Any
 
-from forecaster.core.budget import BUCKET_SECONDS, DayBuckets, add_gpu_hours, gpu_hours_last_day
+from forecaster.core.budget import (
+    BUCKET_SECONDS,
+    DayBuckets,
+    add_gpu_hours,
+    drop_through,
+    gpu_hours_last_day,
+)
 from forecaster.core.planner import Mode
 from forecaster.durations import DAY
 
@@ -122,12 +127,7 @@ class ErrorBudgetState:
     transitions: tuple[Transition, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-able form for persistence (built once per state: the daemon saves its state at
-        every tick, and most ticks leave the error budget as it was; do not mutate it)."""
-        return self._as_dict
-
-    @cached_property
-    def _as_dict(self) -> dict[str, Any]:
+        """JSON-able form for persistence."""
         return {
             "mode": self.mode.value,
             "since": self.since,
@@ -280,7 +280,7 @@ def _recorded(
         and (not state.points or state.points[0][0] > horizon)
         and (not state.waste or state.waste[0][0] > now - DAY)
     ):
-        return state  # nothing new, nothing aged out: the same state (and its cached JSON form)
+        return state  # nothing new, nothing aged out: the same state, no copy (every tick)
     return replace(
         state,
         points=_tallied(state.points, evaluations, after=horizon),
@@ -304,11 +304,7 @@ def _tallied(
             tail.append((bucket, 1, int(ev.exceeded)))
         else:
             return _merged(points, evaluations, after=after)
-    kept = (*points[:-1], *tail)
-    first = 0
-    while first < len(kept) and kept[first][0] <= after:
-        first += 1
-    return kept[first:]
+    return drop_through((*points[:-1], *tail), after)
 
 
 def _merged(

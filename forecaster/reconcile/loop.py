@@ -17,8 +17,8 @@ A tick whose observation matches the last plan's - no pod created, started, fini
 preempted, no node come or gone, the kill switch as it was - within ``step_seconds`` of that plan
 is *quiet*: it keeps the plan and writes nothing (``TickRecord.replanned`` False). So the loop
 answers new pods within one tick (15 s) yet forecasts, plans and acts about once a minute when
-nothing happens - the short tick is the cheap path the issue asks for, and replay's 50 days of
-15 s decisions cost what the minutes that changed something cost.
+nothing happens - and replay's 50 days of 15 s decisions cost what the minutes that changed
+something cost.
 
 The state (ledger, error budget) is persisted every ``SAVE_EVERY_SECONDS`` (5 min) and at once on
 a change of mode: a ConfigMap write per 15 s tick is API load for nothing, and a restart loses at
