@@ -250,6 +250,34 @@ class ForecastSettings(_Strict):
         return self
 
 
+class OperatingPointSettings(_Strict):
+    """Choose the forecast quantile for a GPU-hours budget at each retrain (off by default).
+
+    The training job replays each pool's history (demand turned into pods) through the cluster
+    twin at each quantile and keeps the one with the lowest mean wait within the budget
+    (``core.operating_point``). The pool then plans for it, the GPU-hours/day cap becomes the
+    budget and the SLO follows the quantile."""
+
+    budget_percent: float | None = Field(
+        None, gt=0, le=100, description="GPU-hours over reactive scaling, e.g. 5 for +5 %"
+    )
+    quantiles: tuple[float, ...] = Field((0.8, 0.9, 0.95, 0.98), min_length=1)
+    measure_days: float = Field(
+        14, gt=0, description="the last days of the history judged; the earlier ones train"
+    )
+    model: str = Field("quantreg-raw", description="level model the replays retrain weekly")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> OperatingPointSettings:
+        from forecaster.forecasting.registry import known_names
+
+        if any(not 0.5 < q < 1 for q in self.quantiles):
+            raise ValueError("quantiles must lie between 0.5 and 1")
+        if self.model not in known_names():
+            raise ValueError(f"model: unknown {self.model!r}; known: {known_names()}")
+        return self
+
+
 class TwinSettings(_Strict):
     """The embedded default: the daemon runs against the cluster twin replaying a job trace."""
 
@@ -277,6 +305,7 @@ class Settings(_Strict):
     source: SourceSettings = SourceSettings()
     forecast: ForecastSettings = ForecastSettings()
     planning: PlanningSettings = PlanningSettings()
+    operating_point: OperatingPointSettings = OperatingPointSettings()
     slo: SloPolicy = SloPolicy()
     """The core value itself (validated by its own ``__post_init__``; unknown keys refused).
     ``target_exceedance`` and ``max_waste_gpu_hours_per_day`` left out follow the plan
@@ -337,6 +366,13 @@ class Settings(_Strict):
                 )
             if self.source.kind == "csv" and pool.csv is None:
                 raise ValueError(f"pools.{i}.csv is required when source.kind is csv")
+        warmup = self.forecast.history_days - self.operating_point.measure_days
+        if self.operating_point.budget_percent and warmup < 1:
+            raise ValueError(
+                f"operating_point.measure_days ({self.operating_point.measure_days:g}) must leave"
+                f" at least a day of forecast.history_days ({self.forecast.history_days:g}) to"
+                " train the replays on"
+            )
         misses = round(1.0 - self.forecast.target_quantile, 9)
         if self.slo.target_exceedance < misses:
             raise ValueError(
@@ -346,6 +382,13 @@ class Settings(_Strict):
                 " forecast.target_quantile"
             )
         return self
+
+    @property
+    def model_quantiles(self) -> tuple[float, ...]:
+        """What models are fitted for: ``forecast.quantiles`` and, with a budget, every
+        quantile the operating point may choose."""
+        chosen = self.operating_point.quantiles if self.operating_point.budget_percent else ()
+        return tuple(sorted({*self.forecast.quantiles, *chosen}))
 
     def pool(self, name: str) -> PoolSettings:
         """The pool called ``name``."""

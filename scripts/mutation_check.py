@@ -32,6 +32,55 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "the loop plans at the configured quantile despite the chosen point",
+        "forecaster/reconcile/loop.py",
+        "return point.quantile if point is not None else runtime.target_quantile",
+        "return runtime.target_quantile",
+        (
+            "tests/reconcile/test_loop.py::test_the_operating_point_sets_the_quantile_the_cap_and_the_slo",
+        ),
+    ),
+    Mutation(
+        "the chosen point's budget does not cap GPU-hours",
+        "forecaster/core/operating_point.py",
+        "return replace(budgets, max_prewarm_gpu_hours_per_day=total)",
+        "return budgets",
+        (
+            "tests/core/test_operating_point.py",
+            "tests/reconcile/test_loop.py::test_the_operating_point_sets_the_quantile_the_cap_and_the_slo",
+        ),
+    ),
+    Mutation(
+        "the choice ignores the budget",
+        "forecaster/core/operating_point.py",
+        "within = [c for c in candidates if c.gpu_hours <= limit]",
+        "within = list(candidates)",
+        ("tests/core/test_operating_point.py",),
+    ),
+    Mutation(
+        "a P80 point keeps a P95 SLO (hands off all day)",
+        "forecaster/core/operating_point.py",
+        "planned, target_exceedance=max(slo.target_exceedance, planned.target_exceedance)",
+        "planned, target_exceedance=slo.target_exceedance",
+        ("tests/core/test_operating_point.py",),
+    ),
+    Mutation(
+        "candidates are replayed without the budget cap",
+        "forecaster/simulation/operating_point.py",
+        "max_prewarm_gpu_hours_per_day=gpu_hours_per_day)",
+        "max_prewarm_gpu_hours_per_day=1e9)",
+        ("tests/simulation/test_operating_point.py",),
+    ),
+    Mutation(
+        "a point the model cannot forecast is followed",
+        "forecaster/reconcile/models.py",
+        "if not _covers(artifact.model, self.horizons_seconds, (point.quantile,)):",
+        "if False:",
+        (
+            "tests/reconcile/test_loop.py::test_a_point_the_model_cannot_forecast_is_ignored_and_said",
+        ),
+    ),
+    Mutation(
         "a quiet tick ignores a new pod",
         "forecaster/reconcile/loop.py",
         "return before.__dict__ | _NOT_COMPARED == after.__dict__ | _NOT_COMPARED",

@@ -17,15 +17,18 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.jobs import JobTrace
+from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
+from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.registry import build as build_model
 from forecaster.reconcile.loop import Reconciler
 from forecaster.settings import Settings
 from forecaster.simulation.replay import ReplaySetup
 from forecaster.simulation.twin import TwinConfig
 from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, LiveSource
+from tests.service.fakes import POOL, T0, LiveSource
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -185,4 +188,20 @@ def setup(days: float, cap: int = 512) -> ReplaySetup:
             commitment_seconds=3600,
         ),
         max_prewarm_gpus=cap,
+    )
+
+
+def publish_with_point(models: Path, source: LiveSource, point: OperatingPoint) -> None:
+    """A quantreg-raw model of ``POOL`` fitted for every quantile an operating point may
+    choose, published with ``point`` - as the training job does with a budget set."""
+    quantiles = settings(models, operating_point={"budget_percent": 5}).model_quantiles
+    series, _ = source.fetch(POOL, start=0, end=T0, step_seconds=60)
+    model = build_model("quantreg-raw", horizons_seconds=(300, 900, 1800), quantiles=quantiles)
+    ArtifactStore(models).publish(
+        pool=POOL,
+        model_name="quantreg-raw",
+        model=model.fit(series),
+        metadata={},
+        created="20260101T000000Z",
+        operating_point=point,
     )

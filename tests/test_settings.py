@@ -78,6 +78,23 @@ def test_bundled_config_is_valid_and_paths_are_resolved() -> None:
             r"slo: max_waste_gpu_hours_per_day must be a finite number >= 0",
         ),
         (["a", "b"], r"must be a mapping of sections"),
+        (
+            minimal(operating_point={"budget_percent": 0}),
+            r"operating_point.budget_percent: must be > 0.0, got 0",
+        ),
+        (
+            minimal(operating_point={"quantiles": [0.4]}),
+            r"operating_point: quantiles must lie between 0.5 and 1",
+        ),
+        (
+            minimal(operating_point={"model": "lstm"}),
+            r"operating_point: model: unknown 'lstm'",
+        ),
+        (
+            minimal(operating_point={"budget_percent": 5, "measure_days": 28}),
+            r"operating_point.measure_days \(28\) must leave at least a day of"
+            r" forecast.history_days \(28\)",
+        ),
     ],
 )
 def test_bad_configs_name_the_field(tmp_path: Path, document: object, message: str) -> None:
@@ -131,3 +148,10 @@ def test_the_slo_follows_the_plan_unless_given(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"slo.target_exceedance 0.05 is below the 0.2 of"):
         load_settings(write(tmp_path, {**p80, "slo": {"target_exceedance": 0.05}}), env={})
     assert load_settings(write(tmp_path, minimal()), env={}).slo.target_exceedance == 0.05
+
+
+def test_with_a_budget_models_are_fitted_for_every_quantile_it_may_choose(tmp_path: Path) -> None:
+    plain = load_settings(write(tmp_path, minimal()), env={})
+    assert plain.model_quantiles == (0.5, 0.95)
+    budget = minimal(operating_point={"budget_percent": 5, "quantiles": [0.8, 0.9]})
+    assert load_settings(write(tmp_path, budget), env={}).model_quantiles == (0.5, 0.8, 0.9, 0.95)

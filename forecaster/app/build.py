@@ -106,7 +106,7 @@ def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:
     return TrainingPlan(
         models=forecast.models,
         horizons_seconds=forecast.horizons_seconds,
-        quantiles=forecast.quantiles,
+        quantiles=settings.model_quantiles,
         selection_horizon_seconds=settings.horizon_for(pool),
         target_quantile=forecast.target_quantile,
         coverage_tolerance=forecast.coverage_tolerance,
@@ -192,7 +192,8 @@ def build_reconciler(
     models = ModelProvider(
         model_store(settings),
         horizons_seconds=settings.forecast.horizons_seconds,
-        quantiles=settings.forecast.quantiles,
+        quantiles=settings.model_quantiles,
+        follow_operating_points=settings.operating_point.budget_percent is not None,
     )
     state_store: StateStore = MemoryStateStore()
     halt = None
@@ -321,7 +322,6 @@ def build_cluster_service(
     reconciler = build_reconciler(settings, kube=kube)
     daemon = Daemon(
         reconciler=reconciler,
-        slo=settings.slo,
         is_leader=elector.is_leader if elector else lambda: True,
         monotonic=clock.monotonic,
         stuck_after_seconds=stuck_after_seconds(settings.reconcile_every_seconds),
@@ -372,7 +372,7 @@ def build_embedded(settings: Settings, *, models_dir: Path | None = None) -> Emb
         }
     )
     reconciler = build_reconciler(one_pool, source=twin, observer=twin.observe, actuator=twin)
-    daemon = Daemon(reconciler=reconciler, slo=one_pool.slo, pools=(pool.name,))
+    daemon = Daemon(reconciler=reconciler, pools=(pool.name,))
     run = EmbeddedRun(
         twin,
         daemon,

@@ -79,14 +79,16 @@ def replay_setup_from_settings(
     warmup_days: float,
     end_day: float,
     model: str,
+    pool_name: str | None = None,
 ) -> ReplaySetup:
-    """A replay of the twin's pool (``twin.pool``) exactly as the configured daemon runs it.
+    """A replay of the twin's pool (``twin.pool``; or ``pool_name``) exactly as the configured
+    daemon runs it.
 
     The pool's runtime, the budgets and the SLO come from the same builders as the daemon's
     (``app.build``); the twin launches nodes after the pool's provisioning + image pull and
     decides every ``reconcile_every_seconds``, as the daemon ticks.
     """
-    pool = settings.pool(settings.twin.pool)
+    pool = settings.pool(pool_name or settings.twin.pool)
     if pool.placeholder_size != pool.gpus_per_node:
         raise ConfigError(
             f"pool {pool.name}: replay simulates whole-node placeholders, but placeholder_gpus"

@@ -11,7 +11,9 @@ import logging
 
 from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.app.build import build_source, training_plan
+from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
 from forecaster.app.model_sharing import fetch_models, publish_models
+from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, to_epoch_seconds
 from forecaster.durations import DAY
@@ -20,6 +22,7 @@ from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.training import PoolTraining, Progress, train_pool
 from forecaster.service.clock import Clock
 from forecaster.settings import PoolSettings, Settings
+from forecaster.simulation.operating_point import choose_operating_point
 from forecaster.sources.base import ArrivalSource, DemandSource
 from forecaster.sources.files import CsvSource
 
@@ -62,6 +65,47 @@ def fetch_arrivals(source: DemandSource, series: DemandSeries) -> DemandSeries |
         )
         return None
     return arrivals
+
+
+def choose_point(
+    settings: Settings, pool: PoolSettings, history: DemandSeries
+) -> OperatingPoint | None:
+    """With a GPU-hours budget (``operating_point``), the quantile the pool plans for until
+    the next retrain, chosen by replaying ``history`` (``simulation.operating_point``); None
+    without one, or when the replays cannot choose (the configured quantile then holds)."""
+    chosen = settings.operating_point
+    if chosen.budget_percent is None:
+        return None
+    days = (history.end + history.step_seconds - history.start) / DAY
+    try:
+        setup = replay_setup_from_settings(
+            settings,
+            pool_name=pool.name,
+            epoch=history.start,
+            start_day=0,
+            warmup_days=days - chosen.measure_days,
+            end_day=days,
+            model=chosen.model,
+        )
+        point = choose_operating_point(
+            history,
+            setup,
+            make_policy=replay_policy,
+            quantiles=chosen.quantiles,
+            budget_percent=chosen.budget_percent,
+            measure_seconds=int(chosen.measure_days * DAY),
+            progress=lambda name: log.info(
+                "pool %s: operating point: replaying %s", pool.name, name
+            ),
+        )
+    except ForecasterError as exc:
+        log.warning(
+            "pool %s: no operating point (%s): the configured quantile holds", pool.name, exc
+        )
+        return None
+    if point is not None:
+        log.info("pool %s: operating point %s", pool.name, point.reason)
+    return point
 
 
 def train(
@@ -107,6 +151,7 @@ def _train_pools(
                 created=created,
                 progress=progress,
                 arrivals=fetch_arrivals(source, series),
+                operating_point=choose_point(settings, pool, series),
             )
         except ForecasterError as exc:
             log.debug("pool %s: training failed: %s", pool.name, exc)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from forecaster.core.operating_point import OperatingPoint
 from forecaster.errors import ModelError
 from forecaster.forecasting.arrivals import ArrivalsModel
 from forecaster.forecasting.base import Forecaster
@@ -47,6 +48,8 @@ class Artifact:
     metadata: dict[str, Any]
     arrivals: ArrivalsModel | None = None
     """The peak-additional-demand model published with it (None: trained without arrivals)."""
+    operating_point: OperatingPoint | None = None
+    """The quantile and budget chosen at the retrain that trained it (None: none chosen)."""
 
 
 def canonical_hash(document: dict[str, Any]) -> str:
@@ -71,6 +74,7 @@ class ArtifactStore:
         created: str,
         make_current: bool = True,
         arrivals: ArrivalsModel | None = None,
+        operating_point: OperatingPoint | None = None,
     ) -> str:
         """Write a new version (``created`` is a UTC ``YYYYmmddTHHMMSSZ`` stamp); return it."""
         body = {
@@ -84,6 +88,8 @@ class ArtifactStore:
         }
         if arrivals is not None:  # absent, not null: artifacts without one keep their hash
             body["arrivals"] = arrivals.to_state()
+        if operating_point is not None:
+            body["operating_point"] = operating_point.to_dict()
         digest = canonical_hash(body)
         version = f"{created}-{digest[:8]}"
         directory = self._pool_dir(pool)
@@ -169,6 +175,11 @@ class ArtifactStore:
             arrivals = (
                 ArrivalsModel.from_state(document["arrivals"]) if "arrivals" in document else None
             )
+            point = (
+                OperatingPoint.from_dict(document["operating_point"])
+                if "operating_point" in document
+                else None
+            )
         except ModelError:
             raise
         except (KeyError, TypeError, ValueError) as exc:
@@ -180,6 +191,7 @@ class ArtifactStore:
             model=model,
             metadata=dict(document.get("metadata", {})),
             arrivals=arrivals,
+            operating_point=point,
         )
 
     def _pool_dir(self, pool: str) -> Path:

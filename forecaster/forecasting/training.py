@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, from_epoch_seconds
 from forecaster.durations import DAY
@@ -118,11 +119,13 @@ def train_pool(
     created: str,
     progress: Progress | None = None,
     arrivals: DemandSeries | None = None,
+    operating_point: OperatingPoint | None = None,
 ) -> PoolTraining:
     """Backtest, select, fit and publish the model for one pool (see module docstring).
 
     With the pool's ``arrivals`` (GPUs of pods created per step, on the series' grid) the
-    peak-additional-demand model is fitted too and published with it."""
+    peak-additional-demand model is fitted too and published with it; an ``operating_point``
+    chosen on the same history is published with the model too."""
     began = time.perf_counter()
     pool = series.name
     usable = series.usable_seconds
@@ -173,12 +176,14 @@ def train_pool(
         created=created,
         make_current=promote,
         arrivals=arrivals_model,
+        operating_point=operating_point,
     )
     verb = "published" if promote else "published challenger"
     return PoolTraining(
         pool=pool,
         status="trained",
-        message=f"{verb} {model_name} as version {version}: {why}; {arrivals_note}",
+        message=f"{verb} {model_name} as version {version}: {why}; {arrivals_note}"
+        + (f"; operating point {operating_point.reason}" if operating_point else ""),
         quality=quality,
         scores=tuple(scores),
         runs=tuple(runs),

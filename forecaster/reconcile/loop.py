@@ -49,6 +49,11 @@ from forecaster.core.cluster import (
     assumed_snapshot,
 )
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
+from forecaster.core.operating_point import (
+    OperatingPoint,
+    following_the_point,
+    following_the_points,
+)
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PlanningHorizon, PoolPolicy, planning_horizon
 from forecaster.core.quality import QualityReport
@@ -137,6 +142,9 @@ class PoolView:
     """The target quantile of ``forecast`` that the plan used (``DemandForecast.upper_gpus``)."""
     horizon: PlanningHorizon | None = None
     """The horizon the plan used and why (configured, or from the measured lead)."""
+    operating_point: OperatingPoint | None = None
+    """The quantile and GPU-hours budget chosen at the last retrain (``core.operating_point``),
+    when the pool follows one: its quantile is ``quantile``."""
 
 
 @dataclass(frozen=True)
@@ -267,7 +275,7 @@ class Reconciler:
                 pool_state.budget,
                 evaluations=evaluations,
                 wasted_gpu_hours=self._last_waste.get(name, 0.0),
-                policy=self.slo,
+                policy=self.slo_for(name),
                 now=now,
             )
             for transition in pool_state.budget.transitions[before:]:
@@ -287,7 +295,7 @@ class Reconciler:
         spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)
         decision = plan(
             inputs,
-            budgets=self.budgets,
+            budgets=self.effective_budgets(),
             spent_gpu_hours_last_day=spent,
             now=now,
             halted=halt.reason if halt else None,
@@ -482,7 +490,7 @@ class Reconciler:
         except (ForecasterError, ValueError) as exc:
             errors.append(TickError("forecast", name, str(exc)))
             return PoolView(**{**empty.__dict__, "history": series}), evaluations
-        q, ahead = runtime.target_quantile, horizon.horizon_seconds
+        q, ahead = self._quantile(runtime), horizon.horizon_seconds
         p95 = float(forecast.values_at(quantile=q, horizon_seconds=ahead)[0])
         p50 = float(forecast.values_at(quantile=0.5, horizon_seconds=ahead)[0])
         demand = self._last_demand.get(name)
@@ -501,6 +509,7 @@ class Reconciler:
             len(evaluations),
             q,
             horizon,
+            active.operating_point,
         )
         self._fetched[name] = (now, view)
         return view, evaluations
@@ -524,7 +533,7 @@ class Reconciler:
         if model is None or recent is None or snapshot.problem is not None:
             return view
         q, ahead, level = (
-            runtime.target_quantile,
+            self._quantile(runtime),
             horizon.horizon_seconds,
             snapshot.real_demand_gpus,
         )
@@ -554,6 +563,25 @@ class Reconciler:
             f" GPUs of pods created: {created}",
         )
         return PoolView(**{**view.__dict__, "demand": demand})
+
+    # ---- the operating point chosen at the last retrain --------------------------------------
+    def _point(self, pool: str) -> OperatingPoint | None:
+        active = self._active.get(pool)
+        return active.operating_point if active is not None else None
+
+    def _quantile(self, runtime: PoolRuntime) -> float:
+        """The quantile the pool plans for: its chosen point's, else the configured one."""
+        point = self._point(runtime.policy.pool)
+        return point.quantile if point is not None else runtime.target_quantile
+
+    def slo_for(self, pool: str) -> SloPolicy:
+        """The pool's SLO: following its chosen point (``core.operating_point``), else as set."""
+        point = self._point(pool)
+        return self.slo if point is None else following_the_point(self.slo, point)
+
+    def effective_budgets(self) -> Budgets:
+        """The shared caps; the GPU-hours/day cap follows the chosen points when all have one."""
+        return following_the_points(self.budgets, [self._point(r.policy.pool) for r in self.pools])
 
     def _assumed(self, runtime: PoolRuntime, view: PoolView, now: int) -> PoolSnapshot:
         demand_now = 0.0

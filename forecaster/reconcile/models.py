@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.series import DemandSeries
 from forecaster.errors import ModelError
 from forecaster.forecasting.arrivals import ArrivalsModel
-from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.artifacts import Artifact, ArtifactStore
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import FALLBACK, build
 
@@ -32,6 +33,9 @@ class ActiveModel:
     arrivals: ArrivalsModel | None = None
     """The peak-additional-demand model trained with it, when the pool's arrivals were known:
     the plan then follows it (``reconcile.loop``), the level model feeds the chart."""
+    operating_point: OperatingPoint | None = None
+    """The quantile and GPU-hours budget chosen with it (``core.operating_point``), when the
+    pool follows a budget: the loop then plans for that quantile under that cap."""
 
 
 class ModelProvider:
@@ -43,8 +47,12 @@ class ModelProvider:
         *,
         horizons_seconds: tuple[int, ...],
         quantiles: tuple[float, ...],
+        follow_operating_points: bool = False,
     ) -> None:
         self.store = store
+        self.follow_operating_points = follow_operating_points
+        """Plan at the quantile and budget chosen at the last retrain (``operating_point``
+        settings); off: artifacts' operating points are ignored."""
         self.horizons_seconds = horizons_seconds
         self.quantiles = quantiles
         self._loaded: dict[str, ActiveModel] = {}
@@ -69,13 +77,35 @@ class ModelProvider:
                 else:
                     if _covers(artifact.model, self.horizons_seconds, self.quantiles):
                         active = ActiveModel(
-                            artifact.model, artifact.model_name, version, artifact.arrivals
+                            artifact.model,
+                            artifact.model_name,
+                            version,
+                            artifact.arrivals,
+                            self._point(pool, artifact),
                         )
                         self._loaded[pool] = active
                         log.info("pool %s: using model %s version %s", pool, active.name, version)
                         return active
                     self._refuse(pool, version, ModelError("fitted for other horizons/quantiles"))
         return self._fallback(pool, history)
+
+    def _point(self, pool: str, artifact: Artifact) -> OperatingPoint | None:
+        """The artifact's operating point, if the pool follows one and the model can forecast
+        its quantile (else the configured quantile, and a log line saying why)."""
+        point = artifact.operating_point
+        if point is None or not self.follow_operating_points:
+            return None
+        if not _covers(artifact.model, self.horizons_seconds, (point.quantile,)):
+            log.error(
+                "pool %s: model %s cannot forecast its operating point's P%g: planning for the"
+                " configured quantile",
+                pool,
+                artifact.version,
+                point.quantile * 100,
+            )
+            return None
+        log.info("pool %s: operating point %s", pool, point.reason)
+        return point
 
     def _refuse(self, pool: str, version: str, exc: Exception) -> None:
         if (pool, version) not in self._refused:

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 from forecaster.core.error_budget import (
     Evaluation,
-    SloPolicy,
     Transition,
     budget_remaining,
     waste_last_day,
@@ -54,7 +53,6 @@ class Daemon:
     """See the module docstring."""
 
     reconciler: Reconciler
-    slo: SloPolicy
     metrics: Metrics = field(default_factory=Metrics)
     is_leader: Callable[[], bool] = lambda: True
     guardrails: list[str] = field(default_factory=list)
@@ -98,7 +96,10 @@ class Daemon:
             return None
         self._progress_at = self.monotonic()
         self.metrics.observe_tick(
-            record, state=self.reconciler.state, slo=self.slo, seconds=time.perf_counter() - began
+            record,
+            state=self.reconciler.state,
+            slo_for=self.reconciler.slo_for,
+            seconds=time.perf_counter() - began,
         )
         self._remember(record)
         self.metrics.observe_spend({pool: self.spend(pool) for pool in self.pools})
@@ -142,7 +143,9 @@ class Daemon:
                     used_prewarm_gpus=report.used_gpus.get(name, 0) if report else 0,
                 )
         budgets = {
-            p.pool: budget_remaining(state.pool(p.pool).budget, self.slo, now=record.at)
+            p.pool: budget_remaining(
+                state.pool(p.pool).budget, self.reconciler.slo_for(p.pool), now=record.at
+            )
             for p in record.plan.pools
         }
         point = TrailPoint(

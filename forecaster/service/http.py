@@ -169,7 +169,9 @@ def create_app(daemon: Daemon) -> FastAPI:
             ],
             "error_budget_remaining": [p.budget_remaining.get(pool) for p in trail],
             "waste_gpu_hours_24h": [p.waste_gpu_hours.get(pool) for p in trail],
-            "max_waste_gpu_hours_per_day": daemon.slo.max_waste_gpu_hours_per_day,
+            "max_waste_gpu_hours_per_day": daemon.reconciler.slo_for(
+                pool
+            ).max_waste_gpu_hours_per_day,
             "forecasts": {  # each target time: the upper quantile forecast then, and the outcome
                 "target_times": [iso_utc(e.target_time) for e in scored],
                 "upper": [e.upper_gpus for e in scored],
@@ -234,7 +236,9 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "mode": plan_mode or pool_state.budget.mode.value,
                 "since": iso_utc(pool_state.budget.since) if pool_state.budget.since else None,
                 "reason": pool_state.budget.reason,
-                "error_budget_remaining": budget_remaining(pool_state.budget, daemon.slo, now=now),
+                "error_budget_remaining": budget_remaining(
+                    pool_state.budget, daemon.reconciler.slo_for(name), now=now
+                ),
                 "waste_gpu_hours_24h": waste_last_day(pool_state.budget, now=now),
                 "model": view.model if view else None,
                 "model_version": view.model_version if view else None,
@@ -257,6 +261,9 @@ def create_app(daemon: Daemon) -> FastAPI:
                     view.horizon if view else None,
                 ),
                 "plan_demand": _plan_demand(view),
+                "operating_point": (
+                    view.operating_point.to_dict() if view and view.operating_point else None
+                ),
                 "errors": [
                     f"{e.kind}: {e.message}"
                     for e in (record.errors if record else ())
@@ -279,6 +286,9 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "prewarm_gpus": record.plan.total_target_gpus if record else 0,
                 "cost_per_hour": record.plan.cost_per_hour if record else 0.0,
                 "gpu_hours_spent_last_day": record.plan.gpu_hours_spent_last_day if record else 0.0,
+                "max_prewarm_gpu_hours_per_day": (
+                    daemon.reconciler.effective_budgets().max_prewarm_gpu_hours_per_day
+                ),
             },
             "finops": _finops_total([daemon.spend(name) for name in daemon.pools]),
             "guardrails": list(daemon.guardrails),

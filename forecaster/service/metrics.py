@@ -6,7 +6,7 @@ All series live in one ``CollectorRegistry`` per daemon (no global state), expor
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -62,6 +62,12 @@ class Metrics:
         )
         self.spent = Gauge(
             "forecaster_prewarm_gpu_hours_last_day", "Prewarm GPU-hours spent in 24 h", registry=r
+        )
+        self.plan_quantile = Gauge(
+            "forecaster_plan_quantile",
+            "The forecast quantile the pool plans for (chosen at the last retrain with a budget)",
+            ["pool"],
+            registry=r,
         )
         self.kueue_room = Gauge(
             "forecaster_kueue_admissible_gpus",
@@ -180,9 +186,14 @@ class Metrics:
                 self.lead.labels(pool=name, part="startup").set(lead.startup_seconds)
 
     def observe_tick(
-        self, record: TickRecord, *, state: ServiceState, slo: SloPolicy, seconds: float
+        self,
+        record: TickRecord,
+        *,
+        state: ServiceState,
+        slo_for: Callable[[str], SloPolicy],
+        seconds: float,
     ) -> None:
-        """Set every gauge from one tick."""
+        """Set every gauge from one tick (``slo_for``: each pool's SLO, ``Reconciler.slo_for``)."""
         self.ticks.inc()
         self.duration.observe(seconds)
         self.last_tick.set(record.at)
@@ -203,9 +214,10 @@ class Metrics:
             )
             pool_state = state.pool(name)
             self.budget.labels(pool=name).set(
-                budget_remaining(pool_state.budget, slo, now=record.at)
+                budget_remaining(pool_state.budget, slo_for(name), now=record.at)
             )
             self.waste.labels(pool=name).set(waste_last_day(pool_state.budget, now=record.at))
+            self.plan_quantile.labels(pool=name).set(record.pools[name].quantile)
             snapshot = record.pools[name].snapshot
             if snapshot is not None:
                 self._observe_snapshot(snapshot)

@@ -4,7 +4,8 @@ What it shows, all from the JSON endpoints: a cluster overview (every pool's mod
 error budget left, prewarm dollars today); per pool the demand with the forecast and the past
 forecasts against what happened (misses marked), the error and waste budgets over the day with
 hand-off episodes shaded and their reasons, the prewarm planned and held, the FinOps figures
-(``core.finops``) and the plan's reasons - every number in the overview links to them. Each
+(``core.finops``), the operating point chosen at the last retrain against the other quantiles
+replayed (``core.operating_point``) and the plan's reasons - every number in the overview links to them. Each
 chart sets ``data-points`` on its canvas once drawn (the headless-browser test reads them).
 """
 
@@ -38,6 +39,7 @@ table{border-collapse:collapse;font-size:13px;margin:.3em 0}td,th{border:1px sol
 <canvas id="held" width="1200" height="200"></canvas>
 <p class="legend"><span style="color:#ee6677">&#9632; planned prewarm GPUs</span><span style="color:#4477aa">&#9632; GPUs billed because of us (whole nodes)</span></p>
 <h2 id="money">FinOps, last 24 h</h2><div id="finops"></div>
+<h2 id="point">Operating point</h2><div id="operating-point"></div>
 <h2 id="reasons">Plan and its reasons</h2><div id="plan"></div>
 <script>
 const pools = "__POOLS__".split(",").filter(Boolean);
@@ -150,6 +152,15 @@ function finops(f) {
     + "</table>";
   document.body.dataset.finops = "1";
 }
+function operatingPoint(o) {
+  if (!o) { $("operating-point").innerHTML = "<p>The configured quantile (no GPU-hours budget set: <code>operating_point.budget_percent</code>).</p>"; return; }
+  const row = c => "<tr" + (c.quantile === o.quantile ? " style='font-weight:600'" : "") + "><td>P" + Math.round(c.quantile * 100) + (c.quantile === o.quantile ? " (chosen)" : "") + "</td><td>"
+    + ((c.gpu_hours / (o.reactive_gpu_hours_per_day * (o.window[1] - o.window[0]) / 86400) - 1) * 100).toFixed(1) + "%</td><td>" + c.mean_wait_s.toFixed(0) + " s</td><td>"
+    + c.p95_wait_s.toFixed(0) + " s</td><td>" + (c.share_waiting_over_5min * 100).toFixed(1) + "%</td></tr>";
+  $("operating-point").innerHTML = "<p>Budget +" + o.budget_percent + "% GPU-hours over reactive: " + o.gpu_hours_per_day_budget.toFixed(0)
+    + " GPU-hours a day (the GPU-hours cap). " + esc(o.reason) + "</p><table><tr><th>quantile</th><th>GPU-hours vs reactive</th><th>mean wait</th><th>P95 wait</th><th>&gt; 5 min</th></tr>"
+    + o.candidates.map(row).join("") + "</table><p>Replayed " + o.window.map(w => new Date(w * 1000).toISOString().slice(0, 16)).join(" to ") + " UTC at the last retrain.</p>";
+}
 async function refresh() {
   const pool = select.value || pools[0];
   try {
@@ -158,7 +169,7 @@ async function refresh() {
     if (!fr.ok) { $("loading").textContent = "waiting for the daemon's first reconcile tick..."; return; }
     const data = await fr.json(), hist = await hr.json(), plan = await pr.json(), status = await st.json();
     $("loading").style.display = "none";
-    drawDemand(data, hist); drawBudgets(hist); drawHeld(hist); overview(status); finops(status.pools[pool].finops);
+    drawDemand(data, hist); drawBudgets(hist); drawHeld(hist); overview(status); finops(status.pools[pool].finops); operatingPoint(status.pools[pool].operating_point);
     $("at").textContent = "as of " + data.generated_at + " - model " + data.model + " (" + data.model_version + ")";
     $("mode").textContent = status.pools[pool].mode;
     const b = $("banner");

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from forecaster.core.jobs import JobTrace
+from forecaster.core.operating_point import choose as choose_candidate
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
-from forecaster.simulation.metrics import ReplayMetrics, measure
+from forecaster.simulation.metrics import ReplayMetrics, as_candidate, measure
 from forecaster.simulation.replay import ReplaySetup, replay
 from forecaster.simulation.twin import Policy
 
@@ -81,11 +82,15 @@ def parse_days(text: str, flag: str) -> tuple[float, float]:
 def choose(
     points: Sequence[Point], *, reactive_gpu_hours: float, budget_percent: float
 ) -> Point | None:
-    """The operating point for a budget, judged on the tuning window only: the lowest tuning
-    mean wait among knobs within ``budget_percent`` more GPU-hours than reactive."""
-    limit = reactive_gpu_hours * (1 + budget_percent / 100)
-    within = [p for p in points if p.tune.gpu_hours <= limit]
-    return min(within, key=lambda p: (p.tune.mean_wait_s, p.tune.gpu_hours)) if within else None
+    """The operating point for a budget, judged on the tuning window only - the daemon's own
+    choice (``core.operating_point.choose``); None when no knob kept within the budget."""
+    candidates = [as_candidate(p.knob, p.tune) for p in points]
+    choice = choose_candidate(
+        candidates, reactive_gpu_hours=reactive_gpu_hours, budget_percent=budget_percent
+    )
+    if choice is None or not choice.within_budget:
+        return None
+    return points[candidates.index(choice.candidate)]
 
 
 def interpolate(curve: Sequence[ReplayMetrics], gpu_hours: float, *, key: str) -> float | None:
@@ -145,9 +150,7 @@ def frontier(
     reactive = run("reactive", 0, setup)
     oracle = run("oracle", 0, setup)
     static = [run(f"static:{k}", k, setup) for k in static_knobs]
-    predictive = [
-        run("predictive", q, dataclasses.replace(setup, plan_quantile=q)) for q in predictive_knobs
-    ]
+    predictive = [run("predictive", q, setup.at_quantile(q)) for q in predictive_knobs]
     burst = [run(f"burst:{a:g}", a, setup) for a in burst_knobs]
     document: dict[str, Any] = {"chosen": {}, "chosen_burst": {}, "tune": {}}
     for window in ("eval", "tune"):

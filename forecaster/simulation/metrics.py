@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from forecaster.core.operating_point import Candidate
 from forecaster.simulation.twin import TwinRecord
 
 
@@ -35,6 +36,18 @@ class ReplayMetrics:
     cost_spot: float
     cap_breaches: int
     handoffs: int
+
+
+def as_candidate(quantile: float, metrics: ReplayMetrics) -> Candidate:
+    """A replayed quantile as the operating-point choice weighs it (``core.operating_point``)."""
+    return Candidate(
+        quantile,
+        gpu_hours=metrics.gpu_hours,
+        mean_wait_s=metrics.mean_wait_s,
+        p95_wait_s=metrics.p95_wait_s,
+        share_waiting_over_5min=metrics.share_waiting_over_5min,
+        cap_breaches=metrics.cap_breaches,
+    )
 
 
 def _overlap(start: np.ndarray, end: np.ndarray, lo: float, hi: float) -> np.ndarray:

@@ -10,6 +10,7 @@ fits the setup's model on the demand the twin has shown so far (never later data
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -175,6 +176,13 @@ class ReplaySetup:
             target_quantile=self.plan_quantile,
             prewarm_gpu_hours_per_day=self.budgets.max_prewarm_gpu_hours_per_day,
         )
+
+    def at_quantile(self, quantile: float) -> ReplaySetup:
+        """This setup planning for ``quantile`` (the configured pool's runtime too)."""
+        runtime = self.runtime
+        if runtime is not None:
+            runtime = dataclasses.replace(runtime, target_quantile=quantile)
+        return dataclasses.replace(self, plan_quantile=quantile, runtime=runtime)
 
     @property
     def lead_seconds(self) -> int:

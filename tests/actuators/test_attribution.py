@@ -119,7 +119,7 @@ def test_no_capacity_at_the_cloud_is_surfaced_and_stops_new_prewarm(
     sim = ClusterSim(api)
     sim.busy_pool(POOL)
     loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()))
-    daemon = Daemon(reconciler=loop, slo=loop.slo, pools=(POOL,))
+    daemon = Daemon(reconciler=loop, pools=(POOL,))
     first = daemon.reconcile(T0)
     assert first is not None and first.plan.pool(POOL).target_gpus >= 8
     created = len(placeholders(api))

@@ -60,7 +60,7 @@ def daemon(tmp_path: Path, api: KubeApiDouble, **planning: object) -> Daemon:
     reconciler = build.build_reconciler(
         config, source=LiveSource(T0 - 2 * 86400, calm_history()), kube=kube
     )
-    return Daemon(reconciler=reconciler, slo=config.slo, pools=(POOL,))
+    return Daemon(reconciler=reconciler, pools=(POOL,))
 
 
 @pytest.fixture

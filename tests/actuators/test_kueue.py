@@ -189,7 +189,7 @@ def test_status_and_metrics_show_the_kueue_room(tmp_path: Path, kueue_api: KubeA
     config = settings(tmp_path, kueue={})
     kube = Kube(api_client(host=kueue_api.url), dry_run=False, backoff_seconds=0.01)
     reconciler = build.build_reconciler(config, source=surge(), kube=kube)
-    daemon = Daemon(reconciler=reconciler, slo=config.slo, pools=(POOL,))
+    daemon = Daemon(reconciler=reconciler, pools=(POOL,))
     daemon.reconcile(T0)
     client = TestClient(create_app(daemon))
     kueue = client.get("/api/v1/status").json()["pools"][POOL]["kueue"]

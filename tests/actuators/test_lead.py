@@ -79,7 +79,7 @@ def test_a_fast_pull_raises_nothing_and_no_launch_measures_nothing(
 def test_the_status_and_metrics_show_the_measured_lead(tmp_path: Path, api: KubeApiDouble) -> None:
     launched(api, pull=240)
     loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()))
-    daemon = Daemon(reconciler=loop, slo=loop.slo, pools=(POOL,))
+    daemon = Daemon(reconciler=loop, pools=(POOL,))
     assert daemon.reconcile(int(api.clock)) is not None
     client = TestClient(create_app(daemon))
     lead = client.get("/api/v1/status").json()["pools"][POOL]["lead"]

@@ -4,16 +4,22 @@ Cases: the first model is promoted; a fresher fit of the same family is promoted
 of another family is promoted only if its pinball loss in the same backtest is lower, else the
 champion stays current (the challenger is still stored); an unusable champion is replaced;
 ``forecaster models rollback`` goes back one version, or to a named one; trained with the
-pool's arrivals, the arrivals model is published with the model and loaded with it.
+pool's arrivals, the arrivals model is published with the model and loaded with it; with a
+GPU-hours budget the job replays the history to choose the operating point, publishes it with a
+model fitted for every quantile it may choose, and the daemon built from the same config plans
+at it under its cap.
 """
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
+from forecaster.app.build import build_reconciler
 from forecaster.cli import main
 from forecaster.core.quality import regularize
 from forecaster.core.series import DemandSeries
@@ -24,6 +30,7 @@ from forecaster.forecasting.registry import build
 from forecaster.forecasting.selection import champion_or_challenger
 from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.reconcile.models import ModelProvider
+from forecaster.settings import load_settings
 from tests.factories import bursty
 
 
@@ -130,3 +137,55 @@ def test_training_with_arrivals_publishes_the_arrivals_model_and_says_so(
     without = train_pool(demand, report, plan=plan, store=store, created="20260102T000000Z")
     assert "no arrivals history" in without.message
     assert store.load("a", without.version or "").arrivals is None
+
+
+def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_plans_at(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+) -> None:
+    demand, _ = bursty(4, seed=6)
+    csv = tmp_path / "a.csv"
+    stamps = np.datetime_as_string(demand.timestamps.astype("datetime64[s]"), unit="s")
+    csv.write_text(
+        "timestamp,gpus_requested\n"
+        + "".join(f"{t}Z,{v:g}\n" for t, v in zip(stamps, demand.values, strict=True))
+    )
+    config = tmp_path / "c.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "source": {"kind": "csv"},
+                "models_dir": str(tmp_path / "models"),
+                "forecast": {
+                    "history_days": 4,
+                    "min_history_days": 2,
+                    "models": ["persistence"],
+                    "backtest": {"test_days": 1, "train_days": 1, "origin_every_seconds": 3600},
+                },
+                "operating_point": {
+                    "budget_percent": 10,
+                    "quantiles": [0.8, 0.9],
+                    "measure_days": 1.5,
+                },
+                "twin": {"pool": "a"},
+                "pools": [{"name": "a", "csv": str(csv), "max_prewarm_gpus": 32}],
+            }
+        )
+    )
+    with caplog.at_level(logging.INFO):
+        assert main(["train", "--config", str(config)]) == 0
+    settings = load_settings(config)
+    artifact = ArtifactStore(tmp_path / "models").load_current("a")
+    assert artifact is not None and artifact.operating_point is not None
+    point = artifact.operating_point
+    assert [c.quantile for c in point.candidates] == [0.8, 0.9]
+    assert point.window[1] == demand.end + 60 and point.budget_percent == 10
+    assert set(artifact.model.quantiles) == {0.5, 0.8, 0.9, 0.95}  # every quantile it may pick
+    assert any("operating point P" in m for m in caplog.messages)
+    assert f"operating point P{point.quantile * 100:g}" in capsys.readouterr().out  # the report
+    loop = build_reconciler(settings, what_if=True)
+    record = loop.tick(demand.end)
+    assert record.pools["a"].quantile == point.quantile
+    assert record.pools["a"].operating_point == point
+    assert loop.effective_budgets().max_prewarm_gpu_hours_per_day == pytest.approx(
+        point.gpu_hours_per_day_budget
+    )

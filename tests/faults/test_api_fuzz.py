@@ -29,7 +29,7 @@ def ticked_daemon(models: Path) -> Daemon:
     reconciler = build.build_reconciler(
         config, source=LiveSource(T0 - 2 * 86400, calm_history()), what_if=True
     )
-    daemon = Daemon(reconciler=reconciler, slo=config.slo, pools=(POOL,))
+    daemon = Daemon(reconciler=reconciler, pools=(POOL,))
     daemon.reconcile(T0)
     return daemon
 

@@ -38,7 +38,7 @@ def daemon(tmp_path: Path, source: LiveSource, *, cap: int = 32) -> Daemon:
         }
     )
     reconciler = build.build_reconciler(config, source=source, what_if=True)
-    return Daemon(reconciler=reconciler, slo=config.slo, pools=(POOL,))
+    return Daemon(reconciler=reconciler, pools=(POOL,))
 
 
 def test_source_failure_is_reported_held_and_recovers(tmp_path: Path) -> None:
@@ -78,7 +78,7 @@ def prometheus_daemon(tmp_path: Path, url: str, pool: str, *, cap: int = 32) -> 
         url=url, queries={pool: f'gpus_requested{{pool="{pool}"}}'}, outage_min_seconds=0
     )
     reconciler = build.build_reconciler(config, source=source, what_if=True)
-    return Daemon(reconciler=reconciler, slo=config.slo, pools=(pool,))
+    return Daemon(reconciler=reconciler, pools=(pool,))
 
 
 def last_sample() -> int:

@@ -4,8 +4,8 @@ Cases: a published model predicts exactly as before; CURRENT is set only to veri
 versions list oldest first; checked-in format-1 artifacts stay loadable with their original
 predictions; tampered (hash mismatch), truncated, foreign, newer-format, wrong-pool artifacts
 are refused with ModelError; pool names that could escape the store are refused; skops payloads
-holding types outside the allow-list are refused; the arrivals model published with a model
-loads back under the same hash.
+holding types outside the allow-list are refused; the arrivals model and the operating point
+published with a model load back under the same hash (an edited point is refused).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pytest
 import skops.io
 
 from forecaster.core.cluster import RecentArrivals
+from forecaster.core.operating_point import Candidate, operating_point
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ModelError
@@ -175,5 +176,35 @@ def test_the_arrivals_model_travels_in_the_artifact_under_its_hash(
     assert store.load("earth", publish(store, train)).arrivals is None  # trained without
     path = tmp_path / "earth" / f"{version}.json"
     edit(path, lambda d: d["arrivals"]["coefficients"][0]["beta"].__setitem__(0, 99.0))
+    with pytest.raises(ModelError, match="hash mismatch"):
+        store.load("earth", version)
+
+
+def test_the_operating_point_travels_in_the_artifact_under_its_hash(
+    tmp_path: Path, train: DemandSeries
+) -> None:
+    point = operating_point(
+        [Candidate(0.9, 1050.0, 30.0, 90.0, 0.02)],
+        reactive_gpu_hours=1000.0,
+        budget_percent=10,
+        window=(0, DAY),
+    )
+    store = ArtifactStore(tmp_path)
+    model = build("persistence", horizons_seconds=(300, 900), quantiles=(0.5, 0.95)).fit(train)
+    version = store.publish(
+        pool="earth",
+        model_name="persistence",
+        model=model,
+        metadata={},
+        created="20260101T000000Z",
+        operating_point=point,
+    )
+    assert store.load("earth", version).operating_point == point
+    assert store.load("earth", publish(store, train)).operating_point is None  # chosen without
+
+    def cheaper(document: dict[str, object]) -> None:
+        document["operating_point"]["quantile"] = 0.5  # type: ignore[index]
+
+    edit(tmp_path / "earth" / f"{version}.json", cheaper)
     with pytest.raises(ModelError, match="hash mismatch"):
         store.load("earth", version)

@@ -162,7 +162,7 @@ def test_recent_arrivals_need_one_count_per_window() -> None:
 def test_the_status_says_what_the_plan_covered_and_why(arrivals_model: ArrivalsModel) -> None:
     start = 1_800_003_600
     reconciler, _ = loop(Counting(arrivals_model), {"a": snapshot(arrivals=BURST)}, start=start)
-    daemon = Daemon(reconciler=reconciler, slo=reconciler.slo, pools=("a",))
+    daemon = Daemon(reconciler=reconciler, pools=("a",))
     assert daemon.reconcile(start) is not None
     shown = TestClient(create_app(daemon)).get("/api/v1/status").json()["pools"]["a"]
     demand = shown["plan_demand"]

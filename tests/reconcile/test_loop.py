@@ -4,7 +4,9 @@ Cases: a ramp in demand makes one tick protect the NodePool and create placehold
 misses burn the error budget, hand the pool off (placeholders withdrawn, NodePool restored byte
 for byte, reason logged) and a restarted daemon remembers the hand-off from its ConfigMap;
 stale data holds existing prewarm for hold_seconds, then withdraws it; dry-run sends zero writes;
-forecast-only pools plan but never write; a tampered model artifact falls back to the baseline.
+forecast-only pools plan but never write; a tampered model artifact falls back to the baseline;
+the operating point published with the model sets the quantile, the GPU-hours cap and the SLO
+(only when a budget is configured).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import pytest
 
 from forecaster.app import doctor
 from forecaster.core.budget import spent_last_day
+from forecaster.core.operating_point import Candidate, operating_point
 from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
 from forecaster.reconcile.loop import TickRecord
-from tests.factories import NS, client, placeholders, reconciler, settings
+from tests.factories import NS, client, placeholders, publish_with_point, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
@@ -314,3 +317,58 @@ def test_a_quiet_tick_keeps_the_plan_and_a_new_pod_replans_at_once(
     last = settle(quiet.at + 15)  # quiet again ...
     assert not last.replanned
     assert loop.tick(last.at + 60).replanned  # ... until a minute after the last plan
+
+
+def test_the_operating_point_sets_the_quantile_the_cap_and_the_slo(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    chosen = operating_point(
+        [Candidate(0.8, 1030.0, 20.0, 60.0, 0.01)],
+        reactive_gpu_hours=1000.0,
+        budget_percent=0.5,  # 5 GPU-hours a day: not even one 8-GPU node for the TTL
+        window=(T0 - 3 * 86400, T0 - 2 * 86400),
+    )
+    assert chosen is not None and not chosen.within_budget
+    publish_with_point(tmp_path / "models", source, chosen)
+    ignored = reconciler(tmp_path, api, source).tick(T0)  # no budget set: the point is ignored
+    assert ignored.pools[POOL].quantile == 0.95 and ignored.pools[POOL].operating_point is None
+    assert ignored.plan.pool(POOL).target_gpus >= 8
+    loop = reconciler(tmp_path, api, source, operating_point={"budget_percent": 5})
+    record = loop.tick(T0 + 60)
+    view = record.pools[POOL]
+    assert view.quantile == 0.8 and view.operating_point == chosen
+    assert view.demand is not None and view.demand.quantile == 0.8
+    assert loop.slo_for(POOL).target_exceedance == pytest.approx(0.2)
+    assert loop.slo_for(POOL).max_waste_gpu_hours_per_day == pytest.approx(5.0)
+    assert loop.effective_budgets().max_prewarm_gpu_hours_per_day == pytest.approx(5.0)
+    assert record.plan.pool(POOL).target_gpus == 0  # the budget is the cap
+    assert any("GPU-hours" in r for r in record.plan.pool(POOL).reasons + record.plan.reasons)
+
+
+def test_a_point_the_model_cannot_forecast_is_ignored_and_said(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A P80 point on a model fitted for P50/P95 only (e.g. the quantiles were narrowed to
+    [0.95] after the retrain): the pool plans at the configured P95 and the log says why."""
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    chosen = operating_point(
+        [Candidate(0.8, 1030.0, 20.0, 60.0, 0.01)],
+        reactive_gpu_hours=1000.0,
+        budget_percent=5,
+        window=(T0 - 3 * 86400, T0 - 2 * 86400),
+    )
+    series, _ = source.fetch(POOL, start=0, end=T0, step_seconds=60)
+    model = build("quantreg-raw", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95))
+    ArtifactStore(tmp_path / "models").publish(
+        pool=POOL, model_name="quantreg-raw", model=model.fit(series), metadata={},
+        created="20260101T000000Z", operating_point=chosen,
+    )  # fmt: skip
+    with caplog.at_level(logging.ERROR):
+        loop = reconciler(
+            tmp_path, api, source, operating_point={"budget_percent": 5, "quantiles": [0.95]}
+        )
+        record = loop.tick(T0)
+    assert record.pools[POOL].quantile == 0.95 and record.pools[POOL].operating_point is None
+    assert record.errors == () and record.plan.pool(POOL).target_gpus >= 8
+    assert any("cannot forecast its operating point's P80" in m for m in caplog.messages)

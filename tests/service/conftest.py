@@ -23,4 +23,4 @@ def daemon(tmp_path: Path) -> Daemon:
     )
     source = LiveSource(T0 - 2 * 86400, calm_history())
     reconciler = build.build_reconciler(settings, source=source, what_if=True)
-    return Daemon(reconciler=reconciler, slo=settings.slo, pools=(POOL,))
+    return Daemon(reconciler=reconciler, pools=(POOL,))

@@ -3,19 +3,26 @@
 Cases: healthz; readyz 503 before the first tick and 200 after; forecast JSON (history,
 P50/P95 per horizon, prewarm trail, model); plan JSON with reasons; status JSON with mode and
 budgets; /metrics in Prometheus text with our families; OpenAPI lists every path; the page is
-self-contained (no external scripts); bad and unknown pools get 4xx with a message.
+self-contained (no external scripts); bad and unknown pools get 4xx with a message; the
+operating point chosen at the last retrain is shown with its alternatives, its cap and quantile.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from fastapi.testclient import TestClient
 
+from forecaster.app import build
 from forecaster.core.error_budget import ErrorBudgetState
+from forecaster.core.operating_point import Candidate, operating_point
 from forecaster.core.planner import Mode
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from tests.service.fakes import T0
+from tests.factories import publish_with_point, settings
+from tests.service.fakes import T0, LiveSource, calm_history
 
 POOL = "gpu-a"
 
@@ -117,3 +124,30 @@ def test_history_shows_past_forecasts_budgets_episodes_and_spend(daemon: Daemon)
     metrics = client.get("/metrics").text
     assert f'forecaster_gpu_hours_24h{{kind="nodes",pool="{POOL}"}}' in metrics
     assert client.get("/api/v1/history", params={"pool": "nope"}).status_code == 404
+
+
+def test_the_operating_point_and_its_alternatives_are_shown(tmp_path: Path) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    chosen = operating_point(
+        [Candidate(0.8, 1030.0, 20.0, 60.0, 0.01), Candidate(0.95, 1090.0, 10.0, 30.0, 0.0)],
+        reactive_gpu_hours=1000.0,
+        budget_percent=5,
+        window=(T0 - 3 * 86400, T0 - 2 * 86400),
+    )
+    assert chosen is not None and chosen.quantile == 0.8
+    publish_with_point(tmp_path / "models", source, chosen)
+    config = settings(tmp_path, operating_point={"budget_percent": 5})
+    loop = build.build_reconciler(config, source=source, what_if=True)
+    daemon = Daemon(reconciler=loop, pools=(POOL,))
+    daemon.reconcile(T0)
+    client = TestClient(create_app(daemon))
+    status = client.get("/api/v1/status").json()
+    shown = status["pools"][POOL]["operating_point"]
+    assert shown == json.loads(json.dumps(chosen.to_dict()))
+    assert [c["quantile"] for c in shown["candidates"]] == [0.8, 0.95]  # the alternatives too
+    assert status["budgets"]["max_prewarm_gpu_hours_per_day"] == pytest.approx(50.0)
+    history = client.get("/api/v1/history", params={"pool": POOL}).json()
+    assert history["max_waste_gpu_hours_per_day"] == pytest.approx(50.0)
+    assert history["forecasts"]["quantile"] == 0.8
+    assert f'forecaster_plan_quantile{{pool="{POOL}"}} 0.8' in client.get("/metrics").text
+    assert 'id="operating-point"' in client.get("/").text

@@ -50,7 +50,7 @@ def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
     tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, capsys: pytest.CaptureFixture[str]
 ) -> None:
     loop = _protected_loop(tmp_path, api)
-    daemon = Daemon(reconciler=loop, slo=loop.slo, pools=(POOL,))
+    daemon = Daemon(reconciler=loop, pools=(POOL,))
     daemon.reconcile(T0)
     busy_cluster.step()
     assert placeholders(api) and ORIGINAL in _nodepool_annotations(api)

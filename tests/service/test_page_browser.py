@@ -79,7 +79,7 @@ def served_cluster(tmp_path: Path) -> Iterator[str]:
         busy_cluster = ClusterSim(api)
         busy_cluster.busy_pool(POOL)
         loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()))
-        daemon = Daemon(reconciler=loop, slo=loop.slo, pools=(POOL,))
+        daemon = Daemon(reconciler=loop, pools=(POOL,))
         for minute in range(30, -1, -1):
             api.clock = float(T0 - 60 * minute)
             busy_cluster.step()

@@ -1,0 +1,140 @@
+"""The daemon's own operating-point choice on the ITP traces, against the frontier's.
+
+What the training job would do at a retrain on day 30 of each trace: take the pool's demand
+history as Prometheus would hold it (GPUs requested by running + pending pods per minute, here
+from a reactive replay of the jobs - the jobs themselves are not visible to the daemon), the
+last 28 days of it (``forecast.history_days``), and choose the quantile for a +5 % and a +10 %
+GPU-hours budget by replaying that history (``simulation.operating_point``: measured on its last
+14 days, each candidate under the cap its budget sets). Prints, per trace and budget, the chosen
+quantile, every candidate and the run time; with ``--frontier-json`` (``replay --frontier
+--json`` of the same trace), the frontier's choice on its tuning window (days 10-30, real jobs,
+no cap) and how both choices did on the evaluation window against static headroom.
+
+Run: ``.venv/bin/python -m bench.operating_point --trace cluster04
+[--frontier-json out/frontier-c04.json]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import resource
+import time
+from pathlib import Path
+from typing import Any
+
+from forecaster.app.build_replay import replay_policy
+from forecaster.cli import build_parser
+from forecaster.cli.replay import load_trace, setup_from
+from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
+from forecaster.simulation.frontier import BUDGETS_PERCENT, COMPARED, PREDICTIVE_KNOBS, interpolate
+from forecaster.simulation.metrics import ReplayMetrics
+from forecaster.simulation.operating_point import choose_operating_point
+from forecaster.simulation.replay import replay
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    own = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    own.add_argument("--trace", choices=("cluster04", "cluster07"), default="cluster04")
+    own.add_argument("--retrain-day", type=float, default=30.0)
+    own.add_argument("--history-days", type=float, default=28.0)
+    own.add_argument("--measure-days", type=float, default=14.0)
+    own.add_argument("--frontier-json", type=Path, default=None)
+    mine = own.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    jobs_file = ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv"
+    args = build_parser().parse_args(["replay", "--jobs", str(jobs_file)])
+    args.start_day, args.warmup_days, args.end_day = 0.0, 1.0, mine.retrain_day
+    jobs, epoch = load_trace(args)
+    setup = setup_from(args, epoch)
+    began = time.perf_counter()
+    record = replay(jobs, replay_policy("reactive", setup, jobs=jobs), setup=setup).record
+    level = DemandSeries(record.minute_start, 60, record.demand.astype(float), name="itp")
+    history = level.window(
+        int(epoch + (mine.retrain_day - mine.history_days) * DAY),
+        int(epoch + mine.retrain_day * DAY),
+    )
+    print(
+        f"{mine.trace}: retrain at day {mine.retrain_day:g}; demand history days"
+        f" {mine.retrain_day - mine.history_days:g}-{mine.retrain_day:g} (from a reactive"
+        f" replay, {time.perf_counter() - began:.0f} s), measured on the last"
+        f" {mine.measure_days:g}"
+    )
+    frontier = json.loads(mine.frontier_json.read_text()) if mine.frontier_json else None
+    for budget in BUDGETS_PERCENT:
+        began = time.perf_counter()
+        point = choose_operating_point(
+            history,
+            setup,
+            make_policy=replay_policy,
+            quantiles=PREDICTIVE_KNOBS,
+            budget_percent=budget,
+            measure_seconds=int(mine.measure_days * DAY),
+        )
+        took = time.perf_counter() - began
+        if point is None:
+            print(f"+{budget} %: no operating point ({took:.0f} s)")
+            continue
+        print(
+            f"+{budget} %: daemon chooses P{point.quantile * 100:g} in {took:.0f} s;"
+            f" cap {point.gpu_hours_per_day_budget:,.0f} GPU-hours/day"
+            f" (reactive {point.reactive_gpu_hours_per_day:,.0f}/day); {point.reason}"
+        )
+        if frontier is not None:
+            for line in _against_frontier(frontier, point.quantile, budget):
+                print("    " + line)
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+def _against_frontier(frontier: dict[str, Any], quantile: float, budget: int) -> list[str]:
+    """The frontier's own choice for ``budget`` and how both did on its evaluation window."""
+    reactive = frontier["reactive"]["gpu_hours"]
+    static = [_metrics(m) for m in frontier["static"]]
+    by_knob = {m["knob"]: m for m in frontier["predictive"]}
+    theirs = frontier["chosen"].get(str(budget))
+    lines = [
+        "frontier's choice on its tuning window: "
+        + (f"P{theirs['knob'] * 100:g}" if theirs else "none within budget")
+    ]
+    for label, knob in (("daemon's", quantile), ("frontier's", theirs and theirs["knob"])):
+        if knob is None or knob not in by_knob:
+            continue
+        m = _metrics(by_knob[knob])
+        ratios = []
+        for key in COMPARED:
+            other = interpolate(static, m.gpu_hours, key=key)
+            mine = float(getattr(m, key))
+            ratios.append(f"{key} n/a" if not other else f"{key} {mine / other:.2f}x")
+        lines.append(
+            f"{label} P{knob * 100:g} on evaluation: {m.gpu_hours / reactive - 1:+.1%} GPU-hours,"
+            f" vs static: " + ", ".join(ratios)
+        )
+    return lines
+
+
+def _metrics(document: dict[str, Any]) -> ReplayMetrics:
+    return ReplayMetrics(
+        jobs=0,
+        mean_wait_s=document["mean_wait_s"],
+        p50_wait_s=0.0,
+        p95_wait_s=document["p95_wait_s"],
+        p99_wait_s=0.0,
+        share_waiting_over_60s=document["share_waiting_over_60s"],
+        share_waiting_over_5min=document["share_waiting_over_5min"],
+        gpu_hours=document["gpu_hours"],
+        idle_gpu_hours=0.0,
+        prewarm_gpu_hours_used=0.0,
+        prewarm_gpu_hours_expired=0.0,
+        cost=0.0,
+        cost_spot=0.0,
+        cap_breaches=document["cap_breaches"],
+        handoffs=0,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""The operating point: which forecast quantile to plan for, chosen for an operator's budget.
+
+Static headroom has to be hand-tuned per cluster and goes stale; we should not. The operator
+states a GPU-hours budget (a percentage over what reactive scaling alone uses); at each retrain
+the training job replays the pool's own recent history through the cluster twin at each
+candidate quantile (``simulation.operating_point``) and this module picks one: the lowest mean
+wait among the candidates that stayed within the budget on that history. The frontier
+(``simulation.frontier``) makes its choice on the tuning window with the same function.
+
+The chosen point then sets what follows from it (``effective``): the quantile the planner
+prewarms for, the GPU-hours/day cap (the budget *is* the cap) and the error budget's SLO (a P80
+plan expects 20 % misses, not 5 %; and all prewarm may go unused, so the waste budget is the
+GPU-hours budget).
+
+Pure: candidates in, a choice with its reason out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from forecaster.core.error_budget import SloPolicy, following_the_plan
+from forecaster.core.policy import Budgets
+
+HOURS_PER_DAY = 24.0
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One candidate quantile, replayed on history: what it cost and how long jobs waited."""
+
+    quantile: float
+    gpu_hours: float
+    mean_wait_s: float
+    p95_wait_s: float
+    share_waiting_over_5min: float
+    cap_breaches: int = 0
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The candidate picked for a budget, and whether it kept to it."""
+
+    candidate: Candidate
+    within_budget: bool
+
+
+def choose(
+    candidates: Sequence[Candidate], *, reactive_gpu_hours: float, budget_percent: float
+) -> Choice | None:
+    """The lowest mean wait (then the fewer GPU-hours) among candidates within
+    ``budget_percent`` more GPU-hours than reactive; with none within, the cheapest candidate
+    (``within_budget`` False: the GPU-hours cap then holds the spend). None: no candidates."""
+    if not candidates:
+        return None
+    limit = reactive_gpu_hours * (1 + budget_percent / 100)
+    within = [c for c in candidates if c.gpu_hours <= limit]
+    if within:
+        return Choice(min(within, key=lambda c: (c.mean_wait_s, c.gpu_hours)), True)
+    return Choice(min(candidates, key=lambda c: (c.gpu_hours, c.mean_wait_s)), False)
+
+
+@dataclass(frozen=True)
+class OperatingPoint:
+    """A pool's chosen quantile and the budget it follows; stored with the model it was chosen
+    with (``forecasting.artifacts``) and shown on the inspection endpoint."""
+
+    budget_percent: float
+    quantile: float
+    within_budget: bool
+    gpu_hours_per_day_budget: float
+    """``budget_percent`` of what reactive used a day on the replayed history: the cap."""
+    reactive_gpu_hours_per_day: float
+    window: tuple[int, int]
+    """The replayed history that was measured (epoch seconds, end exclusive)."""
+    candidates: tuple[Candidate, ...]
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (artifacts, the inspection endpoint)."""
+        return {
+            "budget_percent": self.budget_percent,
+            "quantile": self.quantile,
+            "within_budget": self.within_budget,
+            "gpu_hours_per_day_budget": self.gpu_hours_per_day_budget,
+            "reactive_gpu_hours_per_day": self.reactive_gpu_hours_per_day,
+            "window": list(self.window),
+            "candidates": [c.__dict__ for c in self.candidates],
+            "reason": self.reason,
+        }
+
+    @classmethod
+    def from_dict(cls, document: dict[str, Any]) -> OperatingPoint:
+        """Inverse of ``to_dict``; a malformed document raises KeyError, TypeError or
+        ValueError."""
+        point = cls(
+            budget_percent=float(document["budget_percent"]),
+            quantile=float(document["quantile"]),
+            within_budget=bool(document["within_budget"]),
+            gpu_hours_per_day_budget=float(document["gpu_hours_per_day_budget"]),
+            reactive_gpu_hours_per_day=float(document["reactive_gpu_hours_per_day"]),
+            window=(int(document["window"][0]), int(document["window"][1])),
+            candidates=tuple(Candidate(**c) for c in document["candidates"]),
+            reason=str(document["reason"]),
+        )
+        if not 0.5 < point.quantile < 1 or point.gpu_hours_per_day_budget < 0:
+            raise ValueError(f"operating point out of range: {document}")
+        return point
+
+
+def operating_point(
+    candidates: Sequence[Candidate],
+    *,
+    reactive_gpu_hours: float,
+    budget_percent: float,
+    window: tuple[int, int],
+) -> OperatingPoint | None:
+    """The choice for ``budget_percent`` on replayed history, with the cap it sets and why."""
+    choice = choose(
+        candidates, reactive_gpu_hours=reactive_gpu_hours, budget_percent=budget_percent
+    )
+    if choice is None or reactive_gpu_hours <= 0:
+        return None
+    days = max(window[1] - window[0], 1) / (HOURS_PER_DAY * 3600)
+    reactive_per_day = reactive_gpu_hours / days
+    picked = choice.candidate
+    overhead = picked.gpu_hours / reactive_gpu_hours - 1
+    tried = ", ".join(
+        f"P{c.quantile * 100:g} {c.gpu_hours / reactive_gpu_hours - 1:+.1%}"
+        f" mean {c.mean_wait_s:.0f} s"
+        for c in candidates
+    )
+    verdict = (
+        f"lowest mean wait within +{budget_percent:g} % GPU-hours"
+        if choice.within_budget
+        else f"no candidate kept within +{budget_percent:g} %: the cheapest, held by the cap"
+    )
+    return OperatingPoint(
+        budget_percent=budget_percent,
+        quantile=picked.quantile,
+        within_budget=choice.within_budget,
+        gpu_hours_per_day_budget=reactive_per_day * budget_percent / 100,
+        reactive_gpu_hours_per_day=reactive_per_day,
+        window=window,
+        candidates=tuple(candidates),
+        reason=f"P{picked.quantile * 100:g} ({verdict}: {overhead:+.1%}, mean wait"
+        f" {picked.mean_wait_s:.0f} s over {days:.1f} replayed days; tried {tried})",
+    )
+
+
+def following_the_point(slo: SloPolicy, point: OperatingPoint) -> SloPolicy:
+    """The SLO a pool runs at ``point`` (``slo_at`` its quantile and budget)."""
+    return slo_at(slo, quantile=point.quantile, gpu_hours_per_day=point.gpu_hours_per_day_budget)
+
+
+def slo_at(slo: SloPolicy, *, quantile: float, gpu_hours_per_day: float) -> SloPolicy:
+    """``slo`` for a plan at ``quantile`` under a GPU-hours/day budget: at least the misses the
+    quantile makes by design (the configured target when that is looser), and waste up to the
+    budget."""
+    planned = following_the_plan(
+        slo, target_quantile=quantile, prewarm_gpu_hours_per_day=gpu_hours_per_day
+    )
+    return replace(planned, target_exceedance=max(slo.target_exceedance, planned.target_exceedance))
+
+
+def following_the_points(budgets: Budgets, points: Sequence[OperatingPoint | None]) -> Budgets:
+    """The shared caps when every pool runs at a chosen point: the GPU-hours/day cap is the sum
+    of their budgets (it replaces the configured one, which would otherwise hold a chosen point
+    below its budget); the other caps stay. Any pool without one: ``budgets`` unchanged."""
+    if not points or any(p is None for p in points):
+        return budgets
+    total = sum(p.gpu_hours_per_day_budget for p in points if p is not None)
+    return replace(budgets, max_prewarm_gpu_hours_per_day=total)

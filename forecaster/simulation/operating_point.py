@@ -1,0 +1,131 @@
+"""Choose a pool's operating point by replaying its own recent history through the twin.
+
+At each retrain the training job hands this module the pool's demand history (what it trains
+on - data from before the retrain only). The history becomes pods (``core.jobs.
+jobs_from_series``: each rise submits 1-GPU pods, each fall ends the oldest), and the twin
+replays it under the daemon's own loop (``app.build_replay.replay_policy("predictive")``,
+retrained weekly inside the replay on the replayed past only): first reactive scaling alone,
+whose GPU-hours set the budget (``budget_percent`` of them a day is the GPU-hours/day cap), then
+each candidate quantile under that cap and the SLO it implies. The last ``measure_seconds`` of
+the history are measured; the earlier part only trains the replay's models.
+``core.operating_point`` picks the quantile.
+
+What the history cannot show: job boundaries (a rise of 8 GPUs is eight 1-GPU pods, which pack
+onto nodes more easily than one 8-GPU job) and waits that were already in the demand (pending
+pods count as demand). The choice is relative - the same replay judges every candidate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+
+from forecaster.core.jobs import jobs_from_series
+from forecaster.core.operating_point import OperatingPoint, operating_point, slo_at
+from forecaster.core.series import DemandSeries
+from forecaster.durations import DAY
+from forecaster.errors import ForecasterError
+from forecaster.simulation.frontier import PolicyFactory
+from forecaster.simulation.metrics import ReplayMetrics, as_candidate
+from forecaster.simulation.replay import ReplaySetup, RetrainSchedule, replay
+
+log = logging.getLogger(__name__)
+SIMULATED_LOGGERS = ("forecaster.reconcile", "forecaster.simulation.replay")
+
+
+def choose_operating_point(
+    history: DemandSeries,
+    setup: ReplaySetup,
+    *,
+    make_policy: PolicyFactory,
+    quantiles: Sequence[float],
+    budget_percent: float,
+    measure_seconds: int,
+    progress: Callable[[str], None] | None = None,
+) -> OperatingPoint | None:
+    """Replay ``history`` at each of ``quantiles`` and choose for ``budget_percent`` (module
+    docstring); None when the history is too short or reactive used no GPU-hours."""
+    end = history.end + history.step_seconds
+    warmup_end = end - measure_seconds
+    if warmup_end - history.start < DAY:
+        log.warning(
+            "pool %s: %.1f days of history leave no day to train the replays before the %.1f"
+            " measured: no operating point",
+            history.name,
+            (end - history.start) / DAY,
+            measure_seconds / DAY,
+        )
+        return None
+    jobs = jobs_from_series(history.start, history.step_seconds, values=history.values)
+    warmup = warmup_end - history.start
+    base = dataclasses.replace(
+        setup,
+        start=history.start,
+        warmup_end=warmup_end,
+        end=end,
+        retrain=RetrainSchedule(
+            train_seconds=warmup + measure_seconds,
+            min_train_seconds=min(7 * DAY, warmup),
+            every_seconds=min(7 * DAY, warmup),
+        ),
+    )
+
+    def run(name: str, which: ReplaySetup) -> ReplayMetrics:
+        if progress is not None:
+            progress(f"{name} P{which.plan_quantile * 100:g}" if name == "predictive" else name)
+        with _simulated_time_quiet():
+            return replay(jobs, make_policy(name, which, jobs=jobs), setup=which).metrics
+
+    reactive = run("reactive", base)
+    if reactive.gpu_hours <= 0:
+        log.warning(
+            "pool %s: no GPU-hours in the measured history: no operating point", history.name
+        )
+        return None
+    days = measure_seconds / DAY
+    cap = reactive.gpu_hours / days * budget_percent / 100
+    candidates = []
+    for q in quantiles:
+        which = _under(base.at_quantile(q), quantile=q, gpu_hours_per_day=cap)
+        try:
+            m = run("predictive", which)
+        except ForecasterError as exc:
+            log.warning(
+                "pool %s: replay at P%g failed (%s): not a candidate", history.name, q * 100, exc
+            )
+            continue
+        candidates.append(as_candidate(q, m))
+    return operating_point(
+        candidates,
+        reactive_gpu_hours=reactive.gpu_hours,
+        budget_percent=budget_percent,
+        window=(warmup_end, end),
+    )
+
+
+@contextmanager
+def _simulated_time_quiet() -> Iterator[None]:
+    """Silence the loop's and the replay's own logs while replaying: their hand-offs and
+    retrains happen in simulated time, and in the training job's log they would read as
+    events of the live cluster."""
+    loggers = [logging.getLogger(name) for name in SIMULATED_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+def _under(setup: ReplaySetup, *, quantile: float, gpu_hours_per_day: float) -> ReplaySetup:
+    """``setup`` as the daemon runs at ``quantile`` under a GPU-hours/day budget: the cap is the
+    budget, and the SLO follows (``core.operating_point``)."""
+    budgets = dataclasses.replace(setup.budgets, max_prewarm_gpu_hours_per_day=gpu_hours_per_day)
+    slo = None
+    if setup.slo is not None:
+        slo = slo_at(setup.slo, quantile=quantile, gpu_hours_per_day=gpu_hours_per_day)
+    return dataclasses.replace(setup, budgets=budgets, slo=slo)

@@ -1,0 +1,116 @@
+"""The operating point: the quantile chosen for a GPU-hours budget, and what follows from it.
+
+Cases: the lowest mean wait within the budget wins (GPU-hours break ties); with none within,
+the cheapest is chosen and flagged; any candidate set (property): the choice is within budget
+whenever one is, and no candidate within budget waits less; the cap is the budget share of
+reactive's GPU-hours a day; the SLO follows the quantile (never tighter than its design misses,
+never tighter than configured) and the waste budget the cap; the shared GPU-hours cap follows
+the pools' points only when every pool has one; the JSON form round-trips and refuses nonsense.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from forecaster.core.error_budget import SloPolicy
+from forecaster.core.operating_point import (
+    Candidate,
+    OperatingPoint,
+    choose,
+    following_the_point,
+    following_the_points,
+    operating_point,
+)
+from forecaster.core.policy import Budgets
+
+DAY = 86400
+
+
+def cand(q: float, gpu_hours: float, mean: float) -> Candidate:
+    return Candidate(q, gpu_hours, mean, 3 * mean, mean / 1000)
+
+
+def test_the_lowest_mean_wait_within_the_budget_wins() -> None:
+    candidates = [
+        cand(0.8, 1040, 50),
+        cand(0.9, 1049, 40),
+        cand(0.95, 1080, 20),
+        cand(0.98, 1049, 40),
+    ]
+    choice = choose(candidates, reactive_gpu_hours=1000, budget_percent=5)
+    assert choice is not None and choice.within_budget
+    assert choice.candidate.quantile == 0.9  # 0.95 waits less but costs +8 %
+
+
+def test_with_none_within_the_budget_the_cheapest_is_chosen_and_flagged() -> None:
+    choice = choose(
+        [cand(0.8, 1100, 10), cand(0.9, 1090, 50)], reactive_gpu_hours=1000, budget_percent=5
+    )
+    assert choice is not None and not choice.within_budget and choice.candidate.quantile == 0.9
+    assert choose([], reactive_gpu_hours=1000, budget_percent=5) is None
+
+
+@given(
+    st.lists(st.tuples(st.floats(900, 1200), st.floats(0, 500)), min_size=1, max_size=6),
+    st.floats(1, 20),
+)
+def test_the_choice_is_the_best_within_budget_whatever_the_candidates(
+    rows: list[tuple[float, float]], budget: float
+) -> None:
+    candidates = [cand(0.6 + i * 0.05, g, m) for i, (g, m) in enumerate(rows)]
+    choice = choose(candidates, reactive_gpu_hours=1000, budget_percent=budget)
+    assert choice is not None
+    within = [c for c in candidates if c.gpu_hours <= 1000 * (1 + budget / 100)]
+    assert choice.within_budget == bool(within)
+    if within:
+        assert choice.candidate in within
+        assert all(choice.candidate.mean_wait_s <= c.mean_wait_s for c in within)
+    else:
+        assert all(choice.candidate.gpu_hours <= c.gpu_hours for c in candidates)
+
+
+def point(quantile: float = 0.8, *, budget: float = 5) -> OperatingPoint:
+    found = operating_point(
+        [cand(quantile, 2 * 1000 * (1 + budget / 200), 30)],
+        reactive_gpu_hours=2 * 1000,
+        budget_percent=budget,
+        window=(0, 2 * DAY),
+    )
+    assert found is not None
+    return found
+
+
+def test_the_cap_is_the_budget_share_of_reactive_gpu_hours_a_day() -> None:
+    p = point(budget=5)
+    assert p.reactive_gpu_hours_per_day == pytest.approx(1000)  # 2000 GPU-h over 2 days
+    assert p.gpu_hours_per_day_budget == pytest.approx(50)
+    assert p.quantile == 0.8 and p.within_budget
+    assert "P80" in p.reason and "+2.5%" in p.reason and "within +5 %" in p.reason
+
+
+def test_the_slo_follows_the_quantile_and_the_waste_budget_the_cap() -> None:
+    slo = following_the_point(SloPolicy(target_exceedance=0.05), point(0.8))
+    assert slo.target_exceedance == pytest.approx(0.2)  # a P80 plan misses 20 % by design
+    assert slo.max_waste_gpu_hours_per_day == pytest.approx(50)
+    looser = following_the_point(SloPolicy(target_exceedance=0.3), point(0.8))
+    assert looser.target_exceedance == pytest.approx(0.3)  # a looser configured SLO is kept
+
+
+def test_the_shared_cap_follows_the_points_only_when_every_pool_has_one() -> None:
+    budgets = Budgets(64, 200.0, 200.0, 3600)
+    both = following_the_points(budgets, [point(budget=5), point(budget=10)])
+    assert both.max_prewarm_gpu_hours_per_day == pytest.approx(50 + 100)
+    assert (both.max_total_prewarm_gpus, both.max_cost_per_hour) == (64, 200.0)
+    assert following_the_points(budgets, [point(), None]) == budgets
+    assert following_the_points(budgets, []) == budgets
+
+
+def test_the_json_form_round_trips_and_refuses_nonsense() -> None:
+    p = point(0.9)
+    assert OperatingPoint.from_dict(p.to_dict()) == p
+    with pytest.raises(ValueError, match="out of range"):
+        OperatingPoint.from_dict({**p.to_dict(), "quantile": 1.5})
+    with pytest.raises(KeyError):
+        OperatingPoint.from_dict({k: v for k, v in p.to_dict().items() if k != "window"})

@@ -1,0 +1,87 @@
+"""The training job's operating-point choice: the pool's own history replayed per quantile.
+
+Cases: reactive first, then each quantile replayed as the daemon would run it - its quantile in
+the loop, the GPU-hours/day cap set to the budget share of reactive's GPU-hours, the SLO
+following the quantile - over the history only (no job after its end), measured on its last
+``measure_seconds``, with the loop's simulated-time logs kept out of the job's log; a history
+too short to train the replays gives no point, and says why.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import pytest
+
+from forecaster.app.build_replay import replay_policy
+from forecaster.core.error_budget import SloPolicy
+from forecaster.core.jobs import JobTrace
+from forecaster.durations import DAY
+from forecaster.simulation.operating_point import choose_operating_point
+from forecaster.simulation.replay import ReplaySetup
+from forecaster.simulation.twin import Policy
+from tests.factories import REPLAY_T0, bursty, setup
+
+
+def test_each_quantile_is_replayed_as_the_daemon_runs_it_under_the_budget_cap(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history, _ = bursty(3, seed=3, start=REPLAY_T0)
+    end = history.end + history.step_seconds
+    seen: list[tuple[str, ReplaySetup]] = []
+
+    def spy(name: str, which: ReplaySetup, *, jobs: JobTrace) -> Policy:
+        assert jobs.submit.max() < end  # the history and nothing after it
+        seen.append((name, which))
+        return replay_policy(name, which, jobs=jobs)
+
+    configured = dataclasses.replace(setup(3, cap=64), slo=SloPolicy(target_exceedance=0.05))
+    with caplog.at_level(logging.DEBUG):
+        point = choose_operating_point(
+            history,
+            configured,
+            make_policy=spy,
+            quantiles=(0.8, 0.95),
+            budget_percent=10,
+            measure_seconds=DAY,
+        )
+    assert point is not None
+    assert [name for name, _ in seen] == ["reactive", "predictive", "predictive"]
+    for _, which in seen:
+        assert (which.start, which.warmup_end, which.end) == (history.start, end - DAY, end)
+    assert point.window == (end - DAY, end)
+    assert point.gpu_hours_per_day_budget == pytest.approx(0.1 * point.reactive_gpu_hours_per_day)
+    assert point.reactive_gpu_hours_per_day > 0
+    for (_, which), q in zip(seen[1:], (0.8, 0.95), strict=True):
+        assert which.plan_quantile == q
+        assert which.budgets.max_prewarm_gpu_hours_per_day == pytest.approx(
+            point.gpu_hours_per_day_budget
+        )
+        assert which.slo_policy.target_exceedance == pytest.approx(max(0.05, 1 - q))
+        assert which.slo_policy.max_waste_gpu_hours_per_day == pytest.approx(
+            point.gpu_hours_per_day_budget
+        )
+    assert [c.quantile for c in point.candidates] == [0.8, 0.95]
+    assert all(c.cap_breaches == 0 for c in point.candidates)
+    assert point.quantile in (0.8, 0.95) and f"P{point.quantile * 100:g}" in point.reason
+    simulated = [r for r in caplog.records if r.name.startswith("forecaster.reconcile")]
+    assert simulated == []  # hand-offs in simulated time are not live events
+    assert logging.getLogger("forecaster.reconcile").level == logging.NOTSET  # restored
+
+
+def test_a_history_too_short_to_train_the_replays_gives_no_point(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history, _ = bursty(1.5, seed=3, start=REPLAY_T0)
+    with caplog.at_level(logging.WARNING):
+        point = choose_operating_point(
+            history,
+            setup(2),
+            make_policy=replay_policy,
+            quantiles=(0.8,),
+            budget_percent=10,
+            measure_seconds=DAY,
+        )
+    assert point is None
+    assert any("leave no day to train the replays" in m for m in caplog.messages)
