@@ -15,7 +15,7 @@ import os
 import socket
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
@@ -37,7 +37,9 @@ from forecaster.actuators.state_store import ConfigMapStateStore
 from forecaster.app.doctor import run_guardrails
 from forecaster.app.model_sharing import fetch_models
 from forecaster.core.cluster import PoolSnapshot
+from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, ForecasterError
 from forecaster.forecasting.artifacts import ArtifactStore
@@ -339,8 +341,15 @@ def build_cluster_service(
     )
 
 
-def build_embedded(settings: Settings, *, models_dir: Path | None = None) -> EmbeddedRun:
-    """Load the trace, warm the twin up, train the first model and wire the daemon."""
+PointChooser = Callable[[Settings, PoolSettings, DemandSeries], OperatingPoint | None]
+"""``app.training.choose_point``: the operating point a retrain publishes (None: none)."""
+
+
+def build_embedded(
+    settings: Settings, *, models_dir: Path | None = None, choose_point: PointChooser | None = None
+) -> EmbeddedRun:
+    """Load the trace, warm the twin up, train the first model and wire the daemon; with
+    ``choose_point`` each retrain also chooses the operating point, as the training job does."""
     cfg = settings.twin
     try:
         epoch = int(datetime.fromisoformat(cfg.epoch).timestamp())
@@ -385,6 +394,8 @@ def build_embedded(settings: Settings, *, models_dir: Path | None = None) -> Emb
         retrain_every_seconds=int(cfg.retrain_every_days * DAY),
         speed=cfg.speed,
     )
+    if choose_point is not None:
+        run.choose_point = lambda history: choose_point(one_pool, pool, history)
     run.train()
     run._last_train = twin.now
     return run

@@ -233,7 +233,9 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"twin": twin})
     ensure_port_free("127.0.0.1", args.port)
     return serve_embedded(
-        build.build_embedded(settings), port=args.port, duration_seconds=args.duration
+        build.build_embedded(settings, choose_point=training.choose_point),
+        port=args.port,
+        duration_seconds=args.duration,
     )
 
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import uvicorn
 
-from forecaster.core.series import from_epoch_seconds
+from forecaster.core.operating_point import OperatingPoint
+from forecaster.core.series import DemandSeries, from_epoch_seconds
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.service.daemon import Daemon
@@ -44,6 +46,9 @@ class EmbeddedRun:
     retrain_every_seconds: int
     speed: float
     """Simulated seconds per real second when served."""
+    choose_point: Callable[[DemandSeries], OperatingPoint | None] = lambda _: None
+    """The training job's operating-point choice on the history (``app.training.choose_point``;
+    None without a budget)."""
 
     def train(self) -> str | None:
         """Backtest, select and publish a model (and the arrivals model) on the demand and the
@@ -62,6 +67,7 @@ class EmbeddedRun:
             store=self.store,
             created=from_epoch_seconds(now).strftime("%Y%m%dT%H%M%SZ"),
             arrivals=arrivals,
+            operating_point=self.choose_point(series),
         )
         log.info("[twin %s] retrain: %s", _simulated(now), result.message)
         return result.version

@@ -2,7 +2,8 @@
 
 Cases: after the warm-up a model is trained on the twin's own demand and published; ticks
 forecast, plan and prewarm in the twin (placeholders appear there); a scheduled retrain
-publishes a new version that the next tick hot-reloads; the endpoint serves it all.
+publishes a new version that the next tick hot-reloads (each retrain also chooses the operating
+point, on the history so far, as the training job does); the endpoint serves it all.
 """
 
 from __future__ import annotations
@@ -13,11 +14,17 @@ import pytest
 from fastapi.testclient import TestClient
 
 from forecaster.app.build import build_embedded
+from forecaster.core.operating_point import Candidate, OperatingPoint, operating_point
+from forecaster.core.series import DemandSeries
 from forecaster.service.embedded import summary
 from forecaster.service.http import create_app
-from forecaster.settings import load_settings
+from forecaster.settings import PoolSettings, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
+POINT = operating_point(
+    [Candidate(0.95, 1050.0, 30.0, 90.0, 0.02)], reactive_gpu_hours=1000.0, budget_percent=10,
+    window=(0, 86400),
+)  # fmt: skip
 
 
 def test_daemon_on_the_twin(tmp_path: Path) -> None:
@@ -36,9 +43,18 @@ def test_daemon_on_the_twin(tmp_path: Path) -> None:
             "planning": settings.planning.model_copy(update={"stale_after_seconds": 600}),
         }
     )
-    run = build_embedded(settings, models_dir=tmp_path)
+    seen: list[tuple[str, int]] = []
+
+    def choose_point(config: Settings, pool: PoolSettings, history: DemandSeries) -> OperatingPoint:
+        seen.append((pool.name, history.end))
+        assert POINT is not None
+        return POINT
+
+    run = build_embedded(settings, models_dir=tmp_path, choose_point=choose_point)
     first = run.store.current_version("itp")
     assert first is not None
+    artifact = run.store.load_current("itp")
+    assert artifact is not None and artifact.operating_point == POINT  # chosen at each retrain
     run.step(run.twin.now + 3 * 3600)
     record = run.daemon.last
     assert record is not None and run.daemon.ticks == 3 * 3600 // settings.reconcile_every_seconds
@@ -54,6 +70,7 @@ def test_daemon_on_the_twin(tmp_path: Path) -> None:
     assert "itp: predictive" in summary(run)
     run.step(run.twin.now + 4 * 3600)  # past the 6 h retrain: a new version, hot-reloaded
     assert run.store.current_version("itp") != first
+    assert [p for p, _ in seen] == ["itp", "itp"] and seen[0][1] < seen[1][1] <= run.twin.now
     assert run.daemon.last is not None and run.daemon.last.pools[
         "itp"
     ].model_version == run.store.current_version("itp")
