@@ -32,6 +32,20 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "evenly spaced samples off the grid take the short way (never snapped)",
+        "forecaster/core/quality.py",
+        "if ts[0] % step_seconds == 0 and bool(np.all(steps == step_seconds)):",
+        "if bool(np.all(steps == step_seconds)):",
+        ("tests/core/test_quality.py",),
+    ),
+    Mutation(
+        "a feature's reach misses the oldest step it reads",
+        "forecaster/forecasting/features.py",
+        "lo = int(np.clip(index.min() - steps, 0, values.size))",
+        "lo = int(np.clip(index.min() - steps + 2, 0, values.size))",
+        ("tests/forecasting/test_features.py",),
+    ),
+    Mutation(
         "the loop plans at the configured quantile despite the chosen point",
         "forecaster/reconcile/loop.py",
         "return point.quantile if point is not None else runtime.target_quantile",

@@ -28,8 +28,23 @@ def levels_at(
     series: DemandSeries, at: IntArray, *, max_age_seconds: int = DEFAULT_MAX_LEVEL_AGE_SECONDS
 ) -> FloatArray:
     """Last observed value at or before each origin, NaN if older than ``max_age_seconds``."""
-    filled = forward_filled(series.values, max_steps=max_age_seconds // series.step_seconds)
-    return take(filled, series.index_of(at))
+    max_steps = max_age_seconds // series.step_seconds
+    values, index = reaching_back(series.values, series.index_of(at), steps=max_steps + 1)
+    return take(forward_filled(values, max_steps=max_steps), index)
+
+
+def reaching_back(
+    values: FloatArray, index: IntArray, *, steps: int
+) -> tuple[FloatArray, IntArray]:
+    """The part of ``values`` that a feature looking at most ``steps`` back from each ``index``
+    can read, and the indices into it: the same results, computed on minutes instead of weeks
+    when a live tick predicts at one origin over days of history."""
+    index = np.asarray(index, dtype=np.int64)
+    if index.size == 0:
+        return values, index
+    lo = int(np.clip(index.min() - steps, 0, values.size))
+    hi = int(np.clip(index.max() + 1, lo, values.size))
+    return values[lo:hi], index - lo
 
 
 def take(values: FloatArray, index: IntArray) -> FloatArray:

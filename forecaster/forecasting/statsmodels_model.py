@@ -19,6 +19,7 @@ from forecaster.forecasting.features import (
     forward_filled,
     horizon_steps,
     levels_at,
+    reaching_back,
     take,
     trailing_sum,
 )
@@ -36,10 +37,10 @@ def design_matrix(
         phase = 2 * np.pi * ((at + shift) % period) / period
         for k in range(1, terms + 1):
             cols.extend((np.sin(k * phase), np.cos(k * phase)))
-    filled = forward_filled(series.values, max_steps=600 // series.step_seconds)
-    moves = np.abs(np.diff(filled, prepend=np.nan))
-    idx = series.index_of(at)
-    cols.append(np.log1p(trailing_sum(moves, idx, steps=3600 // series.step_seconds)))
+    fill, hour = 600 // series.step_seconds, 3600 // series.step_seconds
+    values, idx = reaching_back(series.values, series.index_of(at), steps=hour + fill + 1)
+    moves = np.abs(np.diff(forward_filled(values, max_steps=fill), prepend=np.nan))
+    cols.append(np.log1p(trailing_sum(moves, idx, steps=hour)))
     return np.column_stack(cols)
 
 

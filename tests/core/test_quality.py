@@ -142,3 +142,29 @@ def test_properties_over_random_samples(rows: list[tuple[int, float]]) -> None:
             assert got == value
         else:
             assert np.isnan(got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 50)),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(0, 59),
+)
+def test_a_clean_grid_takes_the_short_way_to_the_same_result(
+    values: list[float], offset: int
+) -> None:
+    """Samples already on the grid skip sorting and snapping; samples evenly spaced but off
+    the grid (``offset``) still snap and are counted."""
+    ts = grid(len(values)) + offset
+    series, report = regularize(ts, [float(v) for v in values], step_seconds=60)
+    shuffled = np.concatenate((ts[1:], ts[:1]))  # the general path: sort, snap, dedupe
+    rolled = [float(v) for v in values[1:] + values[:1]]
+    general, general_report = regularize(shuffled, rolled, step_seconds=60)
+    np.testing.assert_array_equal(series.values, general.values)
+    assert series.start == general.start
+    assert report.off_grid == general_report.off_grid == (len(values) if offset else 0)
+    assert report.gaps == general_report.gaps and report.outages == general_report.outages
+    assert report.unsorted is False and general_report.unsorted is (len(values) > 1)
