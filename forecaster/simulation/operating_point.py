@@ -109,8 +109,14 @@ def choose_operating_point(
 def _simulated_time_quiet() -> Iterator[None]:
     """Silence the loop's and the replay's own logs while replaying: their hand-offs and
     retrains happen in simulated time, and in the training job's log they would read as
-    events of the live cluster."""
-    loggers = [logging.getLogger(name) for name in SIMULATED_LOGGERS]
+    events of the live cluster. Each module's logger is set, not only the package's: a level
+    set on a module's logger (``replay`` sets the loop's) would let its records through."""
+    known = list(logging.root.manager.loggerDict)
+    loggers = [
+        logging.getLogger(name)
+        for name in sorted({*SIMULATED_LOGGERS, *known})
+        if name.startswith(SIMULATED_LOGGERS)
+    ]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL + 1)

@@ -209,6 +209,7 @@ class Twin:
         progress: Callable[[float], None] | None = None,
     ) -> None:
         self.jobs = jobs
+        self._gpus: list[int] = jobs.gpus.tolist()  # per job, as Python ints: read every tick
         self.policy = policy
         self.cfg = config
         self.start = start
@@ -260,8 +261,8 @@ class Twin:
                 ready += self.cfg.gpus_per_node
             else:
                 launching += self.cfg.gpus_per_node
-        running = sum(int(self.jobs.gpus[j]) for j in self.job_nodes)
-        pending = sum(int(self.jobs.gpus[j]) for j in self.pending)
+        running = sum(map(self._gpus.__getitem__, self.job_nodes))
+        pending = sum(map(self._gpus.__getitem__, self.pending))
         held = self.cfg.gpus_per_node * len(self.live_placeholders)
         stranded = sum(n.free for n in self.live.values() if n.jobs and n.ready_at <= self.now)
         empty = sum(
@@ -326,7 +327,7 @@ class Twin:
 
     def pending_requests(self) -> list[int]:
         """GPUs of each pending real pod."""
-        return [int(self.jobs.gpus[j]) for j in self.pending]
+        return [self._gpus[j] for j in self.pending]
 
     def ended_after(self, count: int) -> tuple[int, float, int]:
         """Of the placeholders that ended after the first ``count``: how many, their unused
@@ -492,7 +493,7 @@ class Twin:
         self.pending_placeholders = remaining
 
     def _place(self, j: int, ready: list[_Node]) -> bool:
-        gpus = int(self.jobs.gpus[j])
+        gpus = self._gpus[j]
         per_node = self.cfg.gpus_per_node
         if gpus <= per_node:
             fits = [n for n in ready if n.placeholder is None and n.free >= gpus]
@@ -517,7 +518,7 @@ class Twin:
         return self._start(j, chosen + preempt, preempted=bool(preempt))
 
     def _start(self, j: int, nodes: list[_Node], *, preempted: bool) -> bool:
-        gpus = int(self.jobs.gpus[j])
+        gpus = self._gpus[j]
         grace = self.cfg.preempt_grace_seconds if preempted and not self.cfg.capacity_buffer else 0
         start = self.now + grace
         if preempted and self.cfg.capacity_buffer:  # the buffer refills by itself
@@ -540,7 +541,7 @@ class Twin:
         quota = self.cfg.kueue_quota_gpus
         admitted = False
         for j in list(self.queued):
-            gpus = int(self.jobs.gpus[j])
+            gpus = self._gpus[j]
             if quota is not None and self.admitted_gpus + gpus > quota:
                 continue
             self.queued.remove(j)
@@ -553,12 +554,12 @@ class Twin:
         return admitted
 
     def _finish(self, j: int) -> None:
-        self.admitted_gpus -= int(self.jobs.gpus[j])
-        self.requested -= int(self.jobs.gpus[j])
+        self.admitted_gpus -= self._gpus[j]
+        self.requested -= self._gpus[j]
         for nid in self.job_nodes.pop(j):
             node = self.nodes[nid]
             node.jobs.discard(j)
-            node.free += min(int(self.jobs.gpus[j]), self.cfg.gpus_per_node)
+            node.free += min(self._gpus[j], self.cfg.gpus_per_node)
             if not node.jobs and node.placeholder is None:
                 node.empty_since = self.now
 
@@ -574,7 +575,7 @@ class Twin:
         bins = [n.free for n in launching if n.placeholder is None]
         ripe = self.now - self.cfg.batch_seconds + 1e-9  # Karpenter batches new pending pods
         items = sorted(
-            (int(self.jobs.gpus[j]) for j in self.pending if self.jobs.submit[j] <= ripe),
+            (self._gpus[j] for j in self.pending if self.jobs.submit[j] <= ripe),
             reverse=True,
         )
         items += [per_node] * sum(
