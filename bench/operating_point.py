@@ -27,6 +27,7 @@ from typing import Any
 from forecaster.app.build_replay import replay_policy
 from forecaster.cli import build_parser
 from forecaster.cli.replay import load_trace, setup_from
+from forecaster.core.operating_point import Budget
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.simulation.frontier import BUDGETS_PERCENT, COMPARED, PREDICTIVE_KNOBS, interpolate
@@ -72,7 +73,7 @@ def main() -> None:
             setup,
             make_policy=replay_policy,
             quantiles=PREDICTIVE_KNOBS,
-            budget_percent=budget,
+            budget=Budget(percent=budget),
             measure_seconds=int(mine.measure_days * DAY),
         )
         took = time.perf_counter() - began

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from forecaster.core.error_budget import SloPolicy, following_the_plan
+from forecaster.core.operating_point import Budget
 from forecaster.core.policy import covering_horizon, prewarm_window_seconds
 from forecaster.errors import ConfigError
 
@@ -251,7 +252,7 @@ class ForecastSettings(_Strict):
 
 
 class OperatingPointSettings(_Strict):
-    """Choose the forecast quantile for a GPU-hours budget at each retrain (off by default).
+    """Choose the forecast quantile for a budget at each retrain (off by default: no budget).
 
     The training job replays each pool's history (demand turned into pods) through the cluster
     twin at each quantile and keeps the one with the lowest mean wait within the budget
@@ -260,6 +261,9 @@ class OperatingPointSettings(_Strict):
 
     budget_percent: float | None = Field(
         None, gt=0, le=100, description="GPU-hours over reactive scaling, e.g. 5 for +5 %"
+    )
+    budget_dollars_per_day: float | None = Field(
+        None, gt=0, allow_inf_nan=False, description="or prewarm dollars a day, per pool"
     )
     quantiles: tuple[float, ...] = Field((0.8, 0.9, 0.95, 0.98), min_length=1)
     measure_days: float = Field(
@@ -273,9 +277,24 @@ class OperatingPointSettings(_Strict):
 
         if any(not 0.5 < q < 1 for q in self.quantiles):
             raise ValueError("quantiles must lie between 0.5 and 1")
+        if self.budget_percent is not None and self.budget_dollars_per_day is not None:
+            raise ValueError("give budget_percent or budget_dollars_per_day, not both")
         if self.model not in known_names():
             raise ValueError(f"model: unknown {self.model!r}; known: {known_names()}")
         return self
+
+    @property
+    def enabled(self) -> bool:
+        """Whether a budget is set (the training job then chooses, the daemon follows)."""
+        return self.budget_percent is not None or self.budget_dollars_per_day is not None
+
+    def budget(self, *, price_per_gpu_hour: float) -> Budget:
+        """The budget for a pool at its price (only when ``enabled``)."""
+        return Budget(
+            percent=self.budget_percent,
+            dollars_per_day=self.budget_dollars_per_day,
+            price_per_gpu_hour=price_per_gpu_hour,
+        )
 
 
 class TwinSettings(_Strict):
@@ -367,7 +386,7 @@ class Settings(_Strict):
             if self.source.kind == "csv" and pool.csv is None:
                 raise ValueError(f"pools.{i}.csv is required when source.kind is csv")
         warmup = self.forecast.history_days - self.operating_point.measure_days
-        if self.operating_point.budget_percent and warmup < 1:
+        if self.operating_point.enabled and warmup < 1:
             raise ValueError(
                 f"operating_point.measure_days ({self.operating_point.measure_days:g}) must leave"
                 f" at least a day of forecast.history_days ({self.forecast.history_days:g}) to"
@@ -387,7 +406,7 @@ class Settings(_Strict):
     def model_quantiles(self) -> tuple[float, ...]:
         """What models are fitted for: ``forecast.quantiles`` and, with a budget, every
         quantile the operating point may choose."""
-        chosen = self.operating_point.quantiles if self.operating_point.budget_percent else ()
+        chosen = self.operating_point.quantiles if self.operating_point.enabled else ()
         return tuple(sorted({*self.forecast.quantiles, *chosen}))
 
     def pool(self, name: str) -> PoolSettings:

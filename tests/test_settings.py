@@ -83,6 +83,10 @@ def test_bundled_config_is_valid_and_paths_are_resolved() -> None:
             r"operating_point.budget_percent: must be > 0.0, got 0",
         ),
         (
+            minimal(operating_point={"budget_percent": 5, "budget_dollars_per_day": 100}),
+            r"operating_point: give budget_percent or budget_dollars_per_day, not both",
+        ),
+        (
             minimal(operating_point={"quantiles": [0.4]}),
             r"operating_point: quantiles must lie between 0.5 and 1",
         ),

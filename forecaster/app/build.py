@@ -195,7 +195,7 @@ def build_reconciler(
         model_store(settings),
         horizons_seconds=settings.forecast.horizons_seconds,
         quantiles=settings.model_quantiles,
-        follow_operating_points=settings.operating_point.budget_percent is not None,
+        follow_operating_points=settings.operating_point.enabled,
     )
     state_store: StateStore = MemoryStateStore()
     halt = None

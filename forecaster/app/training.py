@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from forecaster.actuators.model_configmaps import ModelConfigMaps
-from forecaster.app.build import build_source, training_plan
+from forecaster.app.build import build_source, pool_policy, training_plan
 from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
 from forecaster.app.model_sharing import fetch_models, publish_models
 from forecaster.core.operating_point import OperatingPoint
@@ -74,7 +74,7 @@ def choose_point(
     the next retrain, chosen by replaying ``history`` (``simulation.operating_point``); None
     without one, or when the replays cannot choose (the configured quantile then holds)."""
     chosen = settings.operating_point
-    if chosen.budget_percent is None:
+    if not chosen.enabled:
         return None
     days = (history.end + history.step_seconds - history.start) / DAY
     try:
@@ -92,7 +92,7 @@ def choose_point(
             setup,
             make_policy=replay_policy,
             quantiles=chosen.quantiles,
-            budget_percent=chosen.budget_percent,
+            budget=chosen.budget(price_per_gpu_hour=pool_policy(settings, pool).price_per_gpu_hour),
             measure_seconds=int(chosen.measure_days * DAY),
             progress=lambda name: log.info(
                 "pool %s: operating point: replaying %s", pool.name, name

@@ -1,16 +1,17 @@
 """The operating point: which forecast quantile to plan for, chosen for an operator's budget.
 
 Static headroom has to be hand-tuned per cluster and goes stale; we should not. The operator
-states a GPU-hours budget (a percentage over what reactive scaling alone uses); at each retrain
-the training job replays the pool's own recent history through the cluster twin at each
-candidate quantile (``simulation.operating_point``) and this module picks one: the lowest mean
-wait among the candidates that stayed within the budget on that history. The frontier
-(``simulation.frontier``) makes its choice on the tuning window with the same function.
+states a budget (``Budget``: a percentage of GPU-hours over what reactive scaling alone uses,
+or dollars a day at the pool's price); at each retrain the training job replays the pool's own
+recent history through the cluster twin at each candidate quantile
+(``simulation.operating_point``) and this module picks one: the lowest mean wait among the
+candidates that stayed within the budget on that history. The frontier
+(``simulation.frontier``) makes its choice on the tuning window with the same ``choose``.
 
-The chosen point then sets what follows from it (``effective``): the quantile the planner
-prewarms for, the GPU-hours/day cap (the budget *is* the cap) and the error budget's SLO (a P80
-plan expects 20 % misses, not 5 %; and all prewarm may go unused, so the waste budget is the
-GPU-hours budget).
+The chosen point then sets what follows from it (``following_the_point``/``_points``): the
+quantile the planner prewarms for, the GPU-hours/day cap (the budget *is* the cap) and the error
+budget's SLO (a P80 plan expects 20 % misses, not 5 %; and all prewarm may go unused, so the
+waste budget is the GPU-hours budget).
 
 Pure: candidates in, a choice with its reason out.
 """
@@ -63,15 +64,49 @@ def choose(
 
 
 @dataclass(frozen=True)
+class Budget:
+    """What prewarm may add a day: a share of what reactive scaling alone uses, or dollars."""
+
+    percent: float | None = None
+    """GPU-hours over reactive, e.g. 5 for +5 %."""
+    dollars_per_day: float | None = None
+    price_per_gpu_hour: float = 0.0
+    """Converts ``dollars_per_day`` into GPU-hours (the pool's price)."""
+
+    def __post_init__(self) -> None:
+        if (self.percent is None) == (self.dollars_per_day is None):
+            raise ValueError("a budget is a percentage or dollars a day, exactly one")
+        if self.dollars_per_day is not None and self.price_per_gpu_hour <= 0:
+            raise ValueError("a budget in dollars needs the pool's price per GPU-hour")
+
+    def gpu_hours_per_day(self, reactive_gpu_hours_per_day: float) -> float:
+        """The budget in GPU-hours a day (the cap), given what reactive uses a day."""
+        if self.percent is not None:
+            return reactive_gpu_hours_per_day * self.percent / 100
+        assert self.dollars_per_day is not None
+        return self.dollars_per_day / self.price_per_gpu_hour
+
+    @property
+    def label(self) -> str:
+        """``+5 %`` or ``$400/day``, for logs and the page."""
+        if self.percent is not None:
+            return f"+{self.percent:g} % GPU-hours"
+        return f"${self.dollars_per_day:g}/day"
+
+
+@dataclass(frozen=True)
 class OperatingPoint:
     """A pool's chosen quantile and the budget it follows; stored with the model it was chosen
     with (``forecasting.artifacts``) and shown on the inspection endpoint."""
 
+    budget: str
+    """The operator's budget as stated (``Budget.label``)."""
     budget_percent: float
+    """The budget as a share of reactive's GPU-hours on the replayed history."""
     quantile: float
     within_budget: bool
     gpu_hours_per_day_budget: float
-    """``budget_percent`` of what reactive used a day on the replayed history: the cap."""
+    """The budget in GPU-hours a day: the cap."""
     reactive_gpu_hours_per_day: float
     window: tuple[int, int]
     """The replayed history that was measured (epoch seconds, end exclusive)."""
@@ -81,6 +116,7 @@ class OperatingPoint:
     def to_dict(self) -> dict[str, Any]:
         """JSON form (artifacts, the inspection endpoint)."""
         return {
+            "budget": self.budget,
             "budget_percent": self.budget_percent,
             "quantile": self.quantile,
             "within_budget": self.within_budget,
@@ -96,6 +132,7 @@ class OperatingPoint:
         """Inverse of ``to_dict``; a malformed document raises KeyError, TypeError or
         ValueError."""
         point = cls(
+            budget=str(document["budget"]),
             budget_percent=float(document["budget_percent"]),
             quantile=float(document["quantile"]),
             within_budget=bool(document["within_budget"]),
@@ -114,17 +151,19 @@ def operating_point(
     candidates: Sequence[Candidate],
     *,
     reactive_gpu_hours: float,
-    budget_percent: float,
+    budget: Budget,
     window: tuple[int, int],
 ) -> OperatingPoint | None:
-    """The choice for ``budget_percent`` on replayed history, with the cap it sets and why."""
-    choice = choose(
-        candidates, reactive_gpu_hours=reactive_gpu_hours, budget_percent=budget_percent
-    )
-    if choice is None or reactive_gpu_hours <= 0:
-        return None
+    """The choice for ``budget`` on replayed history, with the cap it sets and why."""
     days = max(window[1] - window[0], 1) / (HOURS_PER_DAY * 3600)
+    if reactive_gpu_hours <= 0:
+        return None
     reactive_per_day = reactive_gpu_hours / days
+    cap = budget.gpu_hours_per_day(reactive_per_day)
+    percent = 100 * cap / reactive_per_day
+    choice = choose(candidates, reactive_gpu_hours=reactive_gpu_hours, budget_percent=percent)
+    if choice is None:
+        return None
     picked = choice.candidate
     overhead = picked.gpu_hours / reactive_gpu_hours - 1
     tried = ", ".join(
@@ -132,16 +171,18 @@ def operating_point(
         f" mean {c.mean_wait_s:.0f} s"
         for c in candidates
     )
+    stated = budget.label if budget.percent is not None else f"{budget.label} (+{percent:.1f} %)"
     verdict = (
-        f"lowest mean wait within +{budget_percent:g} % GPU-hours"
+        f"lowest mean wait within {stated}"
         if choice.within_budget
-        else f"no candidate kept within +{budget_percent:g} %: the cheapest, held by the cap"
+        else f"no candidate kept within {stated}: the cheapest, held by the cap"
     )
     return OperatingPoint(
-        budget_percent=budget_percent,
+        budget=budget.label,
+        budget_percent=percent,
         quantile=picked.quantile,
         within_budget=choice.within_budget,
-        gpu_hours_per_day_budget=reactive_per_day * budget_percent / 100,
+        gpu_hours_per_day_budget=cap,
         reactive_gpu_hours_per_day=reactive_per_day,
         window=window,
         candidates=tuple(candidates),

@@ -153,12 +153,12 @@ function finops(f) {
   document.body.dataset.finops = "1";
 }
 function operatingPoint(o) {
-  if (!o) { $("operating-point").innerHTML = "<p>The configured quantile (no GPU-hours budget set: <code>operating_point.budget_percent</code>).</p>"; return; }
+  if (!o) { $("operating-point").innerHTML = "<p>The configured quantile (no budget set: <code>operating_point.budget_percent</code> or <code>budget_dollars_per_day</code>).</p>"; return; }
   const row = c => "<tr" + (c.quantile === o.quantile ? " style='font-weight:600'" : "") + "><td>P" + Math.round(c.quantile * 100) + (c.quantile === o.quantile ? " (chosen)" : "") + "</td><td>"
     + ((c.gpu_hours / (o.reactive_gpu_hours_per_day * (o.window[1] - o.window[0]) / 86400) - 1) * 100).toFixed(1) + "%</td><td>" + c.mean_wait_s.toFixed(0) + " s</td><td>"
     + c.p95_wait_s.toFixed(0) + " s</td><td>" + (c.share_waiting_over_5min * 100).toFixed(1) + "%</td></tr>";
-  $("operating-point").innerHTML = "<p>Budget +" + o.budget_percent + "% GPU-hours over reactive: " + o.gpu_hours_per_day_budget.toFixed(0)
-    + " GPU-hours a day (the GPU-hours cap). " + esc(o.reason) + "</p><table><tr><th>quantile</th><th>GPU-hours vs reactive</th><th>mean wait</th><th>P95 wait</th><th>&gt; 5 min</th></tr>"
+  $("operating-point").innerHTML = "<p>Budget " + esc(o.budget) + ": " + o.gpu_hours_per_day_budget.toFixed(0) + " GPU-hours a day (the GPU-hours cap; +"
+    + o.budget_percent.toFixed(1) + "% over reactive). " + esc(o.reason) + "</p><table><tr><th>quantile</th><th>GPU-hours vs reactive</th><th>mean wait</th><th>P95 wait</th><th>&gt; 5 min</th></tr>"
     + o.candidates.map(row).join("") + "</table><p>Replayed " + o.window.map(w => new Date(w * 1000).toISOString().slice(0, 16)).join(" to ") + " UTC at the last retrain.</p>";
 }
 async function refresh() {

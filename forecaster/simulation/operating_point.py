@@ -5,7 +5,7 @@ on - data from before the retrain only). The history becomes pods (``core.jobs.
 jobs_from_series``: each rise submits 1-GPU pods, each fall ends the oldest), and the twin
 replays it under the daemon's own loop (``app.build_replay.replay_policy("predictive")``,
 retrained weekly inside the replay on the replayed past only): first reactive scaling alone,
-whose GPU-hours set the budget (``budget_percent`` of them a day is the GPU-hours/day cap), then
+whose GPU-hours a day turn a percentage budget into GPU-hours (the GPU-hours/day cap), then
 each candidate quantile under that cap and the SLO it implies. The last ``measure_seconds`` of
 the history are measured; the earlier part only trains the replay's models.
 ``core.operating_point`` picks the quantile.
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from forecaster.core.jobs import jobs_from_series
-from forecaster.core.operating_point import OperatingPoint, operating_point, slo_at
+from forecaster.core.operating_point import Budget, OperatingPoint, operating_point, slo_at
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ForecasterError
@@ -41,11 +41,11 @@ def choose_operating_point(
     *,
     make_policy: PolicyFactory,
     quantiles: Sequence[float],
-    budget_percent: float,
+    budget: Budget,
     measure_seconds: int,
     progress: Callable[[str], None] | None = None,
 ) -> OperatingPoint | None:
-    """Replay ``history`` at each of ``quantiles`` and choose for ``budget_percent`` (module
+    """Replay ``history`` at each of ``quantiles`` and choose for ``budget`` (module
     docstring); None when the history is too short or reactive used no GPU-hours."""
     end = history.end + history.step_seconds
     warmup_end = end - measure_seconds
@@ -85,7 +85,7 @@ def choose_operating_point(
         )
         return None
     days = measure_seconds / DAY
-    cap = reactive.gpu_hours / days * budget_percent / 100
+    cap = budget.gpu_hours_per_day(reactive.gpu_hours / days)
     candidates = []
     for q in quantiles:
         which = _under(base.at_quantile(q), quantile=q, gpu_hours_per_day=cap)
@@ -100,7 +100,7 @@ def choose_operating_point(
     return operating_point(
         candidates,
         reactive_gpu_hours=reactive.gpu_hours,
-        budget_percent=budget_percent,
+        budget=budget,
         window=(warmup_end, end),
     )
 

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 import yaml
 
-from forecaster.app.build import build_reconciler
+from forecaster.app.build import build_reconciler, pool_policy
 from forecaster.cli import main
 from forecaster.core.quality import regularize
 from forecaster.core.series import DemandSeries
@@ -162,7 +162,7 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
                     "backtest": {"test_days": 1, "train_days": 1, "origin_every_seconds": 3600},
                 },
                 "operating_point": {
-                    "budget_percent": 10,
+                    "budget_dollars_per_day": 200,  # at the pool's price
                     "quantiles": [0.8, 0.9],
                     "measure_days": 1.5,
                 },
@@ -178,7 +178,9 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
     assert artifact is not None and artifact.operating_point is not None
     point = artifact.operating_point
     assert [c.quantile for c in point.candidates] == [0.8, 0.9]
-    assert point.window[1] == demand.end + 60 and point.budget_percent == 10
+    price = pool_policy(settings, settings.pool("a")).price_per_gpu_hour
+    assert point.window[1] == demand.end + 60 and point.budget == "$200/day"
+    assert point.gpu_hours_per_day_budget == pytest.approx(200 / price)
     assert set(artifact.model.quantiles) == {0.5, 0.8, 0.9, 0.95}  # every quantile it may pick
     assert any("operating point P" in m for m in caplog.messages)
     assert f"operating point P{point.quantile * 100:g}" in capsys.readouterr().out  # the report

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.operating_point import (
+    Budget,
     Candidate,
     OperatingPoint,
     choose,
@@ -75,7 +76,7 @@ def point(quantile: float = 0.8, *, budget: float = 5) -> OperatingPoint:
     found = operating_point(
         [cand(quantile, 2 * 1000 * (1 + budget / 200), 30)],
         reactive_gpu_hours=2 * 1000,
-        budget_percent=budget,
+        budget=Budget(percent=budget),
         window=(0, 2 * DAY),
     )
     assert found is not None
@@ -87,7 +88,25 @@ def test_the_cap_is_the_budget_share_of_reactive_gpu_hours_a_day() -> None:
     assert p.reactive_gpu_hours_per_day == pytest.approx(1000)  # 2000 GPU-h over 2 days
     assert p.gpu_hours_per_day_budget == pytest.approx(50)
     assert p.quantile == 0.8 and p.within_budget
-    assert "P80" in p.reason and "+2.5%" in p.reason and "within +5 %" in p.reason
+    assert "P80" in p.reason and "+2.5%" in p.reason and "within +5 % GPU-hours" in p.reason
+    assert (p.budget, p.budget_percent) == ("+5 % GPU-hours", pytest.approx(5))
+
+
+def test_a_budget_in_dollars_is_gpu_hours_at_the_pools_price() -> None:
+    dollars = Budget(dollars_per_day=100.0, price_per_gpu_hour=4.0)
+    assert dollars.gpu_hours_per_day(1000.0) == pytest.approx(25.0) and dollars.label == "$100/day"
+    found = operating_point(
+        [cand(0.8, 2020, 40), cand(0.95, 2060, 20)],  # +1 % and +3 % of 2000 GPU-h in 2 days
+        reactive_gpu_hours=2000,
+        budget=dollars,
+        window=(0, 2 * DAY),
+    )
+    assert found is not None and found.quantile == 0.8  # 25 GPU-h a day is +2.5 %
+    assert found.gpu_hours_per_day_budget == pytest.approx(25.0)
+    assert found.budget_percent == pytest.approx(2.5) and "$100/day (+2.5 %)" in found.reason
+    for bad in ({}, {"percent": 5, "dollars_per_day": 100}, {"dollars_per_day": 100}):
+        with pytest.raises(ValueError, match="budget"):
+            Budget(**bad)  # type: ignore[arg-type]
 
 
 def test_the_slo_follows_the_quantile_and_the_waste_budget_the_cap() -> None:

@@ -20,7 +20,7 @@ import pytest
 import skops.io
 
 from forecaster.core.cluster import RecentArrivals
-from forecaster.core.operating_point import Candidate, operating_point
+from forecaster.core.operating_point import Budget, Candidate, operating_point
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ModelError
@@ -186,7 +186,7 @@ def test_the_operating_point_travels_in_the_artifact_under_its_hash(
     point = operating_point(
         [Candidate(0.9, 1050.0, 30.0, 90.0, 0.02)],
         reactive_gpu_hours=1000.0,
-        budget_percent=10,
+        budget=Budget(percent=10),
         window=(0, DAY),
     )
     store = ArtifactStore(tmp_path)

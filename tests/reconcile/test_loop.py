@@ -21,7 +21,7 @@ import pytest
 
 from forecaster.app import doctor
 from forecaster.core.budget import spent_last_day
-from forecaster.core.operating_point import Candidate, operating_point
+from forecaster.core.operating_point import Budget, Candidate, operating_point
 from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
@@ -326,7 +326,7 @@ def test_the_operating_point_sets_the_quantile_the_cap_and_the_slo(
     chosen = operating_point(
         [Candidate(0.8, 1030.0, 20.0, 60.0, 0.01)],
         reactive_gpu_hours=1000.0,
-        budget_percent=0.5,  # 5 GPU-hours a day: not even one 8-GPU node for the TTL
+        budget=Budget(percent=0.5),  # 5 GPU-hours a day: not even one 8-GPU node for the TTL
         window=(T0 - 3 * 86400, T0 - 2 * 86400),
     )
     assert chosen is not None and not chosen.within_budget
@@ -355,7 +355,7 @@ def test_a_point_the_model_cannot_forecast_is_ignored_and_said(
     chosen = operating_point(
         [Candidate(0.8, 1030.0, 20.0, 60.0, 0.01)],
         reactive_gpu_hours=1000.0,
-        budget_percent=5,
+        budget=Budget(percent=5),
         window=(T0 - 3 * 86400, T0 - 2 * 86400),
     )
     series, _ = source.fetch(POOL, start=0, end=T0, step_seconds=60)

@@ -14,7 +14,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from forecaster.app.build import build_embedded
-from forecaster.core.operating_point import Candidate, OperatingPoint, operating_point
+from forecaster.core.operating_point import Budget, Candidate, OperatingPoint, operating_point
 from forecaster.core.series import DemandSeries
 from forecaster.service.embedded import summary
 from forecaster.service.http import create_app
@@ -22,9 +22,11 @@ from forecaster.settings import PoolSettings, Settings, load_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 POINT = operating_point(
-    [Candidate(0.95, 1050.0, 30.0, 90.0, 0.02)], reactive_gpu_hours=1000.0, budget_percent=10,
+    [Candidate(0.95, 1050.0, 30.0, 90.0, 0.02)],
+    reactive_gpu_hours=1000.0,
+    budget=Budget(percent=10),
     window=(0, 86400),
-)  # fmt: skip
+)
 
 
 def test_daemon_on_the_twin(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from forecaster.app import build
 from forecaster.core.error_budget import ErrorBudgetState
-from forecaster.core.operating_point import Candidate, operating_point
+from forecaster.core.operating_point import Budget, Candidate, operating_point
 from forecaster.core.planner import Mode
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
@@ -131,7 +131,7 @@ def test_the_operating_point_and_its_alternatives_are_shown(tmp_path: Path) -> N
     chosen = operating_point(
         [Candidate(0.8, 1030.0, 20.0, 60.0, 0.01), Candidate(0.95, 1090.0, 10.0, 30.0, 0.0)],
         reactive_gpu_hours=1000.0,
-        budget_percent=5,
+        budget=Budget(percent=5),
         window=(T0 - 3 * 86400, T0 - 2 * 86400),
     )
     assert chosen is not None and chosen.quantile == 0.8

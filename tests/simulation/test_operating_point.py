@@ -17,6 +17,7 @@ import pytest
 from forecaster.app.build_replay import replay_policy
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace
+from forecaster.core.operating_point import Budget
 from forecaster.durations import DAY
 from forecaster.simulation.operating_point import choose_operating_point
 from forecaster.simulation.replay import ReplaySetup
@@ -45,7 +46,7 @@ def test_each_quantile_is_replayed_as_the_daemon_runs_it_under_the_budget_cap(
             configured,
             make_policy=spy,
             quantiles=(0.8, 0.95),
-            budget_percent=10,
+            budget=Budget(percent=10),
             measure_seconds=DAY,
         )
         assert loop_log.level == logging.DEBUG  # restored
@@ -82,7 +83,7 @@ def test_a_history_too_short_to_train_the_replays_gives_no_point(
             setup(2),
             make_policy=replay_policy,
             quantiles=(0.8,),
-            budget_percent=10,
+            budget=Budget(percent=10),
             measure_seconds=DAY,
         )
     assert point is None
