@@ -155,11 +155,14 @@ def replay_pool_policy(setup: ReplaySetup) -> PoolPolicy:
 def predictive(setup: ReplaySetup) -> Predictive:
     """The daemon's reconcile loop on the twin (see the module docstring)."""
     ports = TwinPorts(setup.twin.pool)
+    # replay's own pool plans at one horizon (it has no measured lead to move it): fit that one;
+    # a configured pool may move between its horizons, so all of them are fitted, as the CronJob
+    horizons = setup.horizons_seconds if setup.runtime is not None else (setup.horizon_seconds,)
     models = WeeklyRetrain(
         source=ports,
         clock=lambda: ports.now,
         model_name=setup.model,
-        horizons_seconds=setup.horizons_seconds,
+        horizons_seconds=horizons,
         quantiles=(0.5, setup.plan_quantile),
         schedule=setup.retrain,
     )
