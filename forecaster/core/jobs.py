@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,12 +37,18 @@ class JobTrace:
         return np.cumsum(delta)[:-1]
 
 
-def jobs_from_series(start: int, step_seconds: int, *, values: npt.NDArray[np.float64]) -> JobTrace:
-    """Turn a per-step demand series into 1-GPU pods: each rise starts pods, each fall ends
-    the oldest running ones (FIFO). Gaps (NaN) hold the last level."""
+def jobs_from_series(
+    start: int, step_seconds: int, *, values: npt.NDArray[np.float64], max_pod_gpus: int = 1
+) -> JobTrace:
+    """Turn a per-step demand series into pods: each rise submits pods of up to
+    ``max_pod_gpus`` GPUs (whole ones first: a rise of 20 with 8 is 8 + 8 + 4), each fall ends
+    the oldest running pods that fit in it (FIFO). With pods bigger than one GPU a fall smaller
+    than the oldest pod leaves it running, so the level runs above the series by less than
+    ``max_pod_gpus`` until later falls cover it. Gaps (NaN) hold the last level."""
     level = 0
-    running: list[float] = []
+    running: deque[int] = deque()  # indices of running pods, oldest first
     submit: list[float] = []
+    gpus: list[int] = []
     ended: dict[int, float] = {}
     for i, value in enumerate(values):
         if not np.isfinite(value):
@@ -49,19 +56,19 @@ def jobs_from_series(start: int, step_seconds: int, *, values: npt.NDArray[np.fl
         t = float(start + i * step_seconds)
         target = round(value)
         while level < target:
-            running.append(t)
+            size = min(max_pod_gpus, target - level)
+            running.append(len(submit))
             submit.append(t)
-            level += 1
-        first = len(submit) - len(running)
-        while level > target:
-            running.pop(0)
-            ended[first] = t
-            first += 1
-            level -= 1
+            gpus.append(size)
+            level += size
+        while running and level - target >= gpus[running[0]]:
+            oldest = running.popleft()
+            ended[oldest] = t
+            level -= gpus[oldest]
     end = float(start + len(values) * step_seconds)
     duration = [ended.get(i, end) - s for i, s in enumerate(submit)]
     return JobTrace(
         submit=np.asarray(submit, dtype=np.float64),
         duration=np.asarray(duration, dtype=np.float64),
-        gpus=np.ones(len(submit), dtype=np.int64),
+        gpus=np.asarray(gpus, dtype=np.int64),
     )

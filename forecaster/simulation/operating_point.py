@@ -2,7 +2,8 @@
 
 At each retrain the training job hands this module the pool's demand history (what it trains
 on - data from before the retrain only). The history becomes pods (``core.jobs.
-jobs_from_series``: each rise submits 1-GPU pods, each fall ends the oldest), and the twin
+jobs_from_series``: each rise submits pods of up to a node's GPUs, each fall ends the oldest
+that fit in it), and the twin
 replays it under the daemon's own loop (``app.build_replay.replay_policy("predictive")``,
 retrained weekly inside the replay on the replayed past only): first reactive scaling alone,
 whose GPU-hours a day turn a percentage budget into GPU-hours (the GPU-hours/day cap), then
@@ -10,9 +11,10 @@ each candidate quantile under that cap and the SLO it implies. The last ``measur
 the history are measured; the earlier part only trains the replay's models.
 ``core.operating_point`` picks the quantile.
 
-What the history cannot show: job boundaries (a rise of 8 GPUs is eight 1-GPU pods, which pack
-onto nodes more easily than one 8-GPU job) and waits that were already in the demand (pending
-pods count as demand). The choice is relative - the same replay judges every candidate.
+What the history cannot show: job boundaries (a rise of 8 GPUs in a minute is one 8-GPU pod, a
+rise of 3 one 3-GPU pod, whatever the jobs were; no job spans nodes) and waits that were
+already in the demand (pending pods count as demand). The choice is relative - the same replay
+judges every candidate.
 """
 
 from __future__ import annotations
@@ -58,7 +60,12 @@ def choose_operating_point(
             measure_seconds / DAY,
         )
         return None
-    jobs = jobs_from_series(history.start, history.step_seconds, values=history.values)
+    jobs = jobs_from_series(
+        history.start,
+        history.step_seconds,
+        values=history.values,
+        max_pod_gpus=setup.twin.gpus_per_node,
+    )
     warmup = warmup_end - history.start
     base = dataclasses.replace(
         setup,
@@ -88,7 +95,7 @@ def choose_operating_point(
     cap = budget.gpu_hours_per_day(reactive.gpu_hours / days)
     candidates = []
     for q in quantiles:
-        which = _under(base.at_quantile(q), quantile=q, gpu_hours_per_day=cap)
+        which = under_budget(base, quantile=q, gpu_hours_per_day=cap)
         try:
             m = run("predictive", which)
         except ForecasterError as exc:
@@ -127,9 +134,10 @@ def _simulated_time_quiet() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def _under(setup: ReplaySetup, *, quantile: float, gpu_hours_per_day: float) -> ReplaySetup:
-    """``setup`` as the daemon runs at ``quantile`` under a GPU-hours/day budget: the cap is the
-    budget, and the SLO follows (``core.operating_point``)."""
+def under_budget(setup: ReplaySetup, *, quantile: float, gpu_hours_per_day: float) -> ReplaySetup:
+    """``setup`` as the daemon runs at ``quantile`` under a GPU-hours/day budget: the quantile
+    planned for, the cap is the budget, and the SLO follows (``core.operating_point``)."""
+    setup = setup.at_quantile(quantile)
     budgets = dataclasses.replace(setup.budgets, max_prewarm_gpu_hours_per_day=gpu_hours_per_day)
     slo = None
     if setup.slo is not None:

@@ -16,6 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import settings as examples
+from hypothesis import strategies as st
 
 from forecaster.app import build
 from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
@@ -25,6 +28,7 @@ from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.durations import DAY
 from forecaster.errors import SourceError
+from forecaster.forecasting.features import forward_filled
 from forecaster.settings import load_settings
 from forecaster.simulation.replay import (
     Predictive,
@@ -108,6 +112,30 @@ def test_series_become_pods_that_reproduce_it() -> None:
     expected = np.array([3.0, 5, 5, 5, 2, 0, 4])
     np.testing.assert_array_equal(rebuilt, expected)
     assert set(jobs.gpus.tolist()) == {1}
+
+
+@examples(max_examples=150, deadline=None)
+@given(
+    st.lists(st.one_of(st.integers(0, 40).map(float), st.just(float("nan"))), min_size=1,
+             max_size=80),
+    st.integers(1, 8),
+)  # fmt: skip
+def test_series_become_pods_of_up_to_a_node_that_track_it(
+    values: list[float], max_pod_gpus: int
+) -> None:
+    """Rises become pods of at most ``max_pod_gpus``; the level they make never falls below
+    the series and stays above it by less than one such pod (a fall smaller than the oldest pod
+    leaves it running)."""
+    series = np.asarray(values)
+    jobs = jobs_from_series(T0, 60, values=series, max_pod_gpus=max_pod_gpus)
+    rebuilt = jobs.demand(start=T0, end=T0 + 60 * series.size)
+    held = forward_filled(series, max_steps=series.size)  # gaps hold the last level
+    known = ~np.isnan(held)
+    assert np.all(jobs.gpus <= max_pod_gpus) and np.all(jobs.gpus >= 1)
+    assert np.all(rebuilt[known] >= held[known])
+    assert np.all(rebuilt[known] - held[known] < max_pod_gpus)
+    if max_pod_gpus == 1:
+        np.testing.assert_array_equal(rebuilt[known], held[known])
 
 
 def test_bad_job_files_name_the_line(tmp_path: Path) -> None:
