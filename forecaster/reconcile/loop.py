@@ -20,6 +20,11 @@ answers new pods within one tick (15 s) yet forecasts, plans and acts about once
 nothing happens - and replay's 50 days of 15 s decisions cost what the minutes that changed
 something cost.
 
+A model published with an operating point (``core.operating_point``: chosen at the retrain for
+the operator's budget, when one is configured) sets the pool's quantile, its SLO
+(``slo_for``) and - once every pool has one - the shared GPU-hours/day cap
+(``effective_budgets``); without one the configured quantile, SLO and caps hold.
+
 The state (ledger, error budget) is persisted every ``SAVE_EVERY_SECONDS`` (5 min) and at once on
 a change of mode: a ConfigMap write per 15 s tick is API load for nothing, and a restart loses at
 most those minutes of tallies - the ledger charges the time since the last save anyway (up to the
