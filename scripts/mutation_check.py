@@ -32,6 +32,13 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "a fall ends a pod bigger than the fall (history replays below the real demand)",
+        "forecaster/core/jobs.py",
+        "while running and level - target >= gpus[running[0]]:",
+        "while running and level > target:",
+        ("tests/simulation/test_replay.py::test_series_become_pods_of_up_to_a_node_that_track_it",),
+    ),
+    Mutation(
         "evenly spaced samples off the grid take the short way (never snapped)",
         "forecaster/core/quality.py",
         "if ts[0] % step_seconds == 0 and bool(np.all(steps == step_seconds)):",
