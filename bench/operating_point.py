@@ -55,6 +55,9 @@ def main() -> None:
     own.add_argument("--eval-days", default="30-50", help="where the chosen point is judged")
     mine = own.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    # the judging replay is the daemon's loop in simulated time: its hand-offs are counted in
+    # the printed figures, not logged one by one
+    logging.getLogger("forecaster.reconcile").setLevel(logging.CRITICAL)
     jobs_file = ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv"
     args = build_parser().parse_args(["replay", "--jobs", str(jobs_file)])
     args.start_day, args.warmup_days, args.end_day = 0.0, 1.0, mine.retrain_day
