@@ -43,7 +43,7 @@ MUTATIONS = (
         "forecaster/core/quality.py",
         "if ts[0] % step_seconds == 0 and bool(np.all(steps == step_seconds)):",
         "if bool(np.all(steps == step_seconds)):",
-        ("tests/core/test_quality.py",),
+        ("tests/core/test_quality.py::test_a_clean_grid_takes_the_short_way_to_the_same_result",),
     ),
     Mutation(
         "a feature's reach misses the oldest step it reads",
@@ -106,14 +106,18 @@ MUTATIONS = (
         "forecaster/reconcile/loop.py",
         "return before.__dict__ | _NOT_COMPARED == after.__dict__ | _NOT_COMPARED",
         "return True",
-        ("tests/reconcile/test_loop.py",),
+        (
+            "tests/reconcile/test_loop.py::test_a_quiet_tick_keeps_the_plan_and_a_new_pod_replans_at_once",
+        ),
     ),
     Mutation(
         "a hand-off waits for the next scheduled save",
         "forecaster/reconcile/loop.py",
         "if not due and modes == self._saved_modes:",
         "if not due:",
-        ("tests/reconcile/test_loop.py",),
+        (
+            "tests/reconcile/test_loop.py::test_state_is_saved_every_five_minutes_and_at_once_on_a_change_of_mode",
+        ),
     ),
     Mutation(
         "day buckets out of order after the clock steps back",
@@ -183,14 +187,16 @@ MUTATIONS = (
         "forecaster/actuators/observer.py",
         "if buffer_gpus and not paused:",
         "if False:",
-        ("tests/reconcile/test_loop.py",),
+        (
+            "tests/reconcile/test_loop.py::test_capacity_buffer_spend_is_charged_and_capped_like_placeholders",
+        ),
     ),
     Mutation(
         "idle nodes kept by our NodePool pause are not billed",
         "forecaster/actuators/observer.py",
         "elif name in ours_on or (paused and _ready(node) and name not in used_on):",
         "elif name in ours_on:",
-        ("tests/actuators/test_actuation.py",),
+        ("tests/actuators/test_actuation.py::test_empty_nodes_kept_by_our_pause_are_billed_to_us",),
     ),
     Mutation(
         "unsafe PriorityClass accepted",
@@ -212,14 +218,16 @@ MUTATIONS = (
         "return NodePoolAction.HOLD if until is not None and now < until else "
         "NodePoolAction.RESTORE",
         "return NodePoolAction.RESTORE",
-        ("tests/actuators/test_actuation.py",),
+        ("tests/actuators/test_actuation.py::test_a_flapping_target_does_not_flap_the_nodepool",),
     ),
     Mutation(
         "restore overwrites someone else's edit",
         "forecaster/actuators/nodepools.py",
         'if disruption.get(key) == record["applied"][key]:',
         "if True:",
-        ("tests/actuators/test_actuation.py",),
+        (
+            "tests/actuators/test_actuation.py::test_restore_leaves_a_field_someone_else_changed_and_reports_it",
+        ),
     ),
     Mutation(
         "expired NodePool pause not restored without the daemon",
@@ -283,14 +291,18 @@ MUTATIONS = (
         "forecaster/reconcile/loop.py",
         "            self._loaded = False\n        except ForecasterError as exc:",
         "            pass\n        except ForecasterError as exc:",
-        ("tests/reconcile/test_loop.py",),
+        (
+            "tests/reconcile/test_loop.py::test_a_save_conflict_rereads_the_state_another_leader_wrote",
+        ),
     ),
     Mutation(
         "a follower taking over acts on the state it read long ago",
         "forecaster/reconcile/loop.py",
         "self._loaded = False  # a follower re-reads each tick: fresh when it takes over",
         "pass",
-        ("tests/reconcile/test_loop.py",),
+        (
+            "tests/reconcile/test_loop.py::test_a_follower_taking_over_acts_on_the_state_the_leader_left",
+        ),
     ),
     Mutation(
         "unreadable state starts from zero (fail open)",
@@ -339,7 +351,9 @@ MUTATIONS = (
         "forecaster/actuators/capacitybuffers.py",
         'if int(buffer["spec"].get("replicas", 0)) > 0 or int(reported or 0) > 0:',
         "if False:",
-        ("tests/actuators/test_backends.py",),
+        (
+            "tests/actuators/test_backends.py::test_a_buffer_karpenter_has_not_drained_is_left_at_zero",
+        ),
     ),
     Mutation(
         "the kill switch is ignored by the planner",
@@ -381,7 +395,9 @@ MUTATIONS = (
         "forecaster/core/planner.py",
         "        cap = min(cap, held)",
         "        cap = cap",
-        ("tests/core/test_planner.py", "tests/actuators/test_attribution.py"),
+        (
+            "tests/core/test_planner.py::test_no_capacity_at_the_cloud_holds_what_exists_and_adds_nothing",
+        ),
     ),
     Mutation(
         "a NodePool record from a newer format is trusted",
@@ -413,7 +429,9 @@ MUTATIONS = (
         "forecaster/app/build_replay.py",
         "    runtime = setup.runtime or PoolRuntime(",
         "    runtime = PoolRuntime(",
-        ("tests/simulation/test_replay.py",),
+        (
+            "tests/simulation/test_replay.py::test_replay_with_a_config_runs_the_configured_daemons_decision_path",
+        ),
     ),
     Mutation(
         "a warm second pod hides the cold image pull of a fresh node",
@@ -470,7 +488,9 @@ MUTATIONS = (
         "forecaster/actuators/observer.py",
         'if age < ARRIVAL_WINDOWS_SECONDS[-1] and not pod["spec"].get("imagePullSecrets"):',
         "if age < ARRIVAL_WINDOWS_SECONDS[-1]:",
-        ("tests/actuators/test_actuation.py",),
+        (
+            "tests/actuators/test_actuation.py::test_new_placeholders_pull_the_images_the_pools_pods_ran",
+        ),
     ),
     Mutation(
         "a local forecast-only run writes a Lease",
