@@ -194,7 +194,9 @@ def build_reconciler(
     models = ModelProvider(
         model_store(settings),
         horizons_seconds=settings.forecast.horizons_seconds,
-        quantiles=settings.model_quantiles,
+        # what the configured plan needs; a chosen point's quantile is checked on its own, so a
+        # model trained before a budget was set keeps forecasting until the next retrain
+        quantiles=settings.forecast.quantiles,
         follow_operating_points=settings.operating_point.enabled,
     )
     state_store: StateStore = MemoryStateStore()

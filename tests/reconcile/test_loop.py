@@ -372,3 +372,20 @@ def test_a_point_the_model_cannot_forecast_is_ignored_and_said(
     assert record.pools[POOL].quantile == 0.95 and record.pools[POOL].operating_point is None
     assert record.errors == () and record.plan.pool(POOL).target_gpus >= 8
     assert any("cannot forecast its operating point's P80" in m for m in caplog.messages)
+
+
+def test_setting_a_budget_keeps_the_current_model_until_the_next_retrain(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
+    """A model trained before the budget was set (P50/P95 only, no point) still forecasts:
+    the pool plans at the configured quantile, not with the fallback baseline."""
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    series, _ = source.fetch(POOL, start=0, end=T0, step_seconds=60)
+    model = build("quantreg-raw", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95))
+    ArtifactStore(tmp_path / "models").publish(
+        pool=POOL, model_name="quantreg-raw", model=model.fit(series), metadata={},
+        created="20260101T000000Z",
+    )  # fmt: skip
+    loop = reconciler(tmp_path, api, source, operating_point={"budget_percent": 5})
+    view = loop.tick(T0).pools[POOL]
+    assert (view.model, view.quantile, view.operating_point) == ("quantreg-raw", 0.95, None)
