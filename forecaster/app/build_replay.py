@@ -165,6 +165,7 @@ def predictive(setup: ReplaySetup) -> Predictive:
         horizons_seconds=horizons,
         quantiles=(0.5, setup.plan_quantile),
         schedule=setup.retrain,
+        arrivals=setup.arrivals,
     )
     runtime = setup.runtime or PoolRuntime(
         policy=replay_pool_policy(setup),

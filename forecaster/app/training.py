@@ -7,6 +7,7 @@ first and publishes what became current afterwards. A pool that fails is reporte
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from forecaster.actuators.model_configmaps import ModelConfigMaps
@@ -68,11 +69,12 @@ def fetch_arrivals(source: DemandSource, series: DemandSeries) -> DemandSeries |
 
 
 def choose_point(
-    settings: Settings, pool: PoolSettings, history: DemandSeries
+    settings: Settings, pool: PoolSettings, history: DemandSeries, *, arrivals: bool = True
 ) -> OperatingPoint | None:
-    """With a GPU-hours budget (``operating_point``), the quantile the pool plans for until
-    the next retrain, chosen by replaying ``history`` (``simulation.operating_point``); None
-    without one, or when the replays cannot choose (the configured quantile then holds)."""
+    """With a budget (``operating_point``), the quantile the pool plans for until the next
+    retrain, chosen by replaying ``history`` (``simulation.operating_point``) with the models
+    the pool will have (``arrivals``: its training has pods' creation times); None without a
+    budget, or when the replays cannot choose (the configured quantile then holds)."""
     chosen = settings.operating_point
     if not chosen.enabled:
         return None
@@ -87,6 +89,7 @@ def choose_point(
             end_day=days,
             model=chosen.model,
         )
+        setup = dataclasses.replace(setup, arrivals=arrivals)
         point = choose_operating_point(
             history,
             setup,
@@ -143,6 +146,7 @@ def _train_pools(
             series, report = fetch_history(settings, source, pool=pool, clock=clock)
             for line in report.describe():  # debug: `train` prints these in its report
                 log.debug("pool %s data: %s", pool.name, line)
+            arrivals = fetch_arrivals(source, series)
             result = train_pool(
                 series,
                 report,
@@ -150,8 +154,8 @@ def _train_pools(
                 store=store,
                 created=created,
                 progress=progress,
-                arrivals=fetch_arrivals(source, series),
-                operating_point=choose_point(settings, pool, series),
+                arrivals=arrivals,
+                operating_point=choose_point(settings, pool, series, arrivals=arrivals is not None),
             )
         except ForecasterError as exc:
             log.debug("pool %s: training failed: %s", pool.name, exc)

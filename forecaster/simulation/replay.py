@@ -162,6 +162,9 @@ class ReplaySetup:
     daemon's does when the config leaves it out."""
     plan_quantile: float = 0.95
     retrain: RetrainSchedule = field(default_factory=RetrainSchedule)
+    arrivals: bool = True
+    """Whether the retrains fit the arrivals model (the pool's training has pods' creation
+    times); without, the plan follows the level model, as the daemon's does."""
     runtime: PoolRuntime | None = None
     """The pool as a configured daemon runs it (``app.build.pool_runtime``: its policy, horizon,
     quantile and lead); None: replay's own whole-node pool built from the fields above."""

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import yaml
 
+from forecaster.app import training
 from forecaster.app.build import build_reconciler, pool_policy
 from forecaster.cli import main
+from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.quality import regularize
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
@@ -31,6 +34,7 @@ from forecaster.forecasting.selection import champion_or_challenger
 from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.reconcile.models import ModelProvider
 from forecaster.settings import load_settings
+from forecaster.simulation.replay import ReplaySetup
 from tests.factories import bursty
 
 
@@ -140,7 +144,10 @@ def test_training_with_arrivals_publishes_the_arrivals_model_and_says_so(
 
 
 def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_plans_at(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     demand, _ = bursty(4, seed=6)
     csv = tmp_path / "a.csv"
@@ -171,8 +178,18 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
             }
         )
     )
+    replayed_with_arrivals: list[bool] = []
+    choose = training.choose_operating_point
+
+    def spy(history: DemandSeries, setup: ReplaySetup, **kwargs: Any) -> OperatingPoint | None:
+        replayed_with_arrivals.append(setup.arrivals)
+        return choose(history, setup, **kwargs)
+
+    monkeypatch.setattr(training, "choose_operating_point", spy)
     with caplog.at_level(logging.INFO):
         assert main(["train", "--config", str(config)]) == 0
+    assert replayed_with_arrivals == [False]  # a CSV of demand has no pods' creation times:
+    # the daemon gets no arrivals model, so the replays that choose for it have none either
     settings = load_settings(config)
     artifact = ArtifactStore(tmp_path / "models").load_current("a")
     assert artifact is not None and artifact.operating_point is not None
