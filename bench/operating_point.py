@@ -33,10 +33,9 @@ from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.simulation.frontier import (
     BUDGETS_PERCENT,
-    COMPARED,
     PREDICTIVE_KNOBS,
-    interpolate,
     parse_days,
+    ratios,
 )
 from forecaster.simulation.metrics import ReplayMetrics
 from forecaster.simulation.operating_point import choose_operating_point, under_budget
@@ -107,7 +106,7 @@ def main() -> None:
                 f" ({time.perf_counter() - began:.0f} s):"
                 f" {judged.gpu_hours / frontier['reactive']['gpu_hours'] - 1:+.1%} GPU-hours,"
                 f" {judged.cap_breaches} cap breaches, {judged.handoffs} hand-offs, vs static: "
-                + _ratios(judged, static)
+                + ratios(judged, static)
             )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
@@ -128,16 +127,6 @@ def _as_the_daemon_runs_it(
     return result.metrics
 
 
-def _ratios(point: ReplayMetrics, static: list[ReplayMetrics]) -> str:
-    out = []
-    for key in COMPARED:
-        other = interpolate(static, point.gpu_hours, key=key)
-        out.append(
-            f"{key} n/a" if not other else f"{key} {float(getattr(point, key)) / other:.2f}x"
-        )
-    return ", ".join(out)
-
-
 def _against_frontier(frontier: dict[str, Any], quantile: float, budget: int) -> list[str]:
     """The frontier's own choice for ``budget`` and how both did on its evaluation window."""
     reactive = frontier["reactive"]["gpu_hours"]
@@ -154,7 +143,7 @@ def _against_frontier(frontier: dict[str, Any], quantile: float, budget: int) ->
         m = _metrics(by_knob[knob])
         lines.append(
             f"{label} P{knob * 100:g} in the frontier's sweep (no cap) on evaluation:"
-            f" {m.gpu_hours / reactive - 1:+.1%} GPU-hours, vs static: " + _ratios(m, static)
+            f" {m.gpu_hours / reactive - 1:+.1%} GPU-hours, vs static: " + ratios(m, static)
         )
     return lines
 

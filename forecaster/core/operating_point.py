@@ -24,8 +24,7 @@ from typing import Any
 
 from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.policy import Budgets
-
-HOURS_PER_DAY = 24.0
+from forecaster.durations import DAY
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,7 @@ def operating_point(
     window: tuple[int, int],
 ) -> OperatingPoint | None:
     """The choice for ``budget`` on replayed history, with the cap it sets and why."""
-    days = max(window[1] - window[0], 1) / (HOURS_PER_DAY * 3600)
+    days = max(window[1] - window[0], 1) / DAY
     if reactive_gpu_hours <= 0:
         return None
     reactive_per_day = reactive_gpu_hours / days

@@ -5,8 +5,9 @@ error budget left, prewarm dollars today); per pool the demand with the forecast
 forecasts against what happened (misses marked), the error and waste budgets over the day with
 hand-off episodes shaded and their reasons, the prewarm planned and held, the FinOps figures
 (``core.finops``), the operating point chosen at the last retrain against the other quantiles
-replayed (``core.operating_point``) and the plan's reasons - every number in the overview links to them. Each
-chart sets ``data-points`` on its canvas once drawn (the headless-browser test reads them).
+replayed (``core.operating_point``) and the plan's reasons - every number in the overview links
+to them. Each chart sets ``data-points`` on its canvas once drawn (the headless-browser test
+reads them).
 """
 
 PAGE = """<!doctype html>

@@ -200,19 +200,19 @@ def frontier(
             lines.append(
                 f"+{budget} % budget: {label} {point.knob:g} (chosen on tuning) at {overhead:+.2%}"
                 " GPU-hours in evaluation; against static at the same GPU-hours: "
-                + _ratios(point.eval, [p.eval for p in static])
+                + ratios(point.eval, [p.eval for p in static])
             )
         mine = document["chosen"].get(str(budget))
         if mine is not None:
             chosen = next(p for p in predictive if p.knob == mine["knob"])
             lines.append(
                 f"+{budget} % budget: predictive against burst at the same GPU-hours: "
-                + _ratios(chosen.eval, [p.eval for p in burst])
+                + ratios(chosen.eval, [p.eval for p in burst])
             )
     return document, lines
 
 
-def _ratios(point: ReplayMetrics, curve: Sequence[ReplayMetrics]) -> str:
+def ratios(point: ReplayMetrics, curve: Sequence[ReplayMetrics]) -> str:
     """``point`` over ``curve`` interpolated at its GPU-hours, per compared metric."""
     out = []
     for key in COMPARED:
