@@ -10,8 +10,12 @@ quantile, every candidate and the run time; with ``--frontier-json`` (``replay -
 --json`` of the same trace), the frontier's choice on its tuning window (days 10-30, real jobs,
 no cap) and how both choices did on the evaluation window against static headroom.
 
+With ``--history pods`` the replays run the pool's pods instead, as kube-state-metrics would
+hold them (``sources.prometheus.PODS_QUERIES``): the trace's jobs up to the retrain, each split
+into node-sized pods.
+
 Run: ``.venv/bin/python -m bench.operating_point --trace cluster04
-[--frontier-json out/frontier-c04.json]``
+[--frontier-json out/frontier-c04.json] [--history pods]``
 """
 
 from __future__ import annotations
@@ -24,11 +28,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from forecaster.app.build_replay import replay_policy
 from forecaster.cli import build_parser
 from forecaster.cli.replay import load_trace, setup_from
 from forecaster.core.jobs import JobTrace
-from forecaster.core.operating_point import Budget, OperatingPoint
+from forecaster.core.operating_point import REPLAYED, Budget, OperatingPoint
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.simulation.frontier import (
@@ -52,6 +58,13 @@ def main() -> None:
     own.add_argument("--measure-days", type=float, default=14.0)
     own.add_argument("--frontier-json", type=Path, default=None)
     own.add_argument("--eval-days", default="30-50", help="where the chosen point is judged")
+    own.add_argument(
+        "--history",
+        choices=("demand", "pods"),
+        default="demand",
+        help="what the replays run: the demand level rebuilt as pods, or the pool's pods as"
+        " kube-state-metrics shows them (the trace's jobs, split into node-sized pods)",
+    )
     mine = own.parse_args()
     logging.basicConfig(level=logging.WARNING)
     # the judging replay is the daemon's loop in simulated time: its hand-offs are counted in
@@ -76,6 +89,8 @@ def main() -> None:
         f" {mine.measure_days:g}"
     )
     frontier = json.loads(mine.frontier_json.read_text()) if mine.frontier_json else None
+    pods = as_pods(jobs, setup.twin.gpus_per_node) if mine.history == "pods" else None
+    print(f"the replays run {REPLAYED[mine.history]}")
     for budget in BUDGETS_PERCENT:
         began = time.perf_counter()
         point = choose_operating_point(
@@ -85,6 +100,7 @@ def main() -> None:
             quantiles=PREDICTIVE_KNOBS,
             budget=Budget(percent=budget),
             measure_seconds=int(mine.measure_days * DAY),
+            pods=pods,
         )
         took = time.perf_counter() - began
         if point is None:
@@ -109,6 +125,17 @@ def main() -> None:
                 + ratios(judged, static)
             )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+def as_pods(jobs: JobTrace, gpus_per_node: int) -> JobTrace:
+    """The jobs as kube-state-metrics shows them: a job bigger than a node is that many
+    node-sized pods (the last one holding the rest), each its own pod."""
+    per_job = np.maximum(1, -(-jobs.gpus // gpus_per_node))
+    index = np.repeat(np.arange(len(jobs)), per_job)
+    first = np.cumsum(per_job) - per_job
+    nth = np.arange(index.size) - np.repeat(first, per_job)
+    gpus = np.minimum(gpus_per_node, jobs.gpus[index] - nth * gpus_per_node)
+    return JobTrace(submit=jobs.submit[index], duration=jobs.duration[index], gpus=gpus)
 
 
 def _as_the_daemon_runs_it(

@@ -84,6 +84,12 @@ class PoolSettings(_Strict):
         description="PromQL override of the GPUs of pods created per step (the arrivals model's"
         " history): {pool}, {step} and {twice_step} are filled in",
     )
+    pods_query: str | None = Field(
+        None,
+        description="PromQL override of which pods belong to the pool, one series per"
+        " (namespace, pod) seen within {window} (the pod history the operating point replays):"
+        " {pool} and {window} are filled in",
+    )
     forecast_only: bool = Field(False, description="forecast and report, never act")
     max_prewarm_gpus: int = Field(32, ge=0)
     prices: Prices = Prices()

@@ -32,6 +32,31 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "the operating point replays the demand level although the pool's pods are there",
+        "forecaster/app/training.py",
+        "            pods=pods,",
+        "            pods=None,",
+        (
+            "tests/app/test_training.py::test_the_operating_point_replays_the_pools_pods_where_the_source_keeps_them",
+        ),
+    ),
+    Mutation(
+        "a pod history's window runs pods past its end",
+        "forecaster/core/jobs.py",
+        "duration=(np.minimum(finish[keep], end) - submit)[order],",
+        "duration=(finish[keep] - submit)[order],",
+        (
+            "tests/simulation/test_replay.py::test_a_window_of_jobs_runs_the_same_gpus_in_it_and_nothing_outside",
+        ),
+    ),
+    Mutation(
+        "a pod's start time is only read from the first window that saw it",
+        "forecaster/sources/prometheus.py",
+        "row[1] = started if math.isnan(row[1]) else row[1]",
+        "row[1] = row[1]",
+        ("tests/sources/test_prometheus.py::test_pod_history_has_each_pods_creation_run_time_and_gpus",),
+    ),
+    Mutation(
         "a fall ends a pod bigger than the fall (history replays below the real demand)",
         "forecaster/core/jobs.py",
         "while running and level - target >= gpus[running[0]]:",

@@ -57,6 +57,14 @@ KSM_CREATED = {
 }
 """Creation time of each pod (``kube_pod_created``): b, d and e within the two hours."""
 
+KSM_STARTED = {
+    "a": KSM_CREATED["a"] + 60,
+    "b": KSM_START + 30 * 60,
+    "c": KSM_CREATED["c"] + 30,
+    "d": KSM_CREATED["d"],
+}
+"""When a node took each pod (``kube_pod_start_time``): e never left Pending."""
+
 
 def ksm_series() -> list[Series]:
     """kube-state-metrics for five pods over two hours (see test_default_query_*)."""
@@ -104,6 +112,15 @@ def ksm_series() -> list[Series]:
                 [(at(m), float(KSM_CREATED[pod])) for m in minutes],
             )
         )
+        if pod in KSM_STARTED:
+            started = float(KSM_STARTED[pod])
+            out.append(
+                Series(
+                    "kube_pod_start_time",
+                    ident,
+                    [(at(m), started) for m in minutes if at(m) >= started],
+                )
+            )
         out.append(
             Series(
                 "kube_pod_nodeselectors",

@@ -76,6 +76,7 @@ def build_source(settings: Settings) -> DemandSource:
         url=prom.url,
         queries={p.name: p.query for p in settings.pools if p.query},
         arrival_queries={p.name: p.arrivals_query for p in settings.pools if p.arrivals_query},
+        pod_selectors={p.name: p.pods_query for p in settings.pools if p.pods_query},
         timeout_seconds=prom.timeout_seconds,
         retries=prom.retries,
         backoff_seconds=prom.backoff_seconds,

@@ -14,6 +14,7 @@ from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.app.build import build_source, pool_policy, training_plan
 from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
 from forecaster.app.model_sharing import fetch_models, publish_models
+from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, to_epoch_seconds
@@ -24,7 +25,7 @@ from forecaster.forecasting.training import PoolTraining, Progress, train_pool
 from forecaster.service.clock import Clock
 from forecaster.settings import PoolSettings, Settings
 from forecaster.simulation.operating_point import choose_operating_point
-from forecaster.sources.base import ArrivalSource, DemandSource
+from forecaster.sources.base import ArrivalSource, DemandSource, PodHistorySource
 from forecaster.sources.files import CsvSource
 
 log = logging.getLogger(__name__)
@@ -68,16 +69,47 @@ def fetch_arrivals(source: DemandSource, series: DemandSeries) -> DemandSeries |
     return arrivals
 
 
+def fetch_pods(source: DemandSource, series: DemandSeries) -> JobTrace | None:
+    """The pool's pods over ``series``' window, where the source keeps them (Prometheus:
+    kube-state-metrics): None, and why in the log, otherwise - the replays then rebuild pods
+    from the demand level."""
+    if not isinstance(source, PodHistorySource):
+        log.info("pool %s: the source keeps no pods: replaying the demand level", series.name)
+        return None
+    try:
+        pods = source.fetch_pods(
+            series.name,
+            start=series.start,
+            end=series.end + series.step_seconds,
+            step_seconds=series.step_seconds,
+        )
+    except SourceError as exc:
+        log.warning("pool %s: no pod history (%s): replaying the demand level", series.name, exc)
+        return None
+    if len(pods) == 0:
+        log.warning("pool %s: no GPU pods in the history: replaying the demand level", series.name)
+        return None
+    log.info("pool %s: replaying %d pods from the history", series.name, len(pods))
+    return pods
+
+
 def choose_point(
-    settings: Settings, pool: PoolSettings, history: DemandSeries, *, arrivals: bool = True
+    settings: Settings,
+    pool: PoolSettings,
+    history: DemandSeries,
+    *,
+    arrivals: bool = True,
+    source: DemandSource | None = None,
 ) -> OperatingPoint | None:
     """With a budget (``operating_point``), the quantile the pool plans for until the next
-    retrain, chosen by replaying ``history`` (``simulation.operating_point``) with the models
-    the pool will have (``arrivals``: its training has pods' creation times); None without a
-    budget, or when the replays cannot choose (the configured quantile then holds)."""
+    retrain, chosen by replaying ``history`` (``simulation.operating_point``; the pool's pods
+    where ``source`` keeps them) with the models the pool will have (``arrivals``: its training
+    has pods' creation times); None without a budget, or when the replays cannot choose (the
+    configured quantile then holds)."""
     chosen = settings.operating_point
     if not chosen.enabled:
         return None
+    pods = fetch_pods(source, history) if source is not None else None
     days = (history.end + history.step_seconds - history.start) / DAY
     try:
         setup = replay_setup_from_settings(
@@ -97,6 +129,7 @@ def choose_point(
             quantiles=chosen.quantiles,
             budget=chosen.budget(price_per_gpu_hour=pool_policy(settings, pool).price_per_gpu_hour),
             measure_seconds=int(chosen.measure_days * DAY),
+            pods=pods,
             progress=lambda name: log.info(
                 "pool %s: operating point: replaying %s", pool.name, name
             ),
@@ -155,7 +188,9 @@ def _train_pools(
                 created=created,
                 progress=progress,
                 arrivals=arrivals,
-                operating_point=choose_point(settings, pool, series, arrivals=arrivals is not None),
+                operating_point=choose_point(
+                    settings, pool, series, arrivals=arrivals is not None, source=source
+                ),
             )
         except ForecasterError as exc:
             log.debug("pool %s: training failed: %s", pool.name, exc)

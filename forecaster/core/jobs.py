@@ -36,6 +36,20 @@ class JobTrace:
         np.add.at(delta, last, -self.gpus)
         return np.cumsum(delta)[:-1]
 
+    def seen_between(self, start: float, end: float) -> JobTrace:
+        """The jobs running in [start, end), as a cluster's pod history over that window shows
+        them: one already running at ``start`` is submitted then, one still running at ``end``
+        ends then (its later life is not known yet)."""
+        finish = self.submit + self.duration
+        keep = (self.submit < end) & (finish > start)
+        submit = np.maximum(self.submit[keep], start)
+        order = np.argsort(submit, kind="stable")
+        return JobTrace(
+            submit=submit[order],
+            duration=(np.minimum(finish[keep], end) - submit)[order],
+            gpus=self.gpus[keep][order],
+        )
+
 
 def jobs_from_series(
     start: int, step_seconds: int, *, values: npt.NDArray[np.float64], max_pod_gpus: int = 1

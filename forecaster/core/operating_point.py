@@ -26,6 +26,9 @@ from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
 
+REPLAYED = {"pods": "the pool's pods", "demand": "demand rebuilt as pods"}
+"""What an operating point's replays ran (``OperatingPoint.replayed``), as the reason says it."""
+
 
 @dataclass(frozen=True)
 class Candidate:
@@ -111,6 +114,9 @@ class OperatingPoint:
     """The replayed history that was measured (epoch seconds, end exclusive)."""
     candidates: tuple[Candidate, ...]
     reason: str
+    replayed: str = "demand"
+    """What the replays ran: ``pods`` (the pool's own pods: creation, GPUs, lifetime) or
+    ``demand`` (the demand level rebuilt as pods: job sizes and boundaries guessed)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (artifacts, the inspection endpoint)."""
@@ -124,6 +130,7 @@ class OperatingPoint:
             "window": list(self.window),
             "candidates": [c.__dict__ for c in self.candidates],
             "reason": self.reason,
+            "replayed": self.replayed,
         }
 
     @classmethod
@@ -140,8 +147,13 @@ class OperatingPoint:
             window=(int(document["window"][0]), int(document["window"][1])),
             candidates=tuple(Candidate(**c) for c in document["candidates"]),
             reason=str(document["reason"]),
+            replayed=str(document.get("replayed", "demand")),
         )
-        if not 0.5 < point.quantile < 1 or point.gpu_hours_per_day_budget < 0:
+        if (
+            not 0.5 < point.quantile < 1
+            or point.gpu_hours_per_day_budget < 0
+            or point.replayed not in REPLAYED
+        ):
             raise ValueError(f"operating point out of range: {document}")
         return point
 
@@ -152,8 +164,10 @@ def operating_point(
     reactive_gpu_hours: float,
     budget: Budget,
     window: tuple[int, int],
+    replayed: str = "demand",
 ) -> OperatingPoint | None:
-    """The choice for ``budget`` on replayed history, with the cap it sets and why."""
+    """The choice for ``budget`` on replayed history (``replayed``: what ran, ``REPLAYED``),
+    with the cap it sets and why."""
     days = max(window[1] - window[0], 1) / DAY
     if reactive_gpu_hours <= 0:
         return None
@@ -186,7 +200,9 @@ def operating_point(
         window=window,
         candidates=tuple(candidates),
         reason=f"P{picked.quantile * 100:g} ({verdict}: {overhead:+.1%}, mean wait"
-        f" {picked.mean_wait_s:.0f} s over {days:.1f} replayed days; tried {tried})",
+        f" {picked.mean_wait_s:.0f} s over {days:.1f} replayed days of {REPLAYED[replayed]};"
+        f" tried {tried})",
+        replayed=replayed,
     )
 
 

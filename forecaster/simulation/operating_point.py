@@ -1,20 +1,21 @@
 """Choose a pool's operating point by replaying its own recent history through the twin.
 
 At each retrain the training job hands this module the pool's demand history (what it trains
-on - data from before the retrain only). The history becomes pods (``core.jobs.
-jobs_from_series``: each rise submits pods of up to a node's GPUs, each fall ends the oldest
-that fit in it), and the twin
-replays it under the daemon's own loop (``app.build_replay.replay_policy("predictive")``,
-retrained weekly inside the replay on the replayed past only): first reactive scaling alone,
-whose GPU-hours a day turn a percentage budget into GPU-hours (the GPU-hours/day cap), then
-each candidate quantile under that cap and the SLO it implies. The last ``measure_seconds`` of
-the history are measured; the earlier part only trains the replay's models.
-``core.operating_point`` picks the quantile.
+on - data from before the retrain only) and, where the source keeps them, the pool's pods over
+it (kube-state-metrics: each pod's creation, GPU requests and lifetime; ``sources.prometheus``).
+Without pods the history becomes pods (``core.jobs.jobs_from_series``: each rise submits pods
+of up to a node's GPUs, each fall ends the oldest that fit in it). The twin replays them under
+the daemon's own loop (``app.build_replay.replay_policy("predictive")``, retrained weekly
+inside the replay on the replayed past only): first reactive scaling alone, whose GPU-hours a
+day turn a percentage budget into GPU-hours (the GPU-hours/day cap), then each candidate
+quantile under that cap and the SLO it implies. The last ``measure_seconds`` of the history are
+measured; the earlier part only trains the replay's models. ``core.operating_point`` picks the
+quantile.
 
-What the history cannot show: job boundaries (a rise of 8 GPUs in a minute is one 8-GPU pod, a
-rise of 3 one 3-GPU pod, whatever the jobs were; no job spans nodes) and waits that were
-already in the demand (pending pods count as demand). The choice is relative - the same replay
-judges every candidate.
+What the demand level cannot show, and the pods do: job boundaries (a rise of 8 GPUs in a
+minute is one 8-GPU pod, a rise of 3 one 3-GPU pod, whatever the jobs were; no job spans
+nodes) and waits that were already in the demand (pending pods count as demand). Neither shows
+a job's pods as one gang. The choice is relative - the same replay judges every candidate.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import logging
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
-from forecaster.core.jobs import jobs_from_series
+from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.operating_point import Budget, OperatingPoint, operating_point, slo_at
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
@@ -45,10 +46,12 @@ def choose_operating_point(
     quantiles: Sequence[float],
     budget: Budget,
     measure_seconds: int,
+    pods: JobTrace | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> OperatingPoint | None:
-    """Replay ``history`` at each of ``quantiles`` and choose for ``budget`` (module
-    docstring); None when the history is too short or reactive used no GPU-hours."""
+    """Replay the pool's ``pods`` over ``history``'s window (without them, ``history`` rebuilt
+    as pods) at each of ``quantiles`` and choose for ``budget`` (module docstring); None when
+    the history is too short or reactive used no GPU-hours."""
     end = history.end + history.step_seconds
     warmup_end = end - measure_seconds
     if warmup_end - history.start < DAY:
@@ -60,12 +63,15 @@ def choose_operating_point(
             measure_seconds / DAY,
         )
         return None
-    jobs = jobs_from_series(
-        history.start,
-        history.step_seconds,
-        values=history.values,
-        max_pod_gpus=setup.twin.gpus_per_node,
-    )
+    if pods is not None:
+        jobs = pods.seen_between(history.start, end)
+    else:
+        jobs = jobs_from_series(
+            history.start,
+            history.step_seconds,
+            values=history.values,
+            max_pod_gpus=setup.twin.gpus_per_node,
+        )
     warmup = warmup_end - history.start
     base = dataclasses.replace(
         setup,
@@ -109,6 +115,7 @@ def choose_operating_point(
         reactive_gpu_hours=reactive.gpu_hours,
         budget=budget,
         window=(warmup_end, end),
+        replayed="demand" if pods is None else "pods",
     )
 
 

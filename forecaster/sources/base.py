@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from forecaster.core.jobs import JobTrace
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries
 
@@ -31,4 +32,17 @@ class ArrivalSource(Protocol):
     ) -> tuple[DemandSeries, QualityReport]:
         """GPUs requested by real pods of ``pool`` created in (t - step, t], on the grid
         ``start <= t <= end``."""
+        ...
+
+
+@runtime_checkable
+class PodHistorySource(Protocol):
+    """Reads the pods one pool ran: what the operating point's replays run
+    (``simulation.operating_point``)."""
+
+    def fetch_pods(self, pool: str, *, start: int, end: int, step_seconds: int) -> JobTrace:
+        """The pool's GPU pods alive in [start, end]: each one's creation (``submit``), the
+        time it ran (``duration``: from its start to the last moment it was seen Pending or
+        Running, to within ``step_seconds``) and its GPUs. A pod may begin before ``start``
+        and still run at ``end``."""
         ...

@@ -17,6 +17,7 @@ override the query in config. ``{pool}`` in a query is replaced with the NodePoo
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
+from forecaster.core.jobs import JobTrace
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries, iso_utc
 from forecaster.errors import SourceError
@@ -58,6 +60,33 @@ time (``kube_pod_created`` is the creation time). Asking one step late leaves a 
 (at most one step) for the pod to be seen at all; ``fetch_arrivals`` moves each value back one
 step, so the value at ``t`` counts the pods created in (t - step, t]. No pod created is 0, not a
 gap."""
+
+POD_SELECTOR = """group by (namespace, pod) (
+  last_over_time(kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"}[{window}])
+)"""
+"""The pods of NodePool ``{pool}`` seen within ``{window}`` before the evaluation time, one
+series per (namespace, pod); a pool's ``pods_query`` overrides it."""
+
+POD_QUERIES = {
+    "gpus": """sum by (namespace, pod) (
+  max_over_time(kube_pod_container_resource_requests{resource="nvidia_com_gpu"}[{window}])
+) and on (namespace, pod) ({pods})""",
+    "created": "max by (namespace, pod) (last_over_time(kube_pod_created[{window}]))"
+    " and on (namespace, pod) ({pods})",
+    "started": "max by (namespace, pod) (last_over_time(kube_pod_start_time[{window}]))"
+    " and on (namespace, pod) ({pods})",
+    "alive": """max by (namespace, pod) (max_over_time(
+  timestamp(kube_pod_status_phase{phase=~"Pending|Running"} == 1)[{window}:{step}]
+)) and on (namespace, pod) ({pods})""",
+}
+"""Per pod of the pool, over one window (instant queries at its end): GPUs requested (summed
+over containers), creation and start times (``kube_pod_start_time``: when a node took it), and
+the last step it was Pending or Running (``timestamp`` inside the subquery is the step's time).
+``fetch_pods`` runs them one window at a time and joins them by pod."""
+
+POD_WINDOW_SECONDS = 86_400
+"""``fetch_pods`` asks one day at a time: a subquery over a day at one-minute steps is 1,440
+evaluations, and a day's pods are one modest answer."""
 
 RECORDED_QUERY = 'sum(nodepool:forecaster_gpu_demand:sum{nodepool="{pool}"})'
 """The same demand from the recording rule ``deploy/`` ships (cheap over weeks of history)."""
@@ -113,12 +142,16 @@ class PrometheusSource:
         outage_min_seconds: int = 3600,
         headers: dict[str, str] | None = None,
         arrival_queries: dict[str, str] | None = None,
+        pod_selectors: dict[str, str] | None = None,
+        pod_window_seconds: int = POD_WINDOW_SECONDS,
     ) -> None:
         if not 1 < max_points_per_request < MAX_POINTS_PER_SERIES:
             raise ValueError(f"max_points_per_request must be below {MAX_POINTS_PER_SERIES}")
         self.url = url.rstrip("/")
         self._queries = dict(queries)
         self._arrival_queries = dict(arrival_queries or {})
+        self._pod_selectors = dict(pod_selectors or {})
+        self._pod_window = pod_window_seconds
         self._timeout = timeout_seconds
         self._max_points = max_points_per_request
         self._outage_min_seconds = outage_min_seconds
@@ -154,6 +187,55 @@ class PrometheusSource:
         query = query.replace("{twice_step}", str(2 * step_seconds))
         query = query.replace("{step}", str(step_seconds))
         return self._fetch(query, pool, start, end, step_seconds, shift=step_seconds, outages=0)
+
+    def fetch_pods(self, pool: str, *, start: int, end: int, step_seconds: int) -> JobTrace:
+        """The pool's GPU pods alive in [start, end] (a ``PodHistorySource``): ``POD_QUERIES``
+        one window at a time, joined by pod. A pod seen in several windows is one pod (same
+        namespace, name and creation time), its start time taken from whichever window knew
+        it; one never seen Pending or Running, or without a creation time, is left out."""
+        selector = render_query(self._pod_selectors.get(pool, POD_SELECTOR), pool)
+        rows: dict[tuple[str, str, float], list[float]] = {}  # -> [gpus, started, last alive]
+        at = start
+        while at < end:
+            at = min(end, at + self._pod_window)
+            window = f"{min(self._pod_window, at - start + step_seconds)}s"
+            values = {
+                name: self._per_pod(
+                    query.replace("{pods}", selector)
+                    .replace("{window}", window)
+                    .replace("{step}", f"{step_seconds}s"),
+                    at,
+                )
+                for name, query in POD_QUERIES.items()
+            }
+            for pod, gpus in values["gpus"].items():
+                created, alive = values["created"].get(pod), values["alive"].get(pod)
+                if created is None or alive is None or gpus <= 0:
+                    continue
+                started = values["started"].get(pod, math.nan)  # not yet on a node: NaN
+                row = rows.setdefault((*pod, created), [gpus, started, alive])
+                row[0], row[2] = max(row[0], gpus), max(row[2], alive)
+                row[1] = started if math.isnan(row[1]) else row[1]
+        ordered = sorted((key[2], row) for key, row in rows.items())
+        submit = np.array([c for c, _ in ordered], dtype=np.float64)
+        began = np.array([row[1] for _, row in ordered], dtype=np.float64)
+        began = np.fmax(submit, began)  # never on a node (NaN): it ran from creation
+        last_seen = np.array([row[2] for _, row in ordered], dtype=np.float64)
+        return JobTrace(
+            submit=submit,
+            duration=np.maximum(last_seen - began, float(step_seconds)),
+            gpus=np.array([round(row[0]) for _, row in ordered], dtype=np.int64),
+        )
+
+    def _per_pod(self, query: str, at: int) -> dict[tuple[str, str], float]:
+        """An instant query at ``at`` as {(namespace, pod): value}."""
+        result = self._guarded(lambda: self._client.custom_query(query, params={"time": str(at)}))
+        out = {}
+        for item in result:
+            labels = item.get("metric", {})
+            if "namespace" in labels and "pod" in labels:
+                out[(labels["namespace"], labels["pod"])] = float(item["value"][1])
+        return out
 
     def _fetch(
         self,

@@ -7,7 +7,8 @@ champion stays current (the challenger is still stored); an unusable champion is
 pool's arrivals, the arrivals model is published with the model and loaded with it; with a
 GPU-hours budget the job replays the history to choose the operating point, publishes it with a
 model fitted for every quantile it may choose, and the daemon built from the same config plans
-at it under its cap.
+at it under its cap; the choice replays the pool's pods where the source keeps them
+(Prometheus: kube-state-metrics), the demand level otherwise or when they cannot be read.
 """
 
 from __future__ import annotations
@@ -23,10 +24,12 @@ import yaml
 from forecaster.app import training
 from forecaster.app.build import build_reconciler, pool_policy
 from forecaster.cli import main
+from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.quality import regularize
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
+from forecaster.errors import SourceError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import ModelScore
 from forecaster.forecasting.registry import build
@@ -35,7 +38,10 @@ from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.reconcile.models import ModelProvider
 from forecaster.settings import load_settings
 from forecaster.simulation.replay import ReplaySetup
-from tests.factories import bursty
+from forecaster.sources.files import CsvSource
+from forecaster.sources.prometheus import PrometheusSource
+from tests.conftest import KSM_START
+from tests.factories import bursty, settings
 
 
 def score(model: str, pinball: float) -> ModelScore:
@@ -208,3 +214,50 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
     assert loop.effective_budgets().max_prewarm_gpu_hours_per_day == pytest.approx(
         point.gpu_hours_per_day_budget
     )
+
+
+class _PodsFrom:
+    """A source whose pod history is ``pods`` (or fails with ``error``)."""
+
+    def __init__(self, pods: JobTrace | None = None, error: str | None = None) -> None:
+        self.pods, self.error = pods, error
+
+    def fetch(self, pool: str, *, start: int, end: int, step_seconds: int) -> Any:
+        raise AssertionError("choose_point does not read demand")
+
+    def fetch_pods(self, pool: str, *, start: int, end: int, step_seconds: int) -> JobTrace:
+        if self.error:
+            raise SourceError(self.error)
+        assert self.pods is not None
+        return self.pods
+
+
+def test_the_operating_point_replays_the_pools_pods_where_the_source_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = settings(tmp_path, operating_point={"budget_percent": 5})
+    pool = config.pools[0]
+    history, _ = bursty(3, seed=2)
+    pods = JobTrace(submit=np.array([float(history.start)]), duration=np.array([600.0]),
+                    gpus=np.array([8]))  # fmt: skip
+    handed: list[JobTrace | None] = []
+
+    def spy(history: DemandSeries, setup: ReplaySetup, **kwargs: Any) -> None:
+        handed.append(kwargs["pods"])
+
+    monkeypatch.setattr(training, "choose_operating_point", spy)
+    training.choose_point(config, pool, history, source=_PodsFrom(pods))
+    with caplog.at_level(logging.WARNING):
+        training.choose_point(config, pool, history, source=_PodsFrom(error="query timed out"))
+    training.choose_point(config, pool, history, source=_PodsFrom(pods.seen_between(0, 0)))  # none
+    training.choose_point(config, pool, history, source=CsvSource({}, value_column="v"))
+    assert handed == [pods, None, None, None]  # without pods: the demand level, rebuilt
+    assert any("no pod history (query timed out)" in m for m in caplog.messages)
+
+
+def test_pods_come_from_prometheus_over_the_pools_history(prometheus_url: str) -> None:
+    source = PrometheusSource(url=prometheus_url, queries={})
+    history, _ = source.fetch("gpu-a", start=KSM_START, end=KSM_START + 110 * 60, step_seconds=60)
+    pods = training.fetch_pods(source, history)
+    assert pods is not None
+    assert sorted(pods.gpus.tolist()) == [2, 2, 4, 8]  # kube-state-metrics' four gpu-a pods

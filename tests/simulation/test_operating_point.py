@@ -3,8 +3,9 @@
 Cases: reactive first, then each quantile replayed as the daemon would run it - its quantile in
 the loop, the GPU-hours/day cap set to the budget share of reactive's GPU-hours, the SLO
 following the quantile - over the history only (no job after its end), measured on its last
-``measure_seconds``, with the loop's simulated-time logs kept out of the job's log; a history
-too short to train the replays gives no point, and says why.
+``measure_seconds``, with the loop's simulated-time logs kept out of the job's log; given the
+pool's pods, the replays run them, cut to the history; a history too short to train the replays
+gives no point, and says why.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+import numpy as np
 import pytest
 
 from forecaster.app.build_replay import replay_policy
@@ -71,6 +73,37 @@ def test_each_quantile_is_replayed_as_the_daemon_runs_it_under_the_budget_cap(
     assert point.quantile in (0.8, 0.95) and f"P{point.quantile * 100:g}" in point.reason
     simulated = [r for r in caplog.records if r.name.startswith("forecaster.reconcile")]
     assert simulated == []  # hand-offs in simulated time are not live events
+
+
+def test_with_the_pools_pods_the_replays_run_them_within_the_history() -> None:
+    history, _ = bursty(3, seed=3, start=REPLAY_T0)
+    end = history.end + history.step_seconds
+    pods = JobTrace(  # one before the history still running in it, two in it, one after it
+        submit=np.array([history.start - 600, history.start + 3600, end - 7200, end + 60.0]),
+        duration=np.array([7200, 1800, 10_800, 600.0]),
+        gpus=np.array([8, 16, 4, 2]),
+    )
+    replayed: list[JobTrace] = []
+
+    def spy(name: str, which: ReplaySetup, *, jobs: JobTrace) -> Policy:
+        replayed.append(jobs)
+        return replay_policy(name, which, jobs=jobs)
+
+    point = choose_operating_point(
+        history,
+        setup(3),
+        make_policy=spy,
+        quantiles=(0.9,),
+        budget=Budget(percent=10),
+        measure_seconds=DAY,
+        pods=pods,
+    )
+    assert point is not None and point.replayed == "pods"
+    assert "the pool's pods" in point.reason
+    for jobs in replayed:
+        assert jobs.submit.tolist() == [history.start, history.start + 3600, end - 7200]
+        assert jobs.duration.tolist() == [6600, 1800, 7200]  # cut at the history's ends
+        assert jobs.gpus.tolist() == [8, 16, 4]
 
 
 def test_a_history_too_short_to_train_the_replays_gives_no_point(

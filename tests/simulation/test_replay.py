@@ -3,8 +3,9 @@
 Cases: the predictive policy never sees future data (changing the trace after day 4 changes
 none of its decisions before day 4; every retrain's data ends before the retrain); planner-driven
 policies never breach their caps (tight caps, many jobs); a demand series becomes 1-GPU pods
-that reproduce it; bad job files name the line; ``forecaster replay`` writes the JSON keys
-scripts rely on and an HTML report with its charts.
+that reproduce it; a window of jobs runs the same GPUs within it and nothing outside; bad job
+files name the line; ``forecaster replay`` writes the JSON keys scripts rely on and an HTML
+report with its charts.
 """
 
 from __future__ import annotations
@@ -136,6 +137,32 @@ def test_series_become_pods_of_up_to_a_node_that_track_it(
     assert np.all(rebuilt[known] - held[known] < max_pod_gpus)
     if max_pod_gpus == 1:
         np.testing.assert_array_equal(rebuilt[known], held[known])
+
+
+@examples(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 100), st.integers(1, 60), st.integers(1, 16)), max_size=30),
+    st.integers(0, 60),
+    st.integers(1, 60),
+)
+def test_a_window_of_jobs_runs_the_same_gpus_in_it_and_nothing_outside(
+    jobs: list[tuple[int, int, int]], first: int, steps: int
+) -> None:
+    """``seen_between`` (a pod history's window): inside it, the same GPUs at every step;
+    nothing submitted before it or running after it."""
+    rows = sorted(jobs)
+    trace = JobTrace(
+        submit=np.array([T0 + 60 * s for s, _, _ in rows], dtype=np.float64),
+        duration=np.array([60 * d for _, d, _ in rows], dtype=np.float64),
+        gpus=np.array([g for _, _, g in rows], dtype=np.int64),
+    )
+    start, end = T0 + 60 * first, T0 + 60 * (first + steps)
+    seen = trace.seen_between(start, end)
+    np.testing.assert_array_equal(
+        seen.demand(start=start, end=end), trace.demand(start=start, end=end)
+    )
+    assert np.all(seen.submit >= start) and np.all(seen.submit + seen.duration <= end)
+    assert np.all(seen.duration > 0)
 
 
 def test_bad_job_files_name_the_line(tmp_path: Path) -> None:

@@ -19,7 +19,14 @@ import pytest
 from forecaster.core.quality import regularize
 from forecaster.errors import SourceError
 from forecaster.sources.prometheus import PrometheusSource
-from tests.conftest import BACKFILL_DAYS, HELIOS, KSM_START, load_sample
+from tests.conftest import (
+    BACKFILL_DAYS,
+    HELIOS,
+    KSM_CREATED,
+    KSM_START,
+    KSM_STARTED,
+    load_sample,
+)
 from tests.support.prometheus_server import free_port
 
 pytestmark = pytest.mark.prometheus
@@ -172,3 +179,33 @@ def test_arrivals_query_counts_each_created_pods_gpus_once_in_its_minute(
     np.testing.assert_array_equal(a.values, expected_a)  # quiet hours are zeros, not outages
     np.testing.assert_array_equal(b.values, expected_b)
     assert report.outages == ()
+
+
+@pytest.mark.parametrize("window_minutes", [24 * 60, 25])  # one window; pods spanning several
+def test_pod_history_has_each_pods_creation_run_time_and_gpus(
+    prometheus_url: str, window_minutes: int
+) -> None:
+    source = PrometheusSource(
+        url=prometheus_url, queries={}, pod_window_seconds=window_minutes * 60
+    )
+    end = KSM_START + 110 * 60
+    pods = source.fetch_pods("gpu-a", start=KSM_START, end=end, step_seconds=60)
+    last_step = KSM_START + 89 * 60  # e: Pending until minute 89, then Failed
+    expected = [  # (created, ran for, GPUs), by creation
+        (KSM_CREATED["a"], end - KSM_STARTED["a"], 2),  # still running at the end
+        (KSM_CREATED["c"], KSM_START + 59 * 60 - KSM_STARTED["c"], 8),  # Succeeded at 60
+        (KSM_CREATED["b"], end - KSM_STARTED["b"], 4),  # Pending until 30: runs from then
+        (KSM_CREATED["e"], last_step - KSM_CREATED["e"], 2),  # two containers; never started
+    ]
+    got = list(zip(pods.submit.tolist(), pods.duration.tolist(), pods.gpus.tolist(), strict=True))
+    assert got == [(float(c), float(d), g) for c, d, g in expected]
+    other = source.fetch_pods("gpu-b", start=KSM_START, end=end, step_seconds=60)
+    assert other.gpus.tolist() == [1]  # d only: pools are told apart by the node selector
+
+
+def test_pod_history_before_any_pod_is_empty(prometheus_url: str) -> None:
+    source = PrometheusSource(url=prometheus_url, queries={})
+    pods = source.fetch_pods(
+        "gpu-a", start=KSM_START - 3 * 86400, end=KSM_START - 2 * 86400, step_seconds=60
+    )
+    assert len(pods) == 0
