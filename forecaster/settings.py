@@ -260,16 +260,24 @@ class ForecastSettings(_Strict):
 class OperatingPointSettings(_Strict):
     """Choose the forecast quantile for a budget at each retrain (off by default: no budget).
 
-    The training job replays each pool's history (demand turned into pods) through the cluster
-    twin at each quantile and keeps the one with the lowest mean wait within the budget
-    (``core.operating_point``). The pool then plans for it, the GPU-hours/day cap becomes the
-    budget and the SLO follows the quantile."""
+    The training job replays each pool's history (its pods, or its demand turned into pods)
+    through the cluster twin at each quantile and keeps the one with the lowest mean wait within
+    the budget, or the cheapest within a P95 wait target (``core.operating_point``). The pool
+    then plans for it, the GPU-hours/day cap becomes the budget (a wait target keeps the
+    configured cap) and the SLO follows the quantile."""
 
     budget_percent: float | None = Field(
         None, gt=0, le=100, description="GPU-hours over reactive scaling, e.g. 5 for +5 %"
     )
     budget_dollars_per_day: float | None = Field(
         None, gt=0, allow_inf_nan=False, description="or prewarm dollars a day, per pool"
+    )
+    p95_wait_seconds: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description="or a wait target: the cheapest quantile whose replayed P95 wait is within"
+        " it, under planning.budgets.max_prewarm_gpu_hours_per_day (that cap stays)",
     )
     quantiles: tuple[float, ...] = Field((0.8, 0.9, 0.95, 0.98), min_length=1)
     measure_days: float = Field(
@@ -283,16 +291,28 @@ class OperatingPointSettings(_Strict):
 
         if any(not 0.5 < q < 1 for q in self.quantiles):
             raise ValueError("quantiles must lie between 0.5 and 1")
-        if self.budget_percent is not None and self.budget_dollars_per_day is not None:
-            raise ValueError("give budget_percent or budget_dollars_per_day, not both")
+        given = [
+            name
+            for name in ("budget_percent", "budget_dollars_per_day", "p95_wait_seconds")
+            if getattr(self, name) is not None
+        ]
+        if len(given) > 1:
+            raise ValueError(
+                f"give one of budget_percent, budget_dollars_per_day and"
+                f" p95_wait_seconds, not {' and '.join(given)}"
+            )
         if self.model not in known_names():
             raise ValueError(f"model: unknown {self.model!r}; known: {known_names()}")
         return self
 
     @property
     def enabled(self) -> bool:
-        """Whether a budget is set (the training job then chooses, the daemon follows)."""
-        return self.budget_percent is not None or self.budget_dollars_per_day is not None
+        """Whether a budget or wait target is set (the training job then chooses, the daemon
+        follows)."""
+        return any(
+            v is not None
+            for v in (self.budget_percent, self.budget_dollars_per_day, self.p95_wait_seconds)
+        )
 
     def budget(self, *, price_per_gpu_hour: float) -> Budget:
         """The budget for a pool at its price (only when ``enabled``)."""
@@ -300,6 +320,7 @@ class OperatingPointSettings(_Strict):
             percent=self.budget_percent,
             dollars_per_day=self.budget_dollars_per_day,
             price_per_gpu_hour=price_per_gpu_hour,
+            p95_wait_s=self.p95_wait_seconds,
         )
 
 

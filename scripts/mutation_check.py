@@ -32,6 +32,20 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "a wait target is chosen as if it were a spend",
+        "forecaster/core/operating_point.py",
+        "    if budget.p95_wait_s is not None:\n        choice = cheapest_within_wait(",
+        "    if False:\n        choice = cheapest_within_wait(",
+        ("tests/core/test_operating_point.py",),
+    ),
+    Mutation(
+        "a wait target's point replaces the operator's GPU-hours cap",
+        "forecaster/core/operating_point.py",
+        "any(p is None or p.p95_wait_target_s is not None for p in points)",
+        "any(p is None for p in points)",
+        ("tests/core/test_operating_point.py",),
+    ),
+    Mutation(
         "the operating point replays the demand level although the pool's pods are there",
         "forecaster/app/training.py",
         "            pods=pods,",
@@ -54,7 +68,9 @@ MUTATIONS = (
         "forecaster/sources/prometheus.py",
         "row[1] = started if math.isnan(row[1]) else row[1]",
         "row[1] = row[1]",
-        ("tests/sources/test_prometheus.py::test_pod_history_has_each_pods_creation_run_time_and_gpus",),
+        (
+            "tests/sources/test_prometheus.py::test_pod_history_has_each_pods_creation_run_time_and_gpus",
+        ),
     ),
     Mutation(
         "a fall ends a pod bigger than the fall (history replays below the real demand)",

@@ -84,7 +84,8 @@ def test_bundled_config_is_valid_and_paths_are_resolved() -> None:
         ),
         (
             minimal(operating_point={"budget_percent": 5, "budget_dollars_per_day": 100}),
-            r"operating_point: give budget_percent or budget_dollars_per_day, not both",
+            r"operating_point: give one of budget_percent, budget_dollars_per_day and"
+            r" p95_wait_seconds, not budget_percent and budget_dollars_per_day",
         ),
         (
             minimal(operating_point={"quantiles": [0.4]}),

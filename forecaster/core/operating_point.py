@@ -65,35 +65,61 @@ def choose(
     return Choice(min(candidates, key=lambda c: (c.gpu_hours, c.mean_wait_s)), False)
 
 
+def cheapest_within_wait(candidates: Sequence[Candidate], *, p95_wait_s: float) -> Choice | None:
+    """The fewest GPU-hours (then the lower mean wait) among candidates whose P95 wait was at
+    most ``p95_wait_s``; with none there, the lowest P95 wait (``within_budget`` False). None:
+    no candidates."""
+    if not candidates:
+        return None
+    met = [c for c in candidates if c.p95_wait_s <= p95_wait_s]
+    if met:
+        return Choice(min(met, key=lambda c: (c.gpu_hours, c.mean_wait_s)), True)
+    return Choice(min(candidates, key=lambda c: (c.p95_wait_s, c.gpu_hours)), False)
+
+
 @dataclass(frozen=True)
 class Budget:
-    """What prewarm may add a day: a share of what reactive scaling alone uses, or dollars."""
+    """What the operator asks for: what prewarm may add a day (a share of what reactive scaling
+    alone uses, or dollars), or how long jobs may wait (P95)."""
 
     percent: float | None = None
     """GPU-hours over reactive, e.g. 5 for +5 %."""
     dollars_per_day: float | None = None
     price_per_gpu_hour: float = 0.0
     """Converts ``dollars_per_day`` into GPU-hours (the pool's price)."""
+    p95_wait_s: float | None = None
+    """A wait target: the cheapest quantile whose P95 wait stays within it. It sets no spend of
+    its own: the configured GPU-hours/day cap stays the ceiling."""
 
     def __post_init__(self) -> None:
-        if (self.percent is None) == (self.dollars_per_day is None):
-            raise ValueError("a budget is a percentage or dollars a day, exactly one")
+        if sum(v is not None for v in (self.percent, self.dollars_per_day, self.p95_wait_s)) != 1:
+            raise ValueError(
+                "a budget is a percentage, dollars a day or a P95 wait target, exactly one"
+            )
         if self.dollars_per_day is not None and self.price_per_gpu_hour <= 0:
             raise ValueError("a budget in dollars needs the pool's price per GPU-hour")
 
-    def gpu_hours_per_day(self, reactive_gpu_hours_per_day: float) -> float:
-        """The budget in GPU-hours a day (the cap), given what reactive uses a day."""
+    def gpu_hours_per_day(
+        self, reactive_gpu_hours_per_day: float, *, ceiling: float | None = None
+    ) -> float:
+        """The cap in GPU-hours a day, given what reactive uses a day; a wait target keeps the
+        configured ``ceiling`` (required for one)."""
         if self.percent is not None:
             return reactive_gpu_hours_per_day * self.percent / 100
-        assert self.dollars_per_day is not None
-        return self.dollars_per_day / self.price_per_gpu_hour
+        if self.dollars_per_day is not None:
+            return self.dollars_per_day / self.price_per_gpu_hour
+        if ceiling is None:
+            raise ValueError("a wait target needs the configured GPU-hours/day cap as its ceiling")
+        return ceiling
 
     @property
     def label(self) -> str:
-        """``+5 %`` or ``$400/day``, for logs and the page."""
+        """``+5 % GPU-hours``, ``$400/day`` or ``P95 wait <= 120 s``, for logs and the page."""
         if self.percent is not None:
             return f"+{self.percent:g} % GPU-hours"
-        return f"${self.dollars_per_day:g}/day"
+        if self.dollars_per_day is not None:
+            return f"${self.dollars_per_day:g}/day"
+        return f"P95 wait <= {self.p95_wait_s:g} s"
 
 
 @dataclass(frozen=True)
@@ -117,6 +143,8 @@ class OperatingPoint:
     replayed: str = "demand"
     """What the replays ran: ``pods`` (the pool's own pods: creation, GPUs, lifetime) or
     ``demand`` (the demand level rebuilt as pods: job sizes and boundaries guessed)."""
+    p95_wait_target_s: float | None = None
+    """Set when the operator gave a wait target rather than a spend (``Budget.p95_wait_s``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (artifacts, the inspection endpoint)."""
@@ -131,6 +159,7 @@ class OperatingPoint:
             "candidates": [c.__dict__ for c in self.candidates],
             "reason": self.reason,
             "replayed": self.replayed,
+            "p95_wait_target_s": self.p95_wait_target_s,
         }
 
     @classmethod
@@ -148,6 +177,7 @@ class OperatingPoint:
             candidates=tuple(Candidate(**c) for c in document["candidates"]),
             reason=str(document["reason"]),
             replayed=str(document.get("replayed", "demand")),
+            p95_wait_target_s=_optional_float(document.get("p95_wait_target_s")),
         )
         if (
             not 0.5 < point.quantile < 1
@@ -158,38 +188,56 @@ class OperatingPoint:
         return point
 
 
+def _optional_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
 def operating_point(
     candidates: Sequence[Candidate],
     *,
     reactive_gpu_hours: float,
     budget: Budget,
     window: tuple[int, int],
+    ceiling_gpu_hours_per_day: float | None = None,
     replayed: str = "demand",
 ) -> OperatingPoint | None:
     """The choice for ``budget`` on replayed history (``replayed``: what ran, ``REPLAYED``),
-    with the cap it sets and why."""
+    with the cap it sets (``Budget.gpu_hours_per_day``) and why."""
     days = max(window[1] - window[0], 1) / DAY
     if reactive_gpu_hours <= 0:
         return None
     reactive_per_day = reactive_gpu_hours / days
-    cap = budget.gpu_hours_per_day(reactive_per_day)
+    cap = budget.gpu_hours_per_day(reactive_per_day, ceiling=ceiling_gpu_hours_per_day)
     percent = 100 * cap / reactive_per_day
-    choice = choose(candidates, reactive_gpu_hours=reactive_gpu_hours, budget_percent=percent)
+    if budget.p95_wait_s is not None:
+        choice = cheapest_within_wait(candidates, p95_wait_s=budget.p95_wait_s)
+    else:
+        choice = choose(candidates, reactive_gpu_hours=reactive_gpu_hours, budget_percent=percent)
     if choice is None:
         return None
     picked = choice.candidate
     overhead = picked.gpu_hours / reactive_gpu_hours - 1
     tried = ", ".join(
         f"P{c.quantile * 100:g} {c.gpu_hours / reactive_gpu_hours - 1:+.1%}"
-        f" mean {c.mean_wait_s:.0f} s"
+        f" mean {c.mean_wait_s:.0f} s P95 {c.p95_wait_s:.0f} s"
         for c in candidates
     )
-    stated = budget.label if budget.percent is not None else f"{budget.label} (+{percent:.1f} %)"
-    verdict = (
-        f"lowest mean wait within {stated}"
-        if choice.within_budget
-        else f"no candidate kept within {stated}: the cheapest, held by the cap"
+    stated = (
+        budget.label if budget.dollars_per_day is None else f"{budget.label} (+{percent:.1f} %)"
     )
+    if budget.p95_wait_s is not None:
+        verdict = (
+            f"the cheapest with {stated}, under the {cap:,.0f} GPU-hours/day cap"
+            if choice.within_budget
+            else f"no candidate kept {stated} under the {cap:,.0f} GPU-hours/day cap: the"
+            " lowest P95 wait"
+        )
+    else:
+        verdict = (
+            f"lowest mean wait within {stated}"
+            if choice.within_budget
+            else f"no candidate kept within {stated}: the cheapest, held by the cap"
+        )
     return OperatingPoint(
         budget=budget.label,
         budget_percent=percent,
@@ -203,6 +251,7 @@ def operating_point(
         f" {picked.mean_wait_s:.0f} s over {days:.1f} replayed days of {REPLAYED[replayed]};"
         f" tried {tried})",
         replayed=replayed,
+        p95_wait_target_s=budget.p95_wait_s,
     )
 
 
@@ -222,10 +271,11 @@ def slo_at(slo: SloPolicy, *, quantile: float, gpu_hours_per_day: float) -> SloP
 
 
 def following_the_points(budgets: Budgets, points: Sequence[OperatingPoint | None]) -> Budgets:
-    """The shared caps when every pool runs at a chosen point: the GPU-hours/day cap is the sum
-    of their budgets (it replaces the configured one, which would otherwise hold a chosen point
-    below its budget); the other caps stay. Any pool without one: ``budgets`` unchanged."""
-    if not points or any(p is None for p in points):
+    """The shared caps when every pool runs at a point chosen for a spend: the GPU-hours/day cap
+    is the sum of their budgets (it replaces the configured one, which would otherwise hold a
+    chosen point below its budget); the other caps stay. Any pool without one, or with a wait
+    target (it sets no spend: the configured cap is its ceiling): ``budgets`` unchanged."""
+    if not points or any(p is None or p.p95_wait_target_s is not None for p in points):
         return budgets
     total = sum(p.gpu_hours_per_day_budget for p in points if p is not None)
     return replace(budgets, max_prewarm_gpu_hours_per_day=total)

@@ -154,7 +154,7 @@ function finops(f) {
   document.body.dataset.finops = "1";
 }
 function operatingPoint(o) {
-  if (!o) { $("operating-point").innerHTML = "<p>The configured quantile (no budget set: <code>operating_point.budget_percent</code> or <code>budget_dollars_per_day</code>).</p>"; return; }
+  if (!o) { $("operating-point").innerHTML = "<p>The configured quantile (no budget set: <code>operating_point.budget_percent</code>, <code>budget_dollars_per_day</code> or <code>p95_wait_seconds</code>).</p>"; return; }
   const row = c => "<tr" + (c.quantile === o.quantile ? " style='font-weight:600'" : "") + "><td>P" + Math.round(c.quantile * 100) + (c.quantile === o.quantile ? " (chosen)" : "") + "</td><td>"
     + ((c.gpu_hours / (o.reactive_gpu_hours_per_day * (o.window[1] - o.window[0]) / 86400) - 1) * 100).toFixed(1) + "%</td><td>" + c.mean_wait_s.toFixed(0) + " s</td><td>"
     + c.p95_wait_s.toFixed(0) + " s</td><td>" + (c.share_waiting_over_5min * 100).toFixed(1) + "%</td></tr>";

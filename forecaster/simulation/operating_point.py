@@ -98,7 +98,8 @@ def choose_operating_point(
         )
         return None
     days = measure_seconds / DAY
-    cap = budget.gpu_hours_per_day(reactive.gpu_hours / days)
+    ceiling = setup.budgets.max_prewarm_gpu_hours_per_day
+    cap = budget.gpu_hours_per_day(reactive.gpu_hours / days, ceiling=ceiling)
     candidates = []
     for q in quantiles:
         which = under_budget(base, quantile=q, gpu_hours_per_day=cap)
@@ -115,6 +116,7 @@ def choose_operating_point(
         reactive_gpu_hours=reactive.gpu_hours,
         budget=budget,
         window=(warmup_end, end),
+        ceiling_gpu_hours_per_day=ceiling,
         replayed="demand" if pods is None else "pods",
     )
 

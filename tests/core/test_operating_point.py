@@ -5,7 +5,10 @@ the cheapest is chosen and flagged; any candidate set (property): the choice is 
 whenever one is, and no candidate within budget waits less; the cap is the budget share of
 reactive's GPU-hours a day; the SLO follows the quantile (never tighter than its design misses,
 never tighter than configured) and the waste budget the cap; the shared GPU-hours cap follows
-the pools' points only when every pool has one; the JSON form round-trips and refuses nonsense.
+the pools' points only when every pool has one; a P95 wait target picks the cheapest candidate
+within it (with none, the lowest P95, flagged; any candidate set, property), keeps the
+configured cap as its ceiling and leaves the shared cap alone; the JSON form round-trips
+(older documents without the newer fields too) and refuses nonsense.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from forecaster.core.operating_point import (
     Budget,
     Candidate,
     OperatingPoint,
+    cheapest_within_wait,
     choose,
     following_the_point,
     following_the_points,
@@ -104,7 +108,12 @@ def test_a_budget_in_dollars_is_gpu_hours_at_the_pools_price() -> None:
     assert found is not None and found.quantile == 0.8  # 25 GPU-h a day is +2.5 %
     assert found.gpu_hours_per_day_budget == pytest.approx(25.0)
     assert found.budget_percent == pytest.approx(2.5) and "$100/day (+2.5 %)" in found.reason
-    for bad in ({}, {"percent": 5, "dollars_per_day": 100}, {"dollars_per_day": 100}):
+    for bad in (
+        {},
+        {"percent": 5, "dollars_per_day": 100},
+        {"percent": 5, "p95_wait_s": 60},
+        {"dollars_per_day": 100},
+    ):
         with pytest.raises(ValueError, match="budget"):
             Budget(**bad)  # type: ignore[arg-type]
 
@@ -126,9 +135,58 @@ def test_the_shared_cap_follows_the_points_only_when_every_pool_has_one() -> Non
     assert following_the_points(budgets, []) == budgets
 
 
+def waits(q: float, gpu_hours: float, p95: float) -> Candidate:
+    return Candidate(q, gpu_hours, p95 / 3, p95, 0.0)
+
+
+def test_a_wait_target_picks_the_cheapest_within_it_under_the_configured_cap() -> None:
+    target = Budget(p95_wait_s=120)
+    assert target.label == "P95 wait <= 120 s"
+    with pytest.raises(ValueError, match="ceiling"):
+        target.gpu_hours_per_day(1000.0)  # a wait target sets no spend of its own
+    found = operating_point(
+        [waits(0.8, 2010, 300), waits(0.9, 2040, 110), waits(0.95, 2080, 60)],
+        reactive_gpu_hours=2000,
+        budget=target,
+        window=(0, 2 * DAY),
+        ceiling_gpu_hours_per_day=200.0,
+    )
+    assert found is not None and found.quantile == 0.9 and found.within_budget
+    assert found.gpu_hours_per_day_budget == pytest.approx(200.0)  # the configured cap holds
+    assert found.p95_wait_target_s == 120
+    assert "cheapest with P95 wait <= 120 s" in found.reason
+    missed = cheapest_within_wait([waits(0.8, 2010, 300), waits(0.9, 2040, 250)], p95_wait_s=120)
+    assert missed is not None and not missed.within_budget and missed.candidate.quantile == 0.9
+    budgets = Budgets(64, 200.0, 200.0, 3600)
+    assert following_the_points(budgets, [found, point(budget=5)]) == budgets  # no spend set
+
+
+@given(
+    st.lists(st.tuples(st.floats(900, 1200), st.floats(0, 900)), min_size=1, max_size=6),
+    st.floats(10, 600),
+)
+def test_a_wait_target_is_met_as_cheaply_as_the_candidates_allow(
+    rows: list[tuple[float, float]], target: float
+) -> None:
+    candidates = [waits(0.6 + i * 0.05, g, p95) for i, (g, p95) in enumerate(rows)]
+    choice = cheapest_within_wait(candidates, p95_wait_s=target)
+    assert choice is not None
+    met = [c for c in candidates if c.p95_wait_s <= target]
+    assert choice.within_budget == bool(met)
+    if met:
+        assert choice.candidate in met
+        assert all(choice.candidate.gpu_hours <= c.gpu_hours for c in met)
+    else:
+        assert all(choice.candidate.p95_wait_s <= c.p95_wait_s for c in candidates)
+
+
 def test_the_json_form_round_trips_and_refuses_nonsense() -> None:
     p = point(0.9)
     assert OperatingPoint.from_dict(p.to_dict()) == p
+    older = {k: v for k, v in p.to_dict().items() if k not in ("replayed", "p95_wait_target_s")}
+    assert OperatingPoint.from_dict(older) == p  # published before those fields existed
+    with pytest.raises(ValueError, match="out of range"):
+        OperatingPoint.from_dict({**p.to_dict(), "replayed": "guesses"})
     with pytest.raises(ValueError, match="out of range"):
         OperatingPoint.from_dict({**p.to_dict(), "quantile": 1.5})
     with pytest.raises(KeyError):

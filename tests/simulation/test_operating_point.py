@@ -4,7 +4,8 @@ Cases: reactive first, then each quantile replayed as the daemon would run it - 
 the loop, the GPU-hours/day cap set to the budget share of reactive's GPU-hours, the SLO
 following the quantile - over the history only (no job after its end), measured on its last
 ``measure_seconds``, with the loop's simulated-time logs kept out of the job's log; given the
-pool's pods, the replays run them, cut to the history; a history too short to train the replays
+pool's pods, the replays run them, cut to the history; a wait target replays the candidates
+under the configured cap and keeps it; a history too short to train the replays
 gives no point, and says why.
 """
 
@@ -104,6 +105,29 @@ def test_with_the_pools_pods_the_replays_run_them_within_the_history() -> None:
         assert jobs.submit.tolist() == [history.start, history.start + 3600, end - 7200]
         assert jobs.duration.tolist() == [6600, 1800, 7200]  # cut at the history's ends
         assert jobs.gpus.tolist() == [8, 16, 4]
+
+
+def test_a_wait_target_replays_the_candidates_under_the_configured_cap() -> None:
+    history, _ = bursty(3, seed=3, start=REPLAY_T0)
+    capped: list[float] = []
+
+    def spy(name: str, which: ReplaySetup, *, jobs: JobTrace) -> Policy:
+        capped.append(which.budgets.max_prewarm_gpu_hours_per_day)
+        return replay_policy(name, which, jobs=jobs)
+
+    configured = setup(3, cap=64)
+    point = choose_operating_point(
+        history,
+        configured,
+        make_policy=spy,
+        quantiles=(0.9,),
+        budget=Budget(p95_wait_s=600),
+        measure_seconds=DAY,
+    )
+    ceiling = configured.budgets.max_prewarm_gpu_hours_per_day
+    assert capped == [ceiling, ceiling]  # reactive, then P90 under the operator's own cap
+    assert point is not None and point.gpu_hours_per_day_budget == ceiling
+    assert point.p95_wait_target_s == 600
 
 
 def test_a_history_too_short_to_train_the_replays_gives_no_point(
