@@ -10,9 +10,11 @@ quantile, every candidate and the run time; with ``--frontier-json`` (``replay -
 --json`` of the same trace), the frontier's choice on its tuning window (days 10-30, real jobs,
 no cap) and how both choices did on the evaluation window against static headroom.
 
-With ``--history pods`` the replays run the pool's pods instead, as kube-state-metrics would
-hold them (``sources.prometheus.PODS_QUERIES``): the trace's jobs up to the retrain, each split
-into node-sized pods.
+With ``--p95-wait SECONDS`` it chooses for that wait target instead (under the replay's own
+GPU-hours/day cap, as the daemon keeps the configured one) and prints the evaluation P95 beside
+the target. With ``--history pods`` the replays run the pool's pods instead, as
+kube-state-metrics would hold them (``sources.prometheus.POD_QUERIES``): the trace's jobs up to
+the retrain, each split into node-sized pods.
 
 Run: ``.venv/bin/python -m bench.operating_point --trace cluster04
 [--frontier-json out/frontier-c04.json] [--history pods]``
@@ -65,6 +67,14 @@ def main() -> None:
         help="what the replays run: the demand level rebuilt as pods, or the pool's pods as"
         " kube-state-metrics shows them (the trace's jobs, split into node-sized pods)",
     )
+    own.add_argument(
+        "--p95-wait",
+        type=float,
+        action="append",
+        default=[],
+        metavar="SECONDS",
+        help="choose for this P95 wait target (repeatable) instead of the +5/+10 %% budgets",
+    )
     mine = own.parse_args()
     logging.basicConfig(level=logging.WARNING)
     # the judging replay is the daemon's loop in simulated time: its hand-offs are counted in
@@ -91,29 +101,33 @@ def main() -> None:
     frontier = json.loads(mine.frontier_json.read_text()) if mine.frontier_json else None
     pods = as_pods(jobs, setup.twin.gpus_per_node) if mine.history == "pods" else None
     print(f"the replays run {REPLAYED[mine.history]}")
-    for budget in BUDGETS_PERCENT:
+    budgets = [Budget(p95_wait_s=s) for s in mine.p95_wait] or [
+        Budget(percent=p) for p in BUDGETS_PERCENT
+    ]
+    for budget in budgets:
         began = time.perf_counter()
         point = choose_operating_point(
             history,
             setup,
             make_policy=replay_policy,
             quantiles=PREDICTIVE_KNOBS,
-            budget=Budget(percent=budget),
+            budget=budget,
             measure_seconds=int(mine.measure_days * DAY),
             pods=pods,
         )
         took = time.perf_counter() - began
         if point is None:
-            print(f"+{budget} %: no operating point ({took:.0f} s)")
+            print(f"{budget.label}: no operating point ({took:.0f} s)")
             continue
         print(
-            f"+{budget} %: daemon chooses P{point.quantile * 100:g} in {took:.0f} s;"
+            f"{budget.label}: daemon chooses P{point.quantile * 100:g} in {took:.0f} s;"
             f" cap {point.gpu_hours_per_day_budget:,.0f} GPU-hours/day"
             f" (reactive {point.reactive_gpu_hours_per_day:,.0f}/day); {point.reason}"
         )
         if frontier is not None:
-            for line in _against_frontier(frontier, point.quantile, budget):
-                print("    " + line)
+            if budget.percent is not None:
+                for line in _against_frontier(frontier, point.quantile, round(budget.percent)):
+                    print("    " + line)
             began = time.perf_counter()
             judged = _as_the_daemon_runs_it(jobs, args, epoch, point, mine.eval_days)
             static = [_metrics(m) for m in frontier["static"]]
@@ -121,6 +135,7 @@ def main() -> None:
                 f"    daemon's P{point.quantile * 100:g} under its cap and SLO on evaluation"
                 f" ({time.perf_counter() - began:.0f} s):"
                 f" {judged.gpu_hours / frontier['reactive']['gpu_hours'] - 1:+.1%} GPU-hours,"
+                f" P95 wait {judged.p95_wait_s:.0f} s, mean {judged.mean_wait_s:.0f} s,"
                 f" {judged.cap_breaches} cap breaches, {judged.handoffs} hand-offs, vs static: "
                 + ratios(judged, static)
             )
