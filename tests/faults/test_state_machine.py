@@ -129,6 +129,9 @@ class DaemonMachine(RuleBasedStateMachine):
         self.api.clock += seconds
         self.sim.step()
 
+    def _wait(self, seconds: float) -> None:
+        self.time_passes(round(seconds))
+
     @rule(name=st.sampled_from(list(SKEW)))
     def tick(self, name: str) -> None:
         replica = self.replicas[name]
@@ -167,7 +170,12 @@ class DaemonMachine(RuleBasedStateMachine):
         self.api.faults.clear()
         for replica in self.replicas.values():
             replica.elector.step_down("uninstall")
-        cleanup.cleanup(self._settings(), Kube(api_client(host=self.api.url), dry_run=False))
+        cleanup.cleanup(
+            self._settings(),
+            Kube(api_client(host=self.api.url), dry_run=False),
+            wall=lambda: self.api.clock,
+            sleep=self._wait,  # the old leader's deadline is waited out in simulated time
+        )
         assert [j for j in self.api.objects("jobs", NS) if _live(j)] == []
         assert self.api.objects("nodepools")[0]["spec"] == self.original
         assert "annotations" not in self.api.objects("nodepools")[0]["metadata"]
