@@ -10,6 +10,7 @@ figures; the JSON has the documented shape; the CLI writes it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 
 from forecaster.app.build_replay import replay_policy
 from forecaster.cli import main
+from forecaster.cli import replay as replay_cli
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
@@ -93,8 +95,16 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
 
 
 def test_the_cli_writes_the_frontier_json(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the command's wiring, with one knob per curve (the sweep itself: the test above)
+    monkeypatch.setattr(
+        replay_cli,
+        "frontier",
+        functools.partial(
+            frontier, static_knobs=(0, 32), predictive_knobs=(0.9,), burst_knobs=(2.0,)
+        ),
+    )
     jobs = synthetic(3, seed=7)
     trace, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     out = tmp_path / "frontier.json"
