@@ -244,14 +244,16 @@ MUTATIONS = (
         "forecaster/actuators/placeholders.py",
         'if not isinstance(value, int) or not LOWEST_PRIORITY <= value < 0 or policy != "Never":',
         "if False:",
-        ("tests/actuators/test_actuation.py",),
+        ("tests/actuators/test_actuation.py::test_an_unsafe_priority_class_is_refused",),
     ),
     Mutation(
         "NodePool never restored",
         "forecaster/actuators/actuator.py",
         "        elif self.nodepools.restore(name):",
         "        elif False:",
-        ("tests/actuators/test_actuation.py", "tests/faults/test_daemon_gone.py"),
+        (
+            "tests/actuators/test_actuation.py::test_hand_off_withdraws_everything_and_restores_the_nodepool_byte_for_byte",
+        ),
     ),
     Mutation(
         "no hysteresis: the NodePool pause flaps with the target",
@@ -289,7 +291,7 @@ MUTATIONS = (
         "forecaster/actuators/kube.py",
         "if guarded and self.guard is not None:",
         "if False:",
-        ("tests/actuators/test_leases.py", "tests/service/test_cluster_service.py"),
+        ("tests/actuators/test_leases.py::test_writes_are_refused_once_leadership_lapses",),
     ),
     Mutation(
         "Lease expiry judged by the holder's wall clock",
@@ -304,14 +306,16 @@ MUTATIONS = (
         "forecaster/service/scheduler.py",
         "if self.daemon.stuck():",
         "if False:",
-        ("tests/service/test_cluster_service.py",),
+        (
+            "tests/service/test_cluster_service.py::test_a_stuck_leader_fails_liveness_and_lets_its_lease_lapse",
+        ),
     ),
     Mutation(
         "a crash in one pool's forecast stops every pool",
         "forecaster/reconcile/loop.py",
         "except Exception as exc:  # a bug or malformed input harms only this pool",
         "except ForecasterError as exc:",
-        ("tests/faults/test_isolation.py",),
+        ("tests/faults/test_isolation.py::test_a_malformed_object_stays_in_its_pool",),
     ),
     Mutation(
         "a malformed object makes the whole cluster unobservable",
@@ -350,14 +354,16 @@ MUTATIONS = (
         "forecaster/reconcile/loop.py",
         "spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)",
         "spent = spent_last_day(self.state.ledger)",
-        ("tests/reconcile/test_loop.py",),
+        (
+            "tests/reconcile/test_loop.py::test_an_unreadable_state_fails_closed_and_never_resets_the_ledger",
+        ),
     ),
     Mutation(
         "uninstall cleanup does not fence the running leader",
         "forecaster/app/cleanup.py",
         "    if wait:\n        sleep(wait)\n",
         "",
-        ("tests/service/test_cluster_service.py",),
+        ("tests/service/test_cluster_service.py::test_uninstall_cleanup_fences_a_running_leader",),
     ),
     Mutation(
         "the Helm chart drifts from the Kustomize base",
@@ -371,7 +377,9 @@ MUTATIONS = (
         "forecaster/actuators/backends.py",
         "if asked and not conditions and waited >= UNSERVED_AFTER_SECONDS:",
         "if False:",
-        ("tests/actuators/test_backends.py",),
+        (
+            "tests/actuators/test_backends.py::test_auto_falls_back_when_no_autoscaler_acts_on_buffers",
+        ),
     ),
     Mutation(
         "a buffer's own headroom counted as spare",
@@ -408,7 +416,9 @@ MUTATIONS = (
         "forecaster/reconcile/loop.py",
         "            snapshots = None  # the kill switch may be on",
         "            pass  # the kill switch may be on",
-        ("tests/service/test_kill_switch.py",),
+        (
+            "tests/service/test_kill_switch.py::test_an_unreadable_kill_switch_stops_the_tick_from_acting",
+        ),
     ),
     Mutation(
         "a halted daemon keeps writing its state",
@@ -445,7 +455,7 @@ MUTATIONS = (
         "forecaster/actuators/nodepools.py",
         'if int(record.get("format", 1)) > lbl.OBJECT_FORMAT:',
         "if False:",
-        ("tests/faults/test_upgrade.py",),
+        ("tests/faults/test_upgrade.py::test_a_record_from_a_newer_format_is_left_alone",),
     ),
     Mutation(
         "prewarm is set before the NodePool is protected (its nodes may be consolidated)",
@@ -493,7 +503,7 @@ MUTATIONS = (
         "forecaster/reconcile/loop.py",
         "            horizon = runtime.horizon(measured)",
         "            horizon = runtime.horizon(None)",
-        ("tests/actuators/test_lead.py",),
+        ("tests/actuators/test_lead.py::test_slow_launches_make_the_plan_forecast_further_ahead",),
     ),
     Mutation(
         "nodes registered Ready at creation count as instant launches",
