@@ -67,14 +67,14 @@ def test_the_daemon_on_the_twin_plans_for_the_target_quantile(q: float, tmp_path
 def test_replay_plans_for_the_quantile_asked(tmp_path: Path) -> None:
     """A P99 plan holds more prewarm than a P90 plan on the same trace (replay's predictive
     trains on its first 7 days, then plans)."""
-    jobs = synthetic(9, seed=5)
+    jobs = synthetic(8, seed=5)
     path, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     used = {}
     for q in (0.9, 0.99):
         out = tmp_path / f"r{q}.json"
         args = ["replay", "--jobs", str(path), "--epoch", epoch, "--policy", "predictive",
                 "--model", "persistence", "--quantile", str(q), "--warmup-days", "7",
-                "--end-day", "9", "--json", str(out)]  # fmt: skip
+                "--end-day", "8", "--json", str(out)]  # fmt: skip
         assert main(args) == 0
         used[q] = json.loads(out.read_text())["predictive"]["prewarm_gpu_hours_used"]
         used[q] += json.loads(out.read_text())["predictive"]["prewarm_gpu_hours_expired"]
