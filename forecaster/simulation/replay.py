@@ -130,9 +130,16 @@ class Predictive:
         self.ports = ports
         self.models = models
         self.handoffs = 0
+        self._has_data = False
 
     def decide(self, view: TwinView) -> Decision:
-        """One reconcile tick at the twin's time; the twin carries out what it applied."""
+        """One reconcile tick at the twin's time; the twin carries out what it applied. Not
+        before the twin has recorded its first minute of demand: a daemon is not started on an
+        empty Prometheus, and its loop would log each such tick as a data error."""
+        if not self._has_data:
+            self._has_data = view.demand_history(since=view.now - 60)[1].size > 0
+            if not self._has_data:
+                return self.ports.decision
         self.ports.view = view
         record = self.reconciler.tick(int(view.now))
         self.handoffs += sum(

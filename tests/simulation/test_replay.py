@@ -2,7 +2,8 @@
 
 Cases: the predictive policy never sees future data (changing the trace after day 4 changes
 none of its decisions before day 4; every retrain's data ends before the retrain); planner-driven
-policies never breach their caps (tight caps, many jobs); a demand series becomes 1-GPU pods
+policies never breach their caps (tight caps, many jobs); a replay's first minute, before the
+twin has recorded any demand, is not logged as a data error; a demand series becomes 1-GPU pods
 that reproduce it; a window of jobs runs the same GPUs within it and nothing outside; bad job
 files name the line; ``forecaster replay`` writes the JSON keys scripts rely on and an HTML
 report with its charts.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import re
 from pathlib import Path
 
@@ -91,6 +93,16 @@ def test_predictive_never_sees_future_data() -> None:
         (t, d) for t, d in b.decisions if t >= cut
     ]
     assert a.inner.models.fits and all(end < fitted for fitted, end in a.inner.models.fits)
+
+
+def test_the_first_minute_before_any_demand_is_recorded_is_no_data_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    jobs = synthetic(1, seed=3)
+    s = setup(1)
+    with caplog.at_level(logging.WARNING):
+        replay(jobs, predictive(s), setup=s)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
 
 
 @pytest.mark.parametrize("name", ["predictive", "oracle"])
