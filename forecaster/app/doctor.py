@@ -82,7 +82,9 @@ def history_findings(
     settings: Settings, retention: str | None, *, checks: Sequence[QueryCheck], now: int
 ) -> list[Guardrail]:
     """What keeps training from its history: a short retention, a query that does not return
-    one series, less history than ``min_history_days``."""
+    one series, less history than ``min_history_days``; with an operating point, a pod history
+    that cannot be read, or finds no pod while GPUs are requested (the choice then replays the
+    demand level rebuilt as pods)."""
     forecast = settings.forecast
     findings = []
     kept = prometheus_duration_seconds(retention) if retention else None
@@ -98,6 +100,23 @@ def history_findings(
             )
         )
     for check in checks:
+        if settings.operating_point.enabled and (
+            check.pods_problem or (check.pods_last_day == 0 and (check.last_value or 0) > 0)
+        ):
+            why = check.pods_problem or (
+                "it finds no GPU pod in the last day while GPUs are requested now"
+                f" ({check.last_value:g}; kube-state-metrics' kube_pod_created,"
+                " kube_pod_start_time, kube_pod_status_phase and the karpenter.sh/nodepool node"
+                " selector; or set the pool's pods_query)"
+            )
+            findings.append(
+                Guardrail(
+                    "no-pod-history",
+                    check.pool,
+                    f"the pod history cannot be used: {why}; the operating point replays the"
+                    " demand level rebuilt as pods instead (job sizes guessed)",
+                )
+            )
         if check.problem or check.series > 1:  # none now is fine: no GPU pod asks right now
             why = check.problem or f"it returns {check.series} series now, not exactly one"
             findings.append(Guardrail("bad-query", check.pool, f"the pool's query fails: {why}"))

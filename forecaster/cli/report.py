@@ -152,4 +152,8 @@ def query_check_report(
             )
         if check.problem:
             lines.append(f"  error: {check.problem}")
+        if check.pods_problem:
+            lines.append(f"  pod history: {check.pods_problem}")
+        elif check.pods_last_day is not None:
+            lines.append(f"  pod history: {check.pods_last_day} GPU pods in the last day")
     return lines

@@ -106,6 +106,10 @@ class QueryCheck:
     recent: QualityReport | None
     """The last day on the forecasting grid: gaps, NaN, resets (None: it could not be read)."""
     problem: str | None = None
+    pods_last_day: int | None = None
+    """GPU pods the pod history (``POD_QUERIES``) finds in the last day (None: not read)."""
+    pods_problem: str | None = None
+    """Why the pod history could not be read."""
 
 
 _PROM_DURATION = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
@@ -297,7 +301,8 @@ class PrometheusSource:
 
     def check(self, pool: str, *, now: int, lookback_seconds: int, step_seconds: int) -> QueryCheck:
         """Run the pool's query now, over the lookback (hourly) and over the last day (on the
-        grid); a query error is reported in ``problem``, not raised."""
+        grid), and its pod history over the last day; a query error is reported in ``problem``
+        (``pods_problem``), not raised."""
         query = self.query_for(pool)
         try:
             instant = self._guarded(
@@ -315,7 +320,14 @@ class PrometheusSource:
                 _, recent = self.fetch(pool, start=now - 86400, end=now, step_seconds=step_seconds)
         except SourceError as exc:
             problem = str(exc)
-        return QueryCheck(pool, query, len(instant), last, first, recent, problem)
+        pods = pods_problem = None
+        try:
+            pods = len(self.fetch_pods(pool, start=now - 86400, end=now, step_seconds=step_seconds))
+        except SourceError as exc:
+            pods_problem = str(exc)
+        return QueryCheck(
+            pool, query, len(instant), last, first, recent, problem, pods, pods_problem
+        )
 
     def _query_range(
         self, query: str, start: int, end: int, step_seconds: int

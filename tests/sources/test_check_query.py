@@ -5,7 +5,8 @@ Cases: a good query prints one series, its last value, the days of history and t
 quality, exit 0; a query that returns several series, or PromQL Prometheus rejects, is named in
 one line and exits 1; with 10 days at hand and a 14-day minimum the short history is reported; a
 Prometheus that keeps 10 days (its own retention flag) is reported as too short for 28 days of
-training; ``doctor`` reports the same findings.
+training; with an operating point, a pod history that finds no pod while GPUs are requested is
+reported (the choice then replays the demand level); ``doctor`` reports the same findings.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import yaml
 from forecaster.cli import main
 from forecaster.core.series import DemandSeries, iso_utc
 from forecaster.durations import DAY
+from tests.conftest import KSM_START
 from tests.support.prometheus_server import Series, running_prometheus
 
 NOW = int(time.time()) // 3600 * 3600  # retention is applied relative to the newest data
@@ -102,3 +104,27 @@ def test_a_retention_shorter_than_the_training_window_is_reported(
     assert code == 0, out
     assert "retention 10d" in out
     assert "WARN short-retention: Prometheus keeps 10d" in out and "reads 28 days" in out
+
+
+def test_with_an_operating_point_a_pod_history_that_finds_nothing_is_reported(
+    tmp_path: Path, prometheus_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nowhere = (
+        "group by (namespace, pod) (last_over_time("
+        'kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="elsewhere"}[{window}]))'
+    )
+    config = tmp_path / "forecaster.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "source": {"kind": "prometheus", "prometheus": {"url": prometheus_url}},
+                "operating_point": {"budget_percent": 5},
+                "pools": [{"name": "gpu-a"}, {"name": "gpu-b", "pods_query": nowhere}],
+            }
+        )
+    )
+    code, out = _run(config, KSM_START + 110 * 60, capsys)
+    assert code == 0, out
+    assert "pod history: 4 GPU pods in the last day" in out  # gpu-a: a, b, c and e
+    assert "WARN no-pod-history [gpu-b]: the pod history cannot be used: it finds no GPU pod" in out
+    assert "no-pod-history [gpu-a]" not in out
