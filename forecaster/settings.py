@@ -291,11 +291,7 @@ class OperatingPointSettings(_Strict):
 
         if any(not 0.5 < q < 1 for q in self.quantiles):
             raise ValueError("quantiles must lie between 0.5 and 1")
-        given = [
-            name
-            for name in ("budget_percent", "budget_dollars_per_day", "p95_wait_seconds")
-            if getattr(self, name) is not None
-        ]
+        given = self._targets_given
         if len(given) > 1:
             raise ValueError(
                 f"give one of budget_percent, budget_dollars_per_day and"
@@ -306,13 +302,16 @@ class OperatingPointSettings(_Strict):
         return self
 
     @property
+    def _targets_given(self) -> list[str]:
+        """Which of the budget and wait-target fields are set (at most one may be)."""
+        names = ("budget_percent", "budget_dollars_per_day", "p95_wait_seconds")
+        return [name for name in names if getattr(self, name) is not None]
+
+    @property
     def enabled(self) -> bool:
         """Whether a budget or wait target is set (the training job then chooses, the daemon
         follows)."""
-        return any(
-            v is not None
-            for v in (self.budget_percent, self.budget_dollars_per_day, self.p95_wait_seconds)
-        )
+        return bool(self._targets_given)
 
     def budget(self, *, price_per_gpu_hour: float) -> Budget:
         """The budget for a pool at its price (only when ``enabled``)."""
