@@ -12,6 +12,7 @@ cause (``raise SourceError(...) from exc``) so logs still carry the detail.
     +-- ActuationError     a write to the cluster failed
         +-- ConflictError  409: the object changed since it was read (or already exists)
         +-- NotLeaderError a write refused because this replica may no longer act
+        +-- WatchExpiredError  410: a watch's resourceVersion is gone; list again
 """
 
 
@@ -45,3 +46,7 @@ class ConflictError(ActuationError):
 
 class NotLeaderError(ActuationError):
     """A write was refused before it was sent: this replica's leadership lapsed (or is about to)."""
+
+
+class WatchExpiredError(ActuationError):
+    """410 Gone: the watch's resourceVersion was compacted away; list again and re-watch."""

@@ -363,6 +363,12 @@ class Settings(_Strict):
     )
     dry_run: bool = Field(False, description="plan and report; send no write to the cluster")
     reconcile_every_seconds: int = Field(15, ge=5)
+    watch_pods: bool = Field(
+        True,
+        description="watch the cluster's pods (RBAC verb watch): ticks read other pods from the"
+        " watch's cache instead of listing them all, and a new pending GPU pod wakes a tick at"
+        " once; false: list every tick, decide at the interval",
+    )
     state_config_map: str = "forecaster-state"
     twin: TwinSettings = TwinSettings()
     pools: tuple[PoolSettings, ...] = Field(min_length=1)

@@ -550,6 +550,67 @@ MUTATIONS = (
         "elect=True",
         ("tests/service/test_local_forecast_only.py",),
     ),
+    Mutation(
+        "the pod watch's cache is read while out of sync",
+        "forecaster/actuators/pod_watch.py",
+        "            if self._version is None:\n                return None\n",
+        "",
+        (
+            "tests/actuators/test_pod_watch.py::test_nothing_is_served_between_a_failure_and_the_next_list",
+        ),
+    ),
+    Mutation(
+        "a silent pod watch is trusted",
+        "forecaster/actuators/pod_watch.py",
+        "if self.monotonic() - self._heard > self.stale_after_seconds:",
+        "if False:",
+        ("tests/actuators/test_pod_watch.py::test_a_silent_watch_is_not_trusted",),
+    ),
+    Mutation(
+        "with the pod watch in sync, our placeholders are not read",
+        "forecaster/actuators/pod_watch.py",
+        "    return cached + kube.list_pods(labels=OURS, fields=LIVE_PODS)",
+        "    return cached",
+        (
+            "tests/actuators/test_pod_watch.py::test_the_cache_follows_the_cluster_and_never_holds_ours",
+        ),
+    ),
+    Mutation(
+        "the pod watch caches our own placeholders",
+        "forecaster/actuators/pod_watch.py",
+        "                resource_version=self._version,\n                labels=NOT_OURS,",
+        "                resource_version=self._version,\n                labels=None,",
+        (
+            "tests/actuators/test_pod_watch.py::test_the_cache_follows_the_cluster_and_never_holds_ours",
+        ),
+    ),
+    Mutation(
+        "the pod watch keeps deleted pods",
+        "forecaster/actuators/pod_watch.py",
+        "                self._pods.pop(key, None)",
+        "                pass",
+        (
+            "tests/actuators/test_pod_watch.py::test_the_cache_follows_the_cluster_and_never_holds_ours",
+        ),
+    ),
+    Mutation(
+        "updates of known pods wake the loop",
+        "forecaster/actuators/pod_watch.py",
+        "arrived = key not in self._pods and _pending_gpu_pod(pod)",
+        "arrived = _pending_gpu_pod(pod)",
+        (
+            "tests/actuators/test_pod_watch.py::test_new_pending_gpu_pods_wake_the_loop_and_nothing_else_does",
+        ),
+    ),
+    Mutation(
+        "a new pending GPU pod does not wake the loop",
+        "forecaster/service/scheduler.py",
+        "        self._woken.set()",
+        "        pass",
+        (
+            "tests/service/test_cluster_service.py::test_a_new_pending_gpu_pod_wakes_a_tick_before_the_interval",
+        ),
+    ),
 )
 
 

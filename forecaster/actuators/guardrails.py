@@ -26,6 +26,7 @@ from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.lead import measure_lead
 from forecaster.actuators.manifests import Node, Pod, PodDisruptionBudget
+from forecaster.actuators.pod_watch import LIVE_PODS
 from forecaster.actuators.quantities import pod_gpus
 from forecaster.errors import ActuationError
 
@@ -107,7 +108,7 @@ def _lead(pool: PoolCheck, nodes: list[Node], pods: list[Pod], *, now: int) -> l
 
 def _check(kube: Kube, pools: Sequence[PoolCheck], *, now: int) -> list[Guardrail]:
     findings = _cluster_autoscaler(kube)
-    pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
+    pods = kube.list_pods(fields=LIVE_PODS)
     pdbs = kube.list_pdbs()
     for pool in pools:
         if pool.horizon_seconds < pool.image_pull_seconds:

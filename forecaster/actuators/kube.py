@@ -18,12 +18,13 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, cast
 
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.manifests import (
@@ -39,7 +40,13 @@ from forecaster.actuators.manifests import (
     PodTemplate,
     PriorityClass,
 )
-from forecaster.errors import ActuationError, ConfigError, ConflictError, NotLeaderError
+from forecaster.errors import (
+    ActuationError,
+    ConfigError,
+    ConflictError,
+    NotLeaderError,
+    WatchExpiredError,
+)
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -105,6 +112,12 @@ class Kube:
         self, *, namespace: str | None = None, labels: str | None = None, fields: str | None = None
     ) -> list[Pod]:
         """Pods matching the selectors, in one namespace or all."""
+        return self.list_pods_versioned(namespace=namespace, labels=labels, fields=fields)[0]
+
+    def list_pods_versioned(
+        self, *, namespace: str | None = None, labels: str | None = None, fields: str | None = None
+    ) -> tuple[list[Pod], str]:
+        """The pods and the list's resourceVersion (where a watch of the same pods resumes)."""
         if namespace is None:
             call = lambda: self._core.list_pod_for_all_namespaces(  # noqa: E731
                 label_selector=labels, field_selector=fields, **self._opts()
@@ -113,7 +126,56 @@ class Kube:
             call = lambda: self._core.list_namespaced_pod(  # noqa: E731
                 namespace, label_selector=labels, field_selector=fields, **self._opts()
             )
-        return list(self._read(call, f"list pods ({labels or 'all'})")["items"])
+        listed = self._read(call, f"list pods ({labels or 'all'})")
+        return list(listed["items"]), str(listed["metadata"]["resourceVersion"])
+
+    def watch_pods(
+        self,
+        *,
+        resource_version: str,
+        labels: str | None = None,
+        fields: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> Iterator[Obj]:
+        """Watch events (``type``, ``object`` as a dict) of the pods of every namespace after
+        ``resource_version``, until the server ends the stream (``timeout_seconds``).
+
+        BOOKMARKs are asked for (they carry the resourceVersion to resume from); 410 Gone
+        raises ``WatchExpiredError`` (list again); any other failure ``ActuationError``.
+        Not retried: the caller relists, which is the only safe resumption after a gap.
+        """
+        what = f"watch pods ({labels or 'all'})"
+        try:
+            response = self._core.list_pod_for_all_namespaces(
+                watch=True,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                label_selector=labels,
+                field_selector=fields,
+                timeout_seconds=timeout_seconds,
+                _preload_content=False,
+                # no event for the whole watch is normal: the read timeout outlasts it
+                _request_timeout=(self._timeout, timeout_seconds + self._timeout),
+            )
+            try:
+                for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                    if not line:
+                        continue
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":
+                        status = event.get("object") or {}
+                        if status.get("code") == 410:
+                            raise WatchExpiredError(f"{what}: {status.get('message')}")
+                        raise ActuationError(f"{what}: {status.get('message') or status}")
+                    yield event
+            finally:
+                response.release_conn()
+        except ApiException as exc:
+            if exc.status == 410:
+                raise WatchExpiredError(f"{what}: {_message(exc)}") from exc
+            raise ActuationError(f"{what}: HTTP {exc.status}: {_message(exc)}") from exc
+        except (urllib3.exceptions.HTTPError, OSError, ValueError) as exc:
+            raise ActuationError(f"{what}: stream broken: {exc}") from exc
 
     def list_jobs(self, *, namespace: str, labels: str | None = None) -> list[Job]:
         """Jobs in ``namespace`` matching the label selector."""

@@ -1,4 +1,5 @@
-"""Read the cluster into ``core.cluster.PoolSnapshot``s: one node list and one pod list per tick.
+"""Read the cluster into ``core.cluster.PoolSnapshot``s: one node list and one pod list per tick
+(or, with a ``PodWatch`` in sync, its cache of other pods plus a list of our own).
 
 A malformed object (an unreadable GPU quantity, a NodePool or pod missing a field) makes only
 the pool it belongs to unobservable (``core.cluster.unobservable``: that pool withdraws and
@@ -50,6 +51,7 @@ from forecaster.actuators.kueue import KueueScope, read_rooms
 from forecaster.actuators.lead import measure_lead
 from forecaster.actuators.manifests import CapacityBuffer, Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
+from forecaster.actuators.pod_watch import PodWatch, live_pods
 from forecaster.actuators.quantities import (
     MalformedObjectError,
     gpu_quantity,
@@ -138,11 +140,13 @@ def observe(
     now: int,
     buffer_namespace: str | None = None,
     kueue: Sequence[KueueScope] = (),
+    watched: PodWatch | None = None,
 ) -> Observation:
     """Snapshots of every pool in ``pools`` (with our CapacityBuffers in ``buffer_namespace``
-    and, for the pools in ``kueue``, what Kueue's quota could still admit)."""
+    and, for the pools in ``kueue``, what Kueue's quota could still admit); the pods not ours
+    from ``watched`` while its watch is in sync (``pod_watch.live_pods``)."""
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
-    pods = kube.list_pods(fields="status.phase!=Succeeded,status.phase!=Failed")
+    pods = live_pods(kube, watched)
     shapes = _shapes(kube.list_nodepools())
     launches = _launch_failures(kube.list_events(fields=f"reason={NO_CAPACITY}"), now=now)
     homes, unattributed = _attribute(pods, shapes)

@@ -33,6 +33,7 @@ from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.observer import observe
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.pod_watch import PodWatch
 from forecaster.actuators.state_store import ConfigMapStateStore
 from forecaster.app.doctor import run_guardrails
 from forecaster.app.model_sharing import fetch_models
@@ -185,8 +186,10 @@ def build_reconciler(
     what_if: bool = False,
     observer: Observer | None = None,
     actuator: PrewarmActuator | None = None,
+    watch: PodWatch | None = None,
 ) -> Reconciler:
-    """The loop, wired: with ``kube`` it observes and acts, without it it only plans.
+    """The loop, wired: with ``kube`` it observes and acts (other pods from ``watch`` while
+    it is in sync), without it it only plans.
 
     ``what_if``: with no cluster, assume each NodePool's limit leaves room for the pool's
     ``max_prewarm_gpus`` above today's demand (otherwise the unknown limit allows nothing).
@@ -224,7 +227,12 @@ def build_reconciler(
 
         def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
             return observe(
-                live, pools=pools, now=now, buffer_namespace=buffer_namespace, kueue=kueue
+                live,
+                pools=pools,
+                now=now,
+                buffer_namespace=buffer_namespace,
+                kueue=kueue,
+                watched=watch,
             )
 
         observer = observe_live
@@ -324,7 +332,8 @@ def build_cluster_service(
         kube.guard = elector.remaining_seconds  # checked immediately before every write
     elif not kube.dry_run:
         raise ForecasterError("a replica without leader election must be dry-run")
-    reconciler = build_reconciler(settings, kube=kube)
+    watch = PodWatch(kube) if settings.watch_pods else None
+    reconciler = build_reconciler(settings, kube=kube, watch=watch)
     daemon = Daemon(
         reconciler=reconciler,
         is_leader=elector.is_leader if elector else lambda: True,
@@ -341,6 +350,7 @@ def build_cluster_service(
         reconcile_every_seconds=settings.reconcile_every_seconds,
         reload_models=(lambda: fetch_models(settings, mirror)) if mirror is not None else None,
         description=f"{len(settings.pools)} pool(s), dry_run={settings.dry_run}",
+        watch=watch,
     )
 
 

@@ -6,6 +6,11 @@ Jobs (``BackgroundScheduler``, ``coalesce``, ``max_instances=1``, misfire grace 
 * ``reconcile`` at start and every ``reconcile_every_seconds``: one tick; only the leader acts,
   every replica forecasts and serves the endpoint.
 
+With a ``PodWatch`` (``watch_pods``, the default), a new pending GPU pod also wakes a tick at
+once - at most one every ``MIN_WAKE_SECONDS``, and one more after a tick that ran meanwhile -
+so the daemon decides within about a second of new demand instead of up to one interval.
+(Ticks never overlap: ``Daemon`` serializes them.)
+
 Weekly retraining runs as the CronJob (``forecaster train``) and publishes artifacts; each tick
 checks the ``CURRENT`` pointer, so new models are hot-reloaded without a restart. On SIGTERM the
 endpoint stops, the scheduler waits for a running tick to finish and the Lease is released: the
@@ -19,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import uvicorn
@@ -27,6 +32,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
 from forecaster.actuators.leases import LEASE_SECONDS, LeaderElector
+from forecaster.actuators.pod_watch import PodWatch
 from forecaster.errors import ForecasterError
 from forecaster.service.clock import Clock
 from forecaster.service.daemon import Daemon
@@ -35,6 +41,9 @@ from forecaster.service.http import create_app
 log = logging.getLogger(__name__)
 STUCK_AFTER_TICKS = 3
 """No tick completed for this many intervals: the replica is stuck (liveness fails, no renewal)."""
+MIN_WAKE_SECONDS = 2.0
+"""Ticks woken by new pods start at least this long after the previous tick started: a burst
+of a hundred submissions costs a few ticks, not a hundred."""
 STUCK_AFTER_MIN_SECONDS = 90
 """...and never sooner than this: a 15 s tick that waits out Prometheus retries (3 x 10 s plus
 backoff) is slow, not stuck."""
@@ -59,6 +68,12 @@ class ClusterService:
     description: str = ""
     """What the start-up log line says about this replica (pools, dry-run)."""
     scheduler: BackgroundScheduler | None = None
+    watch: PodWatch | None = None
+    """The pod watch: the observer's cache of other pods and the cue to tick early."""
+    _woken: threading.Event = field(default_factory=threading.Event)
+    _stopping: threading.Event = field(default_factory=threading.Event)
+    _tick_began: float = -float("inf")
+    _waker: threading.Thread | None = None
 
     def now(self) -> float:
         """Wall-clock seconds."""
@@ -76,6 +91,7 @@ class ClusterService:
     def reconcile(self) -> None:
         """The ``reconcile`` job (first fetching newly published models, when shared by
         ConfigMaps: the reconciler then hot-reloads them as usual)."""
+        self._tick_began = time.monotonic()
         if self.reload_models is not None:
             try:
                 for line in self.reload_models():
@@ -101,10 +117,38 @@ class ClusterService:
         )
         scheduler.start()
         self.scheduler = scheduler
+        if self.watch is not None:
+            self.watch.on_arrival = self.wake
+            self.watch.start()
+            self._waker = threading.Thread(target=self._wake_loop, name="wake", daemon=True)
+            self._waker.start()
         return scheduler
 
+    def wake(self, pod: str) -> None:
+        """The pod watch saw ``pod``, a new pending GPU pod: tick soon (``_wake_loop``)."""
+        log.debug("new pending GPU pod %s: waking the reconcile loop", pod)
+        self._woken.set()
+
+    def _wake_loop(self) -> None:
+        """Tick whenever woken, no sooner than ``MIN_WAKE_SECONDS`` after the last tick began.
+        A wake during a tick is kept (the event stays set) and ticks again after it."""
+        while not self._stopping.is_set():
+            if not self._woken.wait(timeout=1.0):
+                continue
+            wait = self._tick_began + MIN_WAKE_SECONDS - time.monotonic()
+            if wait > 0 and self._stopping.wait(wait):
+                return
+            self._woken.clear()
+            log.info("new pending GPU pods: deciding now, not at the next interval")
+            self.reconcile()
+
     def stop(self) -> None:
-        """Wait for a running tick, stop the jobs, give the Lease up."""
+        """Wait for a running tick, stop the jobs and the watch, give the Lease up."""
+        self._stopping.set()
+        if self.watch is not None:
+            self.watch.stop()
+        if self._waker is not None:
+            self._waker.join(timeout=60)
         if self.scheduler is not None:
             self.scheduler.shutdown(wait=True)
         if self.elector is not None:

@@ -1,10 +1,11 @@
 """RBAC is exactly what the code uses: run the daemon's whole repertoire against the API double,
 turn every request into (apiGroup, resource, verb, scope) and compare with the live overlay.
 
-The scenario covers start-up (guardrails, PriorityClass read, Lease), ticks that prewarm
-(placeholder Jobs, the opt-in NodePool pause, state ConfigMap), a hand-off (deletes, restore),
-the CapacityBuffer backend (buffer and PodTemplate), the ``cleanup --expired`` CronJob and an
-uninstall ``cleanup`` that also removes a bare placeholder pod left by an older version.
+The scenario covers start-up (guardrails, PriorityClass read, Lease), the pod watch, ticks
+that prewarm (placeholder Jobs, the opt-in NodePool pause, state ConfigMap), a hand-off
+(deletes, restore), the CapacityBuffer backend (buffer and PodTemplate), the ``cleanup
+--expired`` CronJob and an uninstall ``cleanup`` that also removes a bare placeholder pod left
+by an older version.
 Nothing used may be missing from the manifests and nothing granted may go unused; NodePool
 access stays within the configured names.
 """
@@ -51,6 +52,7 @@ def used(requests: list[Request]) -> set[tuple[str, str, str, str]]:
         resource = match.group("resource")
         group = RESOURCES[resource].group_version.rpartition("/")[0]
         verb = VERBS.get(request.method) or ("get" if match.group("name") else "list")
+        verb = "watch" if request.query.get("watch") in ("true", "1") else verb
         out.add((group, resource, verb, match.group("ns") or "cluster"))
     return out
 
@@ -83,6 +85,9 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     service.daemon.reconciler.source = LiveSource(T0 - 2 * 86400, calm_history())
     service.renew()
     service.reconcile()
+    assert service.watch is not None  # watch_pods is on by default: one short watch
+    service.watch.watch_seconds = 1
+    service.watch.sync()
     clock.set(datetime.fromtimestamp(T0 + 30, tz=UTC))
     service.renew()
     service.reconcile()  # second tick: the state ConfigMap is updated

@@ -5,6 +5,13 @@ v1), jobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases (coordinati
 nodepools (karpenter.sh/v1) and - when ``capacity_buffers=True`` - capacitybuffers
 (autoscaling.x-k8s.io/v1beta1), with get/list/create/replace/patch/delete and API discovery.
 
+Lists can be watched (``?watch=true``, ``WatchStream``): from ``resourceVersion`` (410 Gone in
+an ERROR event when it is older than the kept changes, see ``Store.compact``), or from now after
+the current objects as ADDED when none is given; with the selectors applied to the object
+before and after each write, so an object that stops matching is DELETED and one that starts
+matching is ADDED, as the real watch cache does; BOOKMARKs when asked; the stream ends after
+``timeoutSeconds`` or at ``drop_watches()`` (a connection cut).
+
 For tests: ``requests`` records every request (method, path, query, content type, body);
 ``writes()`` the mutating ones; ``invalid`` every object refused by schema validation (tests
 assert it stays empty); ``faults`` injects errors, delays and 409 storms; ``clock`` is settable.
@@ -24,7 +31,15 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 from tests.kubeapi.schemas import validate
-from tests.kubeapi.store import ApiError, Key, Obj, Store, matches_fields, matches_labels
+from tests.kubeapi.store import (
+    ApiError,
+    Change,
+    Key,
+    Obj,
+    Store,
+    matches_fields,
+    matches_labels,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +65,8 @@ RESOURCES = {
     "resourceflavors": Resource("kueue.x-k8s.io/v1beta2", "ResourceFlavor", False),
     "workloads": Resource("kueue.x-k8s.io/v1beta2", "Workload", True),
 }
+BOOKMARK_SECONDS = 1.0
+"""An idle watch that asked for bookmarks gets one this often (the real server: ~1 min)."""
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
@@ -105,6 +122,78 @@ class Faults:
         return None
 
 
+@dataclass
+class WatchStream:
+    """One open watch: the events to send, as the real API server sends them."""
+
+    api: KubeApiDouble
+    resource: str
+    namespace: str | None
+    query: dict[str, str]
+
+    def _matches(self, obj: Obj | None) -> bool:
+        return (
+            obj is not None
+            and (self.namespace is None or obj["metadata"].get("namespace") == self.namespace)
+            and matches_labels(obj["metadata"].get("labels", {}), self.query.get("labelSelector"))
+            and matches_fields(obj, self.query.get("fieldSelector"))
+        )
+
+    def _event(self, change: Change) -> Obj | None:
+        before, after = self._matches(change.before), self._matches(change.after)
+        if change.key[0] != self.resource or not (before or after):
+            return None
+        if before and after:
+            return {"type": "MODIFIED", "object": change.after}
+        if after:
+            return {"type": "ADDED", "object": change.after}
+        gone = copy.deepcopy(change.before or {})
+        gone["metadata"]["resourceVersion"] = str(change.version)  # it left at this version
+        return {"type": "DELETED", "object": gone}
+
+    def events(self) -> Any:
+        """Yield event dicts until the timeout, a dropped connection or server shutdown."""
+        store = self.api.store
+        generation = self.api.watch_generation
+        deadline = time.monotonic() + float(self.query.get("timeoutSeconds") or 1800)
+        bookmarks = self.query.get("allowWatchBookmarks") in ("true", "1")
+        next_bookmark = time.monotonic() + BOOKMARK_SECONDS
+        given = self.query.get("resourceVersion")
+        if given in (None, "", "0"):
+            with store.lock:
+                version = store.version
+                current = [o for o in store.list(self.resource, None) if self._matches(o)]
+            for obj in current:
+                yield {"type": "ADDED", "object": obj}
+        else:
+            version = int(given)
+        while time.monotonic() < deadline and generation == self.api.watch_generation:
+            try:
+                changes = store.changes_since(version)
+            except ApiError as exc:
+                yield {"type": "ERROR", "object": exc.status()}
+                return
+            for change in changes:
+                version = change.version
+                event = self._event(change)
+                if event is not None:
+                    yield event
+            if bookmarks and not changes and time.monotonic() >= next_bookmark:
+                next_bookmark = time.monotonic() + BOOKMARK_SECONDS
+                yield {
+                    "type": "BOOKMARK",
+                    "object": {
+                        "kind": RESOURCES[self.resource].kind,
+                        "apiVersion": RESOURCES[self.resource].group_version,
+                        "metadata": {"resourceVersion": str(store.version)},
+                    },
+                }
+                version = max(version, store.version)
+            with store.changed:
+                if version >= store.compacted and not store.changes_since(version):
+                    store.changed.wait(timeout=0.2)
+
+
 class KubeApiDouble:
     """Start with ``with KubeApiDouble() as api:``; ``api.url`` is the server address."""
 
@@ -126,6 +215,8 @@ class KubeApiDouble:
         self.invalid: list[tuple[str, list[str]]] = []
         self.faults = Faults()
         self.admission: list[Callable[[str, Any], None]] = []
+        self.watch_generation = 0
+        """Bumped by ``drop_watches``: every open watch ends."""
         """Admission hooks run on every create (resource, body), before it is stored."""
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -139,10 +230,17 @@ class KubeApiDouble:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.drop_watches()
         self._server.shutdown()
         self._server.server_close()
 
     # ---- inspection helpers for tests --------------------------------------------------
+    def drop_watches(self) -> None:
+        """End every open watch stream (a connection cut or an API server restart)."""
+        self.watch_generation += 1
+        with self.store.changed:
+            self.store.changed.notify_all()
+
     def writes(self) -> list[Request]:
         return [r for r in self.requests if r.method in WRITE_METHODS]
 
@@ -175,7 +273,9 @@ class KubeApiDouble:
             raise ApiError(422, "Invalid", f"{RESOURCES[resource].kind} is invalid: {problems}")
 
     # ---- request handling ----------------------------------------------------------------
-    def handle(self, method: str, raw_path: str, content_type: str, body: Any) -> tuple[int, Obj]:
+    def handle(
+        self, method: str, raw_path: str, content_type: str, body: Any
+    ) -> tuple[int, Obj | WatchStream]:
         url = urlparse(raw_path)
         path = url.path.rstrip("/") or "/"
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -220,24 +320,10 @@ class KubeApiDouble:
         query: dict[str, str],
         content_type: str,
         body: Any,
-    ) -> tuple[int, Obj]:
-        spec = RESOURCES[resource]
+    ) -> tuple[int, Obj | WatchStream]:
         if name is None:
             if method == "GET":
-                items = [
-                    o
-                    for o in self.store.list(
-                        resource, namespace if spec.namespaced and namespace else None
-                    )
-                    if matches_labels(o["metadata"].get("labels", {}), query.get("labelSelector"))
-                    and matches_fields(o, query.get("fieldSelector"))
-                ]
-                return 200, {
-                    "kind": f"{spec.kind}List",
-                    "apiVersion": spec.group_version,
-                    "metadata": {"resourceVersion": str(self.store.version)},
-                    "items": items,
-                }
+                return 200, self._list(resource, namespace, query)
             if method == "POST":
                 obj_name = body["metadata"].get("name") or body["metadata"]["generateName"] + str(
                     self.store.version
@@ -267,6 +353,30 @@ class KubeApiDouble:
                 self.collect_garbage(deleted["metadata"]["uid"])
             return 200, deleted
         raise ApiError(405, "MethodNotAllowed", method)
+
+    def _list(self, resource: str, namespace: str, query: dict[str, str]) -> Obj | WatchStream:
+        """The list (at the version it is at), or a watch when asked for."""
+        spec = RESOURCES[resource]
+        if query.get("watch") in ("true", "1"):
+            return WatchStream(
+                self, resource, namespace if spec.namespaced and namespace else None, query
+            )
+        with self.store.lock:  # the items and the version they are at, together
+            items = self.store.list(
+                resource,
+                namespace if spec.namespaced and namespace else None,
+                lambda o: (
+                    matches_labels(o["metadata"].get("labels", {}), query.get("labelSelector"))
+                    and matches_fields(o, query.get("fieldSelector"))
+                ),
+            )
+            version = self.store.version
+        return {
+            "kind": f"{spec.kind}List",
+            "apiVersion": spec.group_version,
+            "metadata": {"resourceVersion": str(version)},
+            "items": items,
+        }
 
     def _serves(self, resource: str) -> bool:
         if resource == "capacitybuffers":
@@ -328,6 +438,9 @@ def _handler(api: KubeApiDouble) -> type[BaseHTTPRequestHandler]:
             code, payload = api.handle(
                 self.command, self.path, self.headers.get("Content-Type", ""), body
             )
+            if isinstance(payload, WatchStream):
+                self._stream(payload)
+                return
             data = json.dumps(payload).encode()
             try:
                 self.send_response(code)
@@ -337,6 +450,24 @@ def _handler(api: KubeApiDouble) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (timeout test)
+
+        def _stream(self, watch: WatchStream) -> None:
+            """Newline-delimited JSON events, one HTTP/1.1 chunk each (as the real server)."""
+            self.protocol_version = "HTTP/1.1"
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.send_header("Connection", "close")  # as every other response here
+                self.end_headers()
+                for event in watch.events():
+                    line = json.dumps(event).encode() + b"\n"
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(line), line))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped watching
+            self.close_connection = True
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
 

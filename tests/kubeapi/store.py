@@ -6,6 +6,9 @@
 * Create of an existing name fails with 409 AlreadyExists.
 * Merge patch is RFC 7386 (``null`` deletes a key, lists are replaced whole); strategic merge
   patch is treated the same, which is exact for the fields we patch.
+* Every create, replace and delete is kept as a change (``Change``: the object before and
+  after) for watches; ``compact()`` forgets them, so a watch resuming from an older
+  resourceVersion gets 410 Gone, as after etcd compaction.
 * Label selectors: ``k=v``, ``k==v``, ``k!=v``, ``k in (a,b)``, ``k notin (a,b)``, ``k``, ``!k``.
   Field selectors: ``metadata.name``, ``metadata.namespace``, ``spec.nodeName``, ``status.phase``.
 """
@@ -16,12 +19,24 @@ import copy
 import re
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 Obj = dict[str, Any]
 Key = tuple[str, str, str]  # (resource, namespace, name); namespace "" when cluster-scoped
+MAX_CHANGES = 10_000
+
+
+@dataclass(frozen=True)
+class Change:
+    """One write, for watches: the object before (None: created) and after (None: deleted)."""
+
+    version: int
+    key: Key
+    before: Obj | None
+    after: Obj | None
 
 
 class ApiError(Exception):
@@ -66,11 +81,37 @@ class Store:
         self.objects: dict[Key, Obj] = {}
         self.version = 1000
         self.lock = threading.RLock()
+        self.changed = threading.Condition(self.lock)
+        self.changes: list[Change] = []
+        self.compacted = self.version
+        """Changes up to this resourceVersion are forgotten (a watch from before gets 410)."""
 
     def _stamp(self, obj: Obj) -> Obj:
         self.version += 1
         obj["metadata"]["resourceVersion"] = str(self.version)
         return obj
+
+    def _record(self, key: Key, before: Obj | None, after: Obj | None) -> None:
+        """Keep the write at ``self.version`` for watches and wake them."""
+        self.changes.append(Change(self.version, key, copy.deepcopy(before), copy.deepcopy(after)))
+        if len(self.changes) > MAX_CHANGES:
+            self.compacted = self.changes.pop(0).version
+        self.changed.notify_all()
+
+    def compact(self) -> None:
+        """Forget every change so far (etcd compaction): older watches must relist."""
+        with self.lock:
+            self.changes.clear()
+            self.compacted = self.version
+
+    def changes_since(self, version: int) -> list[Change]:
+        """The changes after ``version``; 410 Gone when some of them are forgotten."""
+        with self.lock:
+            if version < self.compacted:
+                raise ApiError(
+                    410, "Expired", f"too old resource version: {version} ({self.compacted})"
+                )
+            return [c for c in self.changes if c.version > version]
 
     def timestamp(self) -> str:
         return datetime.fromtimestamp(self.now(), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -94,6 +135,7 @@ class Store:
             meta["creationTimestamp"] = self.timestamp()
             meta.pop("resourceVersion", None)
             self.objects[key] = self._stamp(obj)
+            self._record(key, None, obj)
             return copy.deepcopy(self.objects[key])
 
     def replace(self, key: Key, obj: Obj) -> Obj:
@@ -105,6 +147,7 @@ class Store:
                 if field in current["metadata"]:
                     obj["metadata"][field] = current["metadata"][field]
             self.objects[key] = self._stamp(obj)
+            self._record(key, current, obj)
             return copy.deepcopy(self.objects[key])
 
     def patched(self, key: Key, patch: Obj) -> tuple[Obj, Obj]:
@@ -121,14 +164,21 @@ class Store:
             obj = self.get(key)
             del self.objects[key]
             self.version += 1
+            obj["metadata"]["resourceVersion"] = str(self.version)
+            self._record(key, obj, None)
             return obj
 
-    def list(self, resource: str, namespace: str | None) -> list[Obj]:
+    def list(
+        self, resource: str, namespace: str | None, keep: Callable[[Obj], bool] | None = None
+    ) -> list[Obj]:
+        """Copies of the objects of ``resource`` (in ``namespace``) that ``keep`` accepts."""
         with self.lock:
             return [
                 copy.deepcopy(o)
                 for (r, ns, _), o in sorted(self.objects.items())
-                if r == resource and (namespace is None or ns == namespace)
+                if r == resource
+                and (namespace is None or ns == namespace)
+                and (keep is None or keep(o))
             ]
 
     @staticmethod

@@ -2,7 +2,8 @@
 
 Cases: label selector forms; field selectors; RFC 7386 merge patch; resourceVersion conflicts;
 AlreadyExists; schema validation refuses a bad NodePool with 422; unknown PriorityClass refused
-at pod admission; injected delays make the client time out (and the actuator's Kube says so).
+at pod admission; injected delays make the client time out (and the actuator's Kube says so);
+watches apply the selectors to each write and expire compacted versions (410).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.errors import ActuationError
+from forecaster.errors import ActuationError, WatchExpiredError
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.kubeapi.store import ApiError, matches_fields, matches_labels, merge_patch
@@ -145,3 +146,30 @@ def test_vendored_crds_match_the_shared_release() -> None:
         shared = Path(__file__).resolve().parents[3] / "shared" / "schemas" / folder / name
         if shared.exists():
             assert shared.read_bytes() == (CRDS / name).read_bytes()
+
+
+def test_watch_applies_selectors_to_each_write_and_expires_compacted_versions() -> None:
+    """As the real watch cache: a pod leaving the field selector is DELETED, one entering it
+    ADDED; a resume from a compacted version ends with an ERROR event carrying 410."""
+    with KubeApiDouble() as api:
+        sim = ClusterSim(api)
+        sim.add_nodepool("pool", limit_gpus=64)
+        kube = Kube(api_client(host=api.url), dry_run=False)
+        _, version = kube.list_pods_versioned(fields="status.phase!=Succeeded")
+        sim.submit("a", "pool", 8)
+        pod = api.store.get(("pods", "ml", "a"))
+        pod["status"] = {"phase": "Succeeded"}
+        api.store.replace(("pods", "ml", "a"), pod)
+        pod["status"] = {"phase": "Running"}
+        del pod["metadata"]["resourceVersion"]
+        api.store.replace(("pods", "ml", "a"), pod)
+        events = [
+            (e["type"], e["object"]["metadata"]["name"])
+            for e in kube.watch_pods(
+                resource_version=version, fields="status.phase!=Succeeded", timeout_seconds=1
+            )
+        ]
+        assert events == [("ADDED", "a"), ("DELETED", "a"), ("ADDED", "a")]
+        api.store.compact()
+        with pytest.raises(WatchExpiredError, match="too old resource version"):
+            list(kube.watch_pods(resource_version=version, timeout_seconds=1))

@@ -5,11 +5,13 @@ leader's tick creates placeholders while the follower's tick writes nothing to t
 but still forecasts and plans; stopping the leader releases its Lease and the follower takes
 over on its next round; guardrail findings reach the daemon's status; a leader whose tick
 stalls until another replica (with a skewed wall clock) has taken over sends not one write
-after it resumes; a leader whose ticks stop completing fails ``/healthz`` and stops renewing.
+after it resumes; a leader whose ticks stop completing fails ``/healthz`` and stops renewing;
+a new pending GPU pod, seen by the pod watch, starts a tick within seconds, not at the interval.
 """
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -18,8 +20,10 @@ from fastapi.testclient import TestClient
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import cleanup
 from forecaster.app.build import build_cluster_service
+from forecaster.reconcile.loop import TickRecord
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
+from forecaster.service.scheduler import MIN_WAKE_SECONDS
 from forecaster.settings import Settings
 from tests.factories import settings
 from tests.kubeapi.cluster import ClusterSim
@@ -161,3 +165,33 @@ def test_uninstall_cleanup_fences_a_running_leader(
         b.reconcile()
     assert not a.daemon.is_leader() and not b.daemon.is_leader()
     assert api.objects("jobs", "forecaster") == []
+
+
+def test_a_new_pending_gpu_pod_wakes_a_tick_before_the_interval(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
+    clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
+    service = replica(tmp_path, api, "replica-a", clock)
+    ticks: list[tuple[float, TickRecord | None]] = []
+    tick = service.daemon.reconcile
+    service.daemon.reconcile = lambda now: (
+        ticks.append((time.monotonic(), tick(now))) or ticks[-1][1]
+    )  # type: ignore[method-assign]
+    service.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not (ticks and service.watch and service.watch.pods() is not None):
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(MIN_WAKE_SECONDS)  # the first tick is at start; a woken one may follow it
+        first = len(ticks)
+        busy_cluster.submit("urgent", POOL, 8)
+        submitted = time.monotonic()
+        while len(ticks) == first:
+            assert time.monotonic() - submitted < 5, "no tick within 5 s of a new GPU pod"
+            time.sleep(0.05)
+    finally:
+        service.stop()
+    at, record = ticks[first]
+    assert at - submitted < MIN_WAKE_SECONDS + 1  # woken, not at the 15 s interval
+    assert record is not None and record.pools[POOL].snapshot.pending_gpus == 8  # and it saw it
