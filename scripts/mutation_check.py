@@ -611,6 +611,22 @@ MUTATIONS = (
             "tests/service/test_cluster_service.py::test_a_new_pending_gpu_pod_wakes_a_tick_before_the_interval",
         ),
     ),
+    Mutation(
+        "replay decides only at ticks although the daemon's pod watch wakes it",
+        "forecaster/simulation/twin.py",
+        "            self._queue_wake()  # its pod is created now: what the pod watch sees",
+        "            pass",
+        ("tests/simulation/test_twin.py::test_a_new_pod_wakes_a_decision_as_the_pod_watch_does",),
+    ),
+    Mutation(
+        "replay --config ignores watch_pods",
+        "forecaster/app/build_replay.py",
+        "wake_seconds=MIN_WAKE_SECONDS if settings.watch_pods else None,",
+        "wake_seconds=None,",
+        (
+            "tests/simulation/test_replay.py::test_replay_with_a_config_runs_the_configured_daemons_decision_path",
+        ),
+    ),
 )
 
 

@@ -10,7 +10,12 @@ from __future__ import annotations
 
 from forecaster.app import build
 from forecaster.core.jobs import JobTrace
-from forecaster.core.policy import Budgets, PoolPolicy, prewarm_window_seconds
+from forecaster.core.policy import (
+    MIN_WAKE_SECONDS,
+    Budgets,
+    PoolPolicy,
+    prewarm_window_seconds,
+)
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, ForecasterError
 from forecaster.reconcile.loop import PoolRuntime, Reconciler
@@ -86,7 +91,8 @@ def replay_setup_from_settings(
 
     The pool's runtime, the budgets and the SLO come from the same builders as the daemon's
     (``app.build``); the twin launches nodes after the pool's provisioning + image pull and
-    decides every ``reconcile_every_seconds``, as the daemon ticks.
+    decides every ``reconcile_every_seconds``, as the daemon ticks (and, with ``watch_pods``, also
+    when a pod is created, as the daemon's pod watch wakes it).
     """
     pool = settings.pool(pool_name or settings.twin.pool)
     if pool.placeholder_size != pool.gpus_per_node:
@@ -100,6 +106,7 @@ def replay_setup_from_settings(
         provision_seconds=pool.lead_time.provisioning_seconds,
         image_pull_seconds=pool.lead_time.image_pull_seconds,
         tick_seconds=settings.reconcile_every_seconds,
+        wake_seconds=MIN_WAKE_SECONDS if settings.watch_pods else None,
         placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
         nodepool_limit_gpus=settings.twin.nodepool_limit_gpus,
         max_prewarm_gpus=pool.max_prewarm_gpus,

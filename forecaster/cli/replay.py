@@ -94,6 +94,7 @@ def setup_from(
         provision_seconds=args.provision,
         image_pull_seconds=args.image_pull,
         tick_seconds=args.decide_every,
+        wake_seconds=args.wake_every or None,
         consolidate_after_seconds=args.consolidate_after,
         warm_image=not args.no_warm_image,
         max_prewarm_gpus=args.max_prewarm_gpus,

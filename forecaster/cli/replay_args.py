@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.durations import parse_duration
 from forecaster.simulation.policies import POLICY_NAMES
 
@@ -13,6 +14,7 @@ POOL_DEFAULTS: dict[str, object] = {
     "provision": 60,
     "image_pull": 300,
     "decide_every": 15,
+    "wake_every": MIN_WAKE_SECONDS,
     "max_prewarm_gpus": 1024,
     "quantile": 0.95,
     "price": 4.10,
@@ -91,6 +93,13 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         type=parse_duration,
         default=POOL_DEFAULTS["decide_every"],
         help="every policy decides this often - the daemon's reconcile_every_seconds (15s)",
+    )
+    parser.add_argument(
+        "--wake-every",
+        type=parse_duration,
+        default=POOL_DEFAULTS["wake_every"],
+        help="a new pod also wakes a decision, this long after the previous one at the soonest"
+        " - the daemon's pod watch (watch_pods: true; 2s); 0: decide only every --decide-every",
     )
     parser.add_argument(
         "--consolidate-after",

@@ -67,6 +67,10 @@ class Budgets:
 
 KARPENTER_BATCH_SECONDS = 10
 """Karpenter batches pending pods for about this long before it launches nodes for them."""
+MIN_WAKE_SECONDS = 2
+"""A decision woken by new pods (the daemon's pod watch; replay's ``wake_seconds``) comes at
+least this long after the previous one: a burst of a hundred submissions costs a few ticks,
+not a hundred."""
 
 
 def prewarm_window_seconds(

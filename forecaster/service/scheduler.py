@@ -33,6 +33,7 @@ from apscheduler.triggers.interval import IntervalTrigger
 
 from forecaster.actuators.leases import LEASE_SECONDS, LeaderElector
 from forecaster.actuators.pod_watch import PodWatch
+from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.errors import ForecasterError
 from forecaster.service.clock import Clock
 from forecaster.service.daemon import Daemon
@@ -41,9 +42,6 @@ from forecaster.service.http import create_app
 log = logging.getLogger(__name__)
 STUCK_AFTER_TICKS = 3
 """No tick completed for this many intervals: the replica is stuck (liveness fails, no renewal)."""
-MIN_WAKE_SECONDS = 2.0
-"""Ticks woken by new pods start at least this long after the previous tick started: a burst
-of a hundred submissions costs a few ticks, not a hundred."""
 STUCK_AFTER_MIN_SECONDS = 90
 """...and never sooner than this: a 15 s tick that waits out Prometheus retries (3 x 10 s plus
 backoff) is slow, not stuck."""

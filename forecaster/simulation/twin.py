@@ -13,7 +13,9 @@
   already pulled it (``warm_image``).
 * Empty nodes are removed after ``consolidate_after_seconds``, unless the policy protects the
   NodePool (our disruption budget ``nodes: "0"`` for Empty blocks it, as in the actuator).
-* The policy is asked every ``tick_seconds`` for a placeholder target and whether to protect.
+* The policy is asked every ``tick_seconds`` for a placeholder target and whether to protect -
+  and, with ``wake_seconds`` (the daemon's pod watch), also when a job arrives, no sooner than
+  ``wake_seconds`` after its previous decision; the regular ticks keep their schedule.
 
 Everything is recorded for metrics: per-job waits, node lifetimes, placeholder lifetimes and how
 they ended (preempted = used prewarm; removed or expired = unused), per-minute demand/capacity.
@@ -41,7 +43,7 @@ from forecaster.core.jobs import JobTrace
 from forecaster.core.kueue import KueueRoom
 from forecaster.durations import DAY
 
-ARRIVE, FINISH, READY, TICK, PROVISION = range(5)
+ARRIVE, FINISH, READY, TICK, PROVISION, WAKE = range(6)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,9 @@ class TwinConfig:
     preempt_grace_seconds: float = 5.0
     warm_image: bool = True
     tick_seconds: float = 60.0
+    wake_seconds: float | None = None
+    """A new pod wakes a decision, at most this soon after the previous one (the daemon's pod
+    watch, ``service.scheduler.MIN_WAKE_SECONDS``); None: decisions only every tick."""
     placeholder_ttl_seconds: float = 3600.0
     nodepool_limit_gpus: int | None = None
     max_prewarm_gpus: int | None = None
@@ -240,6 +245,8 @@ class Twin:
         self._next_id = 0
         self._provision_queued = False
         self._target = 0  # prewarm chunks the last decision asked for
+        self._decided_at = -math.inf
+        self._wake_queued = False
         self.queued: list[int] = []  # workloads Kueue holds back (no pods yet)
         self._launched: deque[float] = deque()  # node launch times of the last day, ascending
         self._created_at: list[float] = []  # pod creation times (admission), ascending
@@ -367,6 +374,9 @@ class Twin:
                 self._admit()
                 self._schedule()
                 self._queue_provision()
+            elif kind == WAKE:
+                self._wake_queued = False
+                self._decide()
             elif kind == FINISH:
                 self._finish(ref)
                 if self._admit():
@@ -385,8 +395,16 @@ class Twin:
         self._seq += 1
         heapq.heappush(self._events, (t, self._seq, kind, ref))
 
-    def _tick(self) -> None:
-        minute = int((self.now - self._minute_start) // 60)
+    def _queue_wake(self) -> None:
+        """A new pod (the watch's ADDED): decide at once, or once the minimum gap is over."""
+        if self.cfg.wake_seconds is None or self._wake_queued:
+            return
+        self._wake_queued = True
+        self._push(max(self.now, self._decided_at + self.cfg.wake_seconds), WAKE, 0)
+
+    def _decide(self) -> None:
+        """Ask the policy and carry its decision out."""
+        self._decided_at = self.now
         decision = self.policy.decide(self)
         self._target = decision.target_gpus // self.cfg.gpus_per_node
         self._set_placeholders(self._target)
@@ -395,6 +413,10 @@ class Twin:
         self._consolidate()
         self._schedule()
         self._provision()
+
+    def _tick(self) -> None:
+        minute = int((self.now - self._minute_start) // 60)
+        self._decide()
         if 0 <= minute < self._demand.size:
             self._demand[minute] = self.requested
             self._capacity[minute] = len(self.live) * self.cfg.gpus_per_node
@@ -551,6 +573,7 @@ class Twin:
             self.requested += gpus
             self.pending.append(j)
             admitted = True
+            self._queue_wake()  # its pod is created now: what the pod watch sees
         return admitted
 
     def _finish(self, j: int) -> None:

@@ -124,7 +124,7 @@ def test_new_pending_gpu_pods_wake_the_loop_and_nothing_else_does(
     eventually(in_sync(watch, kube))
     assert arrivals == []  # the pods already there at the list are not arrivals
     busy_cluster.submit("burst-0", POOL, 4)
-    eventually(lambda: arrivals == ["ml/burst-0"], seconds=2)
+    eventually(lambda: arrivals == ["ml/burst-0"])
     busy_cluster.submit("cpu", POOL, 0)
     placeholder(kube)  # ours: not even seen
     for name in ("burst-0", "cpu"):  # updates of known pods, pending GPU ones included

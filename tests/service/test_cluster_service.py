@@ -20,10 +20,10 @@ from fastapi.testclient import TestClient
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import cleanup
 from forecaster.app.build import build_cluster_service
+from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.reconcile.loop import TickRecord
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
-from forecaster.service.scheduler import MIN_WAKE_SECONDS
 from forecaster.settings import Settings
 from tests.factories import settings
 from tests.kubeapi.cluster import ClusterSim
@@ -188,10 +188,11 @@ def test_a_new_pending_gpu_pod_wakes_a_tick_before_the_interval(
         busy_cluster.submit("urgent", POOL, 8)
         submitted = time.monotonic()
         while len(ticks) == first:
-            assert time.monotonic() - submitted < 5, "no tick within 5 s of a new GPU pod"
+            assert time.monotonic() - submitted < 10, "no tick within 10 s of a new GPU pod"
             time.sleep(0.05)
     finally:
         service.stop()
     at, record = ticks[first]
-    assert at - submitted < MIN_WAKE_SECONDS + 1  # woken, not at the 15 s interval
+    # woken: the interval's next tick is ~12 s after the pod (the first ran at start)
+    assert at - submitted < MIN_WAKE_SECONDS + 4
     assert record is not None and record.pools[POOL].snapshot.pending_gpus == 8  # and it saw it

@@ -29,6 +29,7 @@ from forecaster.cli import main
 from forecaster.cli.config_paths import BUNDLED_CONFIG
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
+from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.durations import DAY
 from forecaster.errors import SourceError
 from forecaster.forecasting.features import forward_filled
@@ -309,6 +310,14 @@ def test_replay_with_a_config_runs_the_configured_daemons_decision_path(
     assert policy.reconciler.pools == [p for p in daemon.pools if p.policy.pool == "itp"]
     assert (policy.reconciler.budgets, policy.reconciler.slo) == (daemon.budgets, daemon.slo)
     assert s.twin.tick_seconds == settings.reconcile_every_seconds
+    assert settings.watch_pods and s.twin.wake_seconds == MIN_WAKE_SECONDS  # the pod watch
+    unwatched = settings.model_copy(update={"watch_pods": False})
+    assert (
+        replay_setup_from_settings(
+            unwatched, epoch=T0, start_day=0, warmup_days=1, end_day=2, model="quantreg-raw"
+        ).twin.wake_seconds
+        is None
+    )
     jobs = synthetic(2, seed=9)
     path, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     args = ["replay", "--config", str(BUNDLED_CONFIG), "--jobs", str(path), "--epoch", epoch]

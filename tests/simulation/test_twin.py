@@ -221,3 +221,27 @@ def test_the_oracle_prewarms_for_the_jobs_about_to_arrive() -> None:
     assert max(waits(record)) <= CFG.preempt_grace_seconds
     reactive = run(jobs, end=7200)
     assert max(waits(reactive)) >= 360  # reactively, jobs needing a new node wait the lead
+
+
+class Recorder:
+    """Decides nothing; records when it was asked."""
+
+    name = "recorder"
+
+    def __init__(self) -> None:
+        self.asked: list[float] = []
+
+    def decide(self, view: TwinView) -> Decision:
+        self.asked.append(view.now - T0)
+        return Decision(0)
+
+
+def test_a_new_pod_wakes_a_decision_as_the_pod_watch_does() -> None:
+    """With ``wake_seconds`` (the daemon's pod watch) each arrival is decided on at once, or
+    once ``wake_seconds`` have passed since the last decision; the regular ticks stay."""
+    arrivals = trace((100, 60, 8), (100.5, 60, 8), (101, 60, 8), (130, 60, 8), (200, 60, 1))
+    ticking, woken = Recorder(), Recorder()
+    run(arrivals, ticking, end=240, tick_seconds=60)
+    run(arrivals, woken, end=240, tick_seconds=60, wake_seconds=2)
+    assert ticking.asked == [0, 60, 120, 180]
+    assert woken.asked == [0, 60, 100, 102, 120, 130, 180, 200]
