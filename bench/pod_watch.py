@@ -7,6 +7,7 @@ next to one busy GPU pool. Printed, with the watch and without it:
 * **pod read**: the time of one tick's read of the live pods (median of 20; the double's own
   filtering over every stored pod is in it, whatever is sent) and how many pod objects the API
   server had to send for it;
+* **memory**: the MiB the live pods take as listed, and as the watch's cache keeps them;
 * **decision latency**: ``--arrivals`` GPU pods are created ``--spacing`` seconds apart while
   the daemon runs with its production 15 s interval; for each, the time from its creation to
   the start of the next tick (mean, P95, max).
@@ -20,18 +21,19 @@ import argparse
 import statistics
 import tempfile
 import time
+import tracemalloc
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.pod_watch import live_pods
+from forecaster.actuators.pod_watch import LIVE_PODS, NOT_OURS, live_pods, slim
 from forecaster.app.build import build_cluster_service
 from forecaster.reconcile.loop import TickRecord
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import ClusterService
-from tests.factories import settings
+from tests.factories import dressed, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.kubeapi.store import matches_fields, matches_labels
@@ -39,18 +41,30 @@ from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 
 def background(api: KubeApiDouble, count: int) -> None:
-    """``count`` running CPU pods of other teams (what a real cluster is mostly made of)."""
+    """``count`` running CPU pods of other teams (what a real cluster is mostly made of), as a
+    real API server serves them (managedFields, environment, volumes, statuses)."""
     for i in range(count):
-        api.put(
-            "pods",
-            {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "metadata": {"name": f"web-{i}", "namespace": f"team-{i % 20}"},
-                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
-                "status": {"phase": "Running"},
-            },
-        )
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": f"web-{i}", "namespace": f"team-{i % 20}"},
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            "status": {"phase": "Running"},
+        }
+        api.put("pods", dressed(pod, index=i))
+
+
+def cache_mib(kube: Kube) -> tuple[float, float]:
+    """MiB the live pods take in memory as listed, and as the watch keeps them (``slim``)."""
+    tracemalloc.start()
+    listed = kube.list_pods(labels=NOT_OURS, fields=LIVE_PODS)
+    full = tracemalloc.get_traced_memory()[0]
+    kept = [slim(p) for p in listed]
+    del listed
+    slimmed = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert kept
+    return full / 2**20, slimmed / 2**20
 
 
 def service(kube: Kube, scratch: Path, *, watch: bool) -> ClusterService:
@@ -130,12 +144,18 @@ def main() -> None:
             if built.watch is not None:  # in sync (listed); start() then watches from there
                 built.watch.relist()
             seconds, sent = read_cost(api, kube, built)
+            if watch:
+                full, slimmed = cache_mib(kube)
             waits = latencies(sim, built, arrivals=args.arrivals, spacing=args.spacing)
         name = "watch" if watch else "list"
         print(
             f"{name:>12} {seconds * 1000:>7.0f}ms {sent:>10} {np.mean(waits):>12.2f}s"
             f" {np.percentile(waits, 95):>5.2f}s {max(waits):>5.2f}s"
         )
+    print(
+        f"memory of the {args.pods} pods: {full:.1f} MiB as listed (held during each tick's"
+        f" read), {slimmed:.1f} MiB in the watch's cache (slim, held all along)"
+    )
 
 
 if __name__ == "__main__":

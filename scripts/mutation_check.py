@@ -594,6 +594,15 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "the pod watch slims away a field the observer reads",
+        "forecaster/actuators/pod_watch.py",
+        '    "args",\n)',
+        '    "args",\n    "image",\n)',
+        (
+            "tests/actuators/test_pod_watch.py::test_the_observer_reads_the_cache_and_lists_only_ours",
+        ),
+    ),
+    Mutation(
         "updates of known pods wake the loop",
         "forecaster/actuators/pod_watch.py",
         "arrived = key not in self._pods and _pending_gpu_pod(pod)",

@@ -7,6 +7,7 @@ replay runs (``REPLAY_T0``, ``synthetic``, ``setup``), arrivals (``bursty``).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 from typing import Any
@@ -205,3 +206,36 @@ def publish_with_point(models: Path, source: LiveSource, point: OperatingPoint) 
         created="20260101T000000Z",
         operating_point=point,
     )
+
+
+def dressed(pod: dict[str, Any], *, index: int = 0) -> dict[str, Any]:
+    """``pod`` as a real cluster serves it: managedFields, an environment, volumes, probes and
+    container statuses (what the pod watch's ``slim`` drops) around the fields we read."""
+    pod = copy.deepcopy(pod)
+    pod["metadata"]["managedFields"] = [
+        {
+            "manager": manager,
+            "operation": "Update",
+            "apiVersion": "v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:containers": {f'k:{{"name":"c{i}"}}': {}}}},
+        }
+        for i, manager in enumerate(("kube-controller-manager", "kubelet", "kube-scheduler"))
+    ]
+    for container in pod["spec"]["containers"]:
+        container["env"] = [{"name": f"VAR_{i}", "value": f"value-{index}-{i}"} for i in range(20)]
+        container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
+        container["readinessProbe"] = {"httpGet": {"path": "/ready", "port": 8080}}
+        container["command"] = ["python", "-m", "train", "--epochs", "90"]
+    pod["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    pod.setdefault("status", {})["containerStatuses"] = [
+        {
+            "name": c["name"],
+            "image": c["image"],
+            "imageID": f"sha256:{index:064x}",
+            "ready": False,
+            "restartCount": 0,
+        }
+        for c in pod["spec"]["containers"]
+    ]
+    return pod

@@ -10,6 +10,10 @@ charge what we hold, and a cache lagging behind our own writes could under-count
 problem the ReplicaSet controller solves with "expectations". Not caching our own writes avoids
 it. (Placeholder slots are named, so a create can never duplicate one either way.)
 
+**What is kept of each pod.** Everything but the fields no reader uses and that make most of
+a pod's size (``slim``): ``managedFields``, volumes, and the containers' environment, mounts,
+probes, commands and statuses. Thousands of pods are held for as long as the daemon runs.
+
 **When the cache is trusted.** ``pods()`` returns it only while it is in sync: built by a full
 list and kept by a watch that has reported (an event or a BOOKMARK) within
 ``stale_after_seconds``. After any failure - a broken stream, 410 Gone, an API error - it returns
@@ -42,6 +46,19 @@ STALE_AFTER_SECONDS = 90
 """No event and no BOOKMARK for this long: the stream may be dead, the cache is not trusted.
 (The API server sends a BOOKMARK to an idle watch about every minute.)"""
 MAX_BACKOFF_SECONDS = 30.0
+UNUSED_CONTAINER_FIELDS = (
+    "env",
+    "envFrom",
+    "volumeMounts",
+    "volumeDevices",
+    "livenessProbe",
+    "readinessProbe",
+    "startupProbe",
+    "lifecycle",
+    "command",
+    "args",
+)
+UNUSED_STATUS_FIELDS = ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
 Key = tuple[str, str]
 
 
@@ -133,7 +150,7 @@ class PodWatch:
         """List the live pods not ours: the cache is in sync from here (a watch resumes after)."""
         pods, version = self.kube.list_pods_versioned(labels=NOT_OURS, fields=LIVE_PODS)
         with self._lock:
-            self._pods = {_key(p): p for p in pods}
+            self._pods = {_key(p): slim(p) for p in pods}
             self._version = version
             self._heard = self.monotonic()
         self.relists += 1
@@ -155,7 +172,7 @@ class PodWatch:
                 self._pods.pop(key, None)
             elif kind in ("ADDED", "MODIFIED"):
                 arrived = key not in self._pods and _pending_gpu_pod(pod)
-                self._pods[key] = pod
+                self._pods[key] = slim(pod)
             else:
                 raise ActuationError(f"pod watch: unknown event type {kind!r}")
         if arrived and self.on_arrival is not None:
@@ -165,6 +182,20 @@ class PodWatch:
         with self._lock:
             self._version = None
         log.warning("pod watch: out of sync (%s); ticks list the pods meanwhile", why)
+
+
+def slim(pod: Pod) -> Pod:
+    """The pod without the fields no reader of the cache uses (see the module docstring)."""
+    metadata = {k: v for k, v in pod["metadata"].items() if k != "managedFields"}
+    spec: dict[str, object] = {k: v for k, v in (pod.get("spec") or {}).items() if k != "volumes"}
+    for group in ("containers", "initContainers"):
+        containers = cast(list[dict[str, object]], spec.get(group) or [])
+        if containers:
+            spec[group] = [
+                {k: v for k, v in c.items() if k not in UNUSED_CONTAINER_FIELDS} for c in containers
+            ]
+    status = {k: v for k, v in (pod.get("status") or {}).items() if k not in UNUSED_STATUS_FIELDS}
+    return cast(Pod, {**pod, "metadata": metadata, "spec": spec, "status": status})
 
 
 def _key(pod: Pod) -> Key:

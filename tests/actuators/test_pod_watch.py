@@ -3,11 +3,13 @@ placeholders, wakes on new pending GPU pods only, and is not trusted out of sync
 
 Cases: after start the cache equals a fresh list of the live pods not ours, through creates,
 scheduling, a pod finishing (it leaves the field selector: DELETED) and a delete; ``live_pods``
-is then that cache plus a fresh list of ours, identical to one list of all, and the observer
-sends no unselected cluster-wide pod list; ``on_arrival`` fires for a new pending GPU pod, not
-for a CPU pod, not for updates of a known pod; a dropped stream resumes from its version, a
-compacted one (410) relists; nothing is served between a failure and the next list; a watch
-silent past ``stale_after_seconds`` is not trusted; a failing list is retried with backoff.
+is then that cache plus a fresh list of ours, identical to one list of all; the observer sends
+no unselected cluster-wide pod list, and from the slimmed cache (pods as served: managedFields,
+environment, volumes, statuses) observes exactly what the list gives; ``on_arrival`` fires for
+a new pending GPU pod, not for a CPU pod, not for updates of a known pod; a dropped stream
+resumes from its version, a compacted one (410) relists; nothing is served between a failure
+and the next list; a watch silent past ``stale_after_seconds`` is not trusted; a failing list
+is retried with backoff.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from forecaster.actuators.observer import observe
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.actuators.pod_watch import LIVE_PODS, NOT_OURS, PodWatch, live_pods
 from forecaster.errors import ActuationError, WatchExpiredError
+from tests.factories import dressed
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0
@@ -105,12 +108,17 @@ def test_the_observer_reads_the_cache_and_lists_only_ours(
     busy_cluster.submit("waiting", POOL, 8)
     placeholder(kube)
     busy_cluster.step()
+    for pod in api.objects("pods", "ml"):  # as served: the fields ``slim`` drops are there
+        api.store.replace(("pods", "ml", pod["metadata"]["name"]), dressed(pod))
     listed = observe(kube, pools=[POOL], now=int(api.clock))
     watch.start()
     eventually(in_sync(watch, kube))
     before = len(api.requests)
     watched = observe(kube, pools=[POOL], now=int(api.clock), watched=watch)
-    assert watched == listed
+    assert watched == listed  # nothing the observer reads was slimmed away
+    kept = watch.pods()
+    assert kept and all("managedFields" not in p["metadata"] for p in kept)
+    assert all("env" not in c for p in kept for c in p["spec"]["containers"])
     pod_lists = [r.query for r in api.requests[before:] if r.path == "/api/v1/pods"]
     assert pod_lists == [
         {"labelSelector": lbl.owned_selector(), "fieldSelector": LIVE_PODS}

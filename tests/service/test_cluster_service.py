@@ -187,12 +187,12 @@ def test_a_new_pending_gpu_pod_wakes_a_tick_before_the_interval(
         first = len(ticks)
         busy_cluster.submit("urgent", POOL, 8)
         submitted = time.monotonic()
+        # woken: not the interval's next tick, which is ~12 s after the pod (the first ran at
+        # start); the bound leaves room for a slow machine
         while len(ticks) == first:
-            assert time.monotonic() - submitted < 10, "no tick within 10 s of a new GPU pod"
+            assert time.monotonic() - submitted < MIN_WAKE_SECONDS + 4, "no tick woken"
             time.sleep(0.05)
     finally:
         service.stop()
-    at, record = ticks[first]
-    # woken: the interval's next tick is ~12 s after the pod (the first ran at start)
-    assert at - submitted < MIN_WAKE_SECONDS + 4
+    _, record = ticks[first]
     assert record is not None and record.pools[POOL].snapshot.pending_gpus == 8  # and it saw it
