@@ -284,6 +284,13 @@ class OperatingPointSettings(_Strict):
         14, gt=0, description="the last days of the history judged; the earlier ones train"
     )
     model: str = Field("quantreg-raw", description="level model the replays retrain weekly")
+    demand_pod_gpus: int | None = Field(
+        None,
+        ge=1,
+        description="without a pod history (a CSV source, no kube-state-metrics pods), the"
+        " demand level is replayed as pods of this many GPUs (at most a node); default: whole"
+        " nodes",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> OperatingPointSettings:

@@ -130,6 +130,7 @@ def choose_point(
             budget=chosen.budget(price_per_gpu_hour=pool_policy(settings, pool).price_per_gpu_hour),
             measure_seconds=int(chosen.measure_days * DAY),
             pods=pods,
+            demand_pod_gpus=chosen.demand_pod_gpus,
             progress=lambda name: log.info(
                 "pool %s: operating point: replaying %s", pool.name, name
             ),

@@ -47,11 +47,13 @@ def choose_operating_point(
     budget: Budget,
     measure_seconds: int,
     pods: JobTrace | None = None,
+    demand_pod_gpus: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> OperatingPoint | None:
     """Replay the pool's ``pods`` over ``history``'s window (without them, ``history`` rebuilt
-    as pods) at each of ``quantiles`` and choose for ``budget`` (module docstring); None when
-    the history is too short or reactive used no GPU-hours."""
+    as pods of ``demand_pod_gpus``, whole nodes by default and at most) at each of
+    ``quantiles`` and choose for ``budget`` (module docstring); None when the history is too
+    short or reactive used no GPU-hours."""
     end = history.end + history.step_seconds
     warmup_end = end - measure_seconds
     if warmup_end - history.start < DAY:
@@ -70,7 +72,7 @@ def choose_operating_point(
             history.start,
             history.step_seconds,
             values=history.values,
-            max_pod_gpus=setup.twin.gpus_per_node,
+            max_pod_gpus=min(demand_pod_gpus or setup.twin.gpus_per_node, setup.twin.gpus_per_node),
         )
     warmup = warmup_end - history.start
     base = dataclasses.replace(

@@ -178,6 +178,7 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
                     "budget_dollars_per_day": 200,  # at the pool's price
                     "quantiles": [0.8, 0.9],
                     "measure_days": 1.5,
+                    "demand_pod_gpus": 2,  # no pods: the level replays as 2-GPU pods
                 },
                 "twin": {"pool": "a"},
                 "pools": [{"name": "a", "csv": str(csv), "max_prewarm_gpus": 32}],
@@ -189,6 +190,7 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
 
     def spy(history: DemandSeries, setup: ReplaySetup, **kwargs: Any) -> OperatingPoint | None:
         replayed_with_arrivals.append(setup.arrivals)
+        assert kwargs["pods"] is None and kwargs["demand_pod_gpus"] == 2
         return choose(history, setup, **kwargs)
 
     monkeypatch.setattr(training, "choose_operating_point", spy)

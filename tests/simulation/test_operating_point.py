@@ -4,7 +4,8 @@ Cases: reactive first, then each quantile replayed as the daemon would run it - 
 the loop, the GPU-hours/day cap set to the budget share of reactive's GPU-hours, the SLO
 following the quantile - over the history only (no job after its end), measured on its last
 ``measure_seconds``, with the loop's simulated-time logs kept out of the job's log; given the
-pool's pods, the replays run them, cut to the history; a wait target replays the candidates
+pool's pods, the replays run them, cut to the history; without, the demand level as pods of
+``demand_pod_gpus`` (whole nodes by default, at most); a wait target replays the candidates
 under the configured cap and keeps it; a history too short to train the replays
 gives no point, and says why.
 """
@@ -105,6 +106,30 @@ def test_with_the_pools_pods_the_replays_run_them_within_the_history() -> None:
         assert jobs.submit.tolist() == [history.start, history.start + 3600, end - 7200]
         assert jobs.duration.tolist() == [6600, 1800, 7200]  # cut at the history's ends
         assert jobs.gpus.tolist() == [8, 16, 4]
+
+
+@pytest.mark.parametrize(("pod_gpus", "largest"), [(None, 8), (1, 1), (4, 4), (64, 8)])
+def test_without_pods_the_demand_is_replayed_as_pods_of_the_configured_size(
+    pod_gpus: int | None, largest: int
+) -> None:
+    """``operating_point.demand_pod_gpus``: whole nodes by default, and never above one."""
+    history, _ = bursty(2, seed=3, start=REPLAY_T0)
+    sizes: set[int] = set()
+
+    def spy(name: str, which: ReplaySetup, *, jobs: JobTrace) -> Policy:
+        sizes.update(jobs.gpus.tolist())
+        return replay_policy("reactive", which, jobs=jobs)
+
+    choose_operating_point(
+        history,
+        setup(2),
+        make_policy=spy,
+        quantiles=(0.9,),
+        budget=Budget(percent=10),
+        measure_seconds=DAY // 2,
+        demand_pod_gpus=pod_gpus,
+    )
+    assert max(sizes) == largest
 
 
 def test_a_wait_target_replays_the_candidates_under_the_configured_cap() -> None:
