@@ -117,8 +117,13 @@ class PodWatch:
             try:
                 self.sync()
                 backoff = 1.0
-            except ActuationError as exc:
-                self._lose(f"{exc}; relisting in {backoff:.0f} s")
+            except ActuationError as exc:  # ``sync`` has marked the cache out of sync
+                log.warning(
+                    "pod watch: out of sync (%s; relisting in %.0f s); ticks list the pods"
+                    " meanwhile",
+                    exc,
+                    backoff,
+                )
                 self._stop.wait(backoff)
                 backoff = min(MAX_BACKOFF_SECONDS, backoff * 2)
 
@@ -177,11 +182,6 @@ class PodWatch:
                 raise ActuationError(f"pod watch: unknown event type {kind!r}")
         if arrived and self.on_arrival is not None:
             self.on_arrival("/".join(key))
-
-    def _lose(self, why: str) -> None:
-        with self._lock:
-            self._version = None
-        log.warning("pod watch: out of sync (%s); ticks list the pods meanwhile", why)
 
 
 def slim(pod: Pod) -> Pod:
