@@ -3,12 +3,12 @@
 What the training job would do at a retrain on day 30 of each trace: take the pool's demand
 history as Prometheus would hold it (GPUs requested by running + pending pods per minute, here
 from a reactive replay of the jobs - the jobs themselves are not visible to the daemon), the
-last 28 days of it (``forecast.history_days``), and choose the quantile for a +5 % and a +10 %
-GPU-hours budget by replaying that history (``simulation.operating_point``: measured on its last
-14 days, each candidate under the cap its budget sets). Prints, per trace and budget, the chosen
-quantile, every candidate and the run time; with ``--frontier-json`` (``replay --frontier
---json`` of the same trace), the frontier's choice on its tuning window (days 10-30, real jobs,
-no cap) and how both choices did on the evaluation window against static headroom.
+last 28 days of it (``forecast.history_days``), and choose the quantile and floor for a +5 % and
+a +10 % GPU-hours budget by replaying that history (``simulation.operating_point``: measured on
+its last 14 days, each candidate under the cap its budget sets). Prints, per trace and budget,
+the chosen quantile, every candidate and the run time; with ``--frontier-json`` (``replay
+--frontier --json`` of the same trace), the frontier's choice on its tuning window (days 10-30,
+real jobs, no cap) and how both choices did on the evaluation window against static headroom.
 
 With ``--p95-wait SECONDS`` it chooses for that wait target instead (under the replay's own
 GPU-hours/day cap, as the daemon keeps the configured one) and prints the evaluation P95 beside
@@ -36,11 +36,12 @@ from forecaster.app.build_replay import replay_policy
 from forecaster.cli import build_parser
 from forecaster.cli.replay import load_trace, setup_from
 from forecaster.core.jobs import JobTrace
-from forecaster.core.operating_point import REPLAYED, Budget, OperatingPoint
+from forecaster.core.operating_point import REPLAYED, Budget, OperatingPoint, point_label
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.simulation.frontier import (
     BUDGETS_PERCENT,
+    FLOOR_NODES,
     PREDICTIVE_KNOBS,
     parse_days,
     ratios,
@@ -111,6 +112,7 @@ def main() -> None:
             setup,
             make_policy=replay_policy,
             quantiles=PREDICTIVE_KNOBS,
+            floors_gpus=[n * setup.twin.gpus_per_node for n in FLOOR_NODES],
             budget=budget,
             measure_seconds=int(mine.measure_days * DAY),
             pods=pods,
@@ -120,19 +122,19 @@ def main() -> None:
             print(f"{budget.label}: no operating point ({took:.0f} s)")
             continue
         print(
-            f"{budget.label}: daemon chooses P{point.quantile * 100:g} in {took:.0f} s;"
+            f"{budget.label}: daemon chooses {point.label} in {took:.0f} s;"
             f" cap {point.gpu_hours_per_day_budget:,.0f} GPU-hours/day"
             f" (reactive {point.reactive_gpu_hours_per_day:,.0f}/day); {point.reason}"
         )
         if frontier is not None:
             if budget.percent is not None:
-                for line in _against_frontier(frontier, point.quantile, round(budget.percent)):
+                for line in _against_frontier(frontier, point, round(budget.percent)):
                     print("    " + line)
             began = time.perf_counter()
             judged = _as_the_daemon_runs_it(jobs, args, epoch, point, mine.eval_days)
             static = [_metrics(m) for m in frontier["static"]]
             print(
-                f"    daemon's P{point.quantile * 100:g} under its cap and SLO on evaluation"
+                f"    daemon's {point.label} under its cap and SLO on evaluation"
                 f" ({time.perf_counter() - began:.0f} s):"
                 f" {judged.gpu_hours / frontier['reactive']['gpu_hours'] - 1:+.1%} GPU-hours,"
                 f" P95 wait {judged.p95_wait_s:.0f} s, mean {judged.mean_wait_s:.0f} s,"
@@ -156,35 +158,41 @@ def as_pods(jobs: JobTrace, gpus_per_node: int) -> JobTrace:
 def _as_the_daemon_runs_it(
     jobs: JobTrace, args: argparse.Namespace, epoch: int, point: OperatingPoint, days: str
 ) -> ReplayMetrics:
-    """The real jobs replayed with the daemon at ``point``: its quantile, the cap its budget
-    sets and the SLO that follows; measured on the evaluation days (as the frontier measures)."""
+    """The real jobs replayed with the daemon at ``point``: its quantile and floor, the cap its
+    budget sets and the SLO that follows; measured on the evaluation days (as the frontier
+    measures)."""
     first, last = parse_days(days, "--eval-days")
     args.start_day, args.warmup_days, args.end_day = 0.0, first, last
     setup = under_budget(
         setup_from(args, epoch),
         quantile=point.quantile,
+        floor_gpus=point.floor_gpus,
         gpu_hours_per_day=point.gpu_hours_per_day_budget,
     )
     result = replay(jobs, replay_policy("predictive", setup, jobs=jobs), setup=setup)
     return result.metrics
 
 
-def _against_frontier(frontier: dict[str, Any], quantile: float, budget: int) -> list[str]:
+def _against_frontier(frontier: dict[str, Any], point: OperatingPoint, budget: int) -> list[str]:
     """The frontier's own choice for ``budget`` and how both did on its evaluation window."""
     reactive = frontier["reactive"]["gpu_hours"]
     static = [_metrics(m) for m in frontier["static"]]
-    by_knob = {m["knob"]: m for m in frontier["predictive"]}
+    by_knobs = {(m["knob"], m.get("floor_gpus", 0)): m for m in frontier["predictive"]}
     theirs = frontier["chosen"].get(str(budget))
+    their_knobs = (theirs["knob"], theirs.get("floor_gpus", 0)) if theirs else None
     lines = [
         "frontier's choice on its tuning window: "
-        + (f"P{theirs['knob'] * 100:g}" if theirs else "none within budget")
+        + (point_label(*their_knobs) if their_knobs else "none within budget")
     ]
-    for label, knob in (("daemon's", quantile), ("frontier's", theirs and theirs["knob"])):
-        if knob is None or knob not in by_knob:
+    for label, knobs in (
+        ("daemon's", (point.quantile, point.floor_gpus)),
+        ("frontier's", their_knobs),
+    ):
+        if knobs is None or knobs not in by_knobs:
             continue
-        m = _metrics(by_knob[knob])
+        m = _metrics(by_knobs[knobs])
         lines.append(
-            f"{label} P{knob * 100:g} in the frontier's sweep (no cap) on evaluation:"
+            f"{label} {point_label(*knobs)} in the frontier's sweep (no cap) on evaluation:"
             f" {m.gpu_hours / reactive - 1:+.1%} GPU-hours, vs static: " + ratios(m, static)
         )
     return lines

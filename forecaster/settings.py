@@ -92,6 +92,13 @@ class PoolSettings(_Strict):
     )
     forecast_only: bool = Field(False, description="forecast and report, never act")
     max_prewarm_gpus: int = Field(32, ge=0)
+    floor_gpus: int = Field(
+        0,
+        ge=0,
+        description="prewarm at least this many GPUs whatever the forecast says (a warm floor"
+        " for the steady trickle of small jobs), while the pool has a forecast; an operating"
+        " point's choice replaces it",
+    )
     prices: Prices = Prices()
     capacity_type: Literal["on-demand", "spot"] = "on-demand"
     backend: Literal["placeholders", "capacitybuffer"] | None = Field(
@@ -280,6 +287,11 @@ class OperatingPointSettings(_Strict):
         " it, under planning.budgets.max_prewarm_gpu_hours_per_day (that cap stays)",
     )
     quantiles: tuple[float, ...] = Field((0.8, 0.9, 0.95, 0.98), min_length=1)
+    floor_nodes: tuple[int, ...] = Field(
+        (0, 2, 4, 6),
+        min_length=1,
+        description="warm floors tried with each quantile, in the pool's nodes",
+    )
     measure_days: float = Field(
         14, gt=0, description="the last days of the history judged; the earlier ones train"
     )
@@ -298,6 +310,8 @@ class OperatingPointSettings(_Strict):
 
         if any(not 0.5 < q < 1 for q in self.quantiles):
             raise ValueError("quantiles must lie between 0.5 and 1")
+        if any(n < 0 for n in self.floor_nodes):
+            raise ValueError("floor_nodes must be >= 0")
         given = self._targets_given
         if len(given) > 1:
             raise ValueError(

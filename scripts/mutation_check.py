@@ -32,6 +32,51 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "the planner ignores the pool's floor",
+        "forecaster/core/planner.py",
+        "    if floor > needed:\n",
+        "    if False:\n",
+        (
+            "tests/core/test_planner.py::test_a_floor_keeps_whole_placeholders_warm_whatever_the_forecast",
+        ),
+    ),
+    Mutation(
+        "a floor is not rounded up to whole placeholders",
+        "forecaster/core/planner.py",
+        "    floor = math.ceil(policy.floor_gpus / unit) * unit\n",
+        "    floor = policy.floor_gpus\n",
+        (
+            "tests/core/test_planner.py::test_a_floor_keeps_whole_placeholders_warm_whatever_the_forecast",
+        ),
+    ),
+    Mutation(
+        "the daemon ignores the floor of its chosen point",
+        "forecaster/reconcile/loop.py",
+        "        return dataclasses.replace(runtime.policy, floor_gpus=point.floor_gpus)\n",
+        "        return runtime.policy\n",
+        (
+            "tests/reconcile/test_loop.py::test_the_operating_point_sets_the_floor_the_pool_plans_above",
+        ),
+    ),
+    Mutation(
+        "a configured pool's replay at a point drops its floor",
+        "forecaster/simulation/replay.py",
+        "            policy = dataclasses.replace(runtime.policy, floor_gpus=floor_gpus)\n",
+        "            policy = runtime.policy\n",
+        (
+            "tests/simulation/test_replay.py::test_replay_with_a_config_runs_the_configured_daemons_decision_path",
+        ),
+    ),
+    Mutation(
+        "floors beyond one over the budget are still replayed",
+        "forecaster/simulation/operating_point.py",
+        "                break  # over the budget: a larger floor spends more still\n",
+        "                pass\n",
+        (
+            "tests/simulation/test_operating_point.py::test_floors_are_tried_per_quantile_from_the_smallest_until_one_is_over_the_budget",
+        ),
+    ),
+    Mutation(
         "a wait target is chosen as if it were a spend",
         "forecaster/core/operating_point.py",
         "    if budget.p95_wait_s is not None:\n        choice = cheapest_within_wait(",

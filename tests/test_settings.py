@@ -55,6 +55,14 @@ def test_bundled_config_is_valid_and_paths_are_resolved() -> None:
             r"pools.0.name: must match the pattern .*, got 'GPU_A'",
         ),
         (minimal(pools=[]), r"pools: needs at least 1 item"),
+        (
+            minimal(pools=[{"name": "gpu-a", "floor_gpus": -8}]),
+            r"pools.0.floor_gpus: must be >= 0, got -8",
+        ),
+        (
+            minimal(operating_point={"budget_percent": 5, "floor_nodes": [0, -2]}),
+            r"operating_point: floor_nodes must be >= 0",
+        ),
         (minimal(pools=[{"name": "a"}, {"name": "a"}]), r"pool names must be unique"),
         (minimal(forecast={"quantiles": [0.5, 0.9]}), r"forecast: quantiles must include 0.95"),
         (minimal(forecast={"horizons_seconds": [90]}), r"not multiples of step_seconds"),

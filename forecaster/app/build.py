@@ -135,6 +135,7 @@ def pool_policy(settings: Settings, pool: PoolSettings) -> PoolPolicy:
         forecast_only=pool.forecast_only,
         allow_unlimited_nodepool=pool.allow_unlimited_nodepool,
         protect_nodepool=settings.planning.protect_nodepools,
+        floor_gpus=pool.floor_gpus,
     )
 
 

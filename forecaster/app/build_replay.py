@@ -50,9 +50,11 @@ def replay_setup(
     price_spot: float,
     model: str,
     quantile: float,
+    floor_gpus: int = 0,
 ) -> ReplaySetup:
-    """A replay of days [start_day, end_day) measured after ``warmup_days``; every cap is
-    ``max_prewarm_gpus`` (GPUs, GPU-hours a day, cost an hour)."""
+    """A replay of days [start_day, end_day) measured after ``warmup_days``, the predictive
+    planning for ``quantile`` above ``floor_gpus``; every cap is ``max_prewarm_gpus`` (GPUs,
+    GPU-hours a day, cost an hour)."""
     budgets = Budgets(
         max_total_prewarm_gpus=max_prewarm_gpus,
         max_prewarm_gpu_hours_per_day=max_prewarm_gpus * 24.0,
@@ -73,6 +75,7 @@ def replay_setup(
         price_spot=price_spot,
         model=model,
         plan_quantile=quantile,
+        floor_gpus=floor_gpus,
     )
 
 
@@ -127,6 +130,7 @@ def replay_setup_from_settings(
         horizons_seconds=settings.forecast.horizons_seconds,
         slo=settings.slo,
         plan_quantile=settings.forecast.target_quantile,
+        floor_gpus=pool.floor_gpus,
         runtime=build.pool_runtime(settings, pool),
     )
 
@@ -156,6 +160,7 @@ def replay_pool_policy(setup: ReplaySetup) -> PoolPolicy:
         stale_after_seconds=900,
         hold_seconds=900,
         allow_unlimited_nodepool=setup.twin.nodepool_limit_gpus is None,
+        floor_gpus=setup.floor_gpus,
     )
 
 

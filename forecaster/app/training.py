@@ -101,8 +101,8 @@ def choose_point(
     arrivals: bool = True,
     source: DemandSource | None = None,
 ) -> OperatingPoint | None:
-    """With a budget (``operating_point``), the quantile the pool plans for until the next
-    retrain, chosen by replaying ``history`` (``simulation.operating_point``; the pool's pods
+    """With a budget (``operating_point``), the quantile and floor the pool plans for until the
+    next retrain, chosen by replaying ``history`` (``simulation.operating_point``; the pool's pods
     where ``source`` keeps them) with the models the pool will have (``arrivals``: its training
     has pods' creation times); None without a budget, or when the replays cannot choose (the
     configured quantile then holds)."""
@@ -127,6 +127,7 @@ def choose_point(
             setup,
             make_policy=replay_policy,
             quantiles=chosen.quantiles,
+            floors_gpus=[n * pool.gpus_per_node for n in chosen.floor_nodes],
             budget=chosen.budget(price_per_gpu_hour=pool_policy(settings, pool).price_per_gpu_hour),
             measure_seconds=int(chosen.measure_days * DAY),
             pods=pods,

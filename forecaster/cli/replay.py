@@ -74,6 +74,8 @@ def setup_from(
         raise ConfigError(f"--model: unknown {args.model!r}; known: {known_names()}")
     if not 0.5 < args.quantile < 1:
         raise ConfigError("--quantile must be between 0.5 and 1")
+    if args.floor_gpus < 0:
+        raise ConfigError("--floor-gpus must be >= 0")
     if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
         raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
     if settings is not None:
@@ -112,6 +114,7 @@ def setup_from(
         price_spot=args.spot_price,
         model=args.model,
         quantile=args.quantile,
+        floor_gpus=args.floor_gpus,
     )
 
 

@@ -17,6 +17,7 @@ POOL_DEFAULTS: dict[str, object] = {
     "wake_every": MIN_WAKE_SECONDS,
     "max_prewarm_gpus": 1024,
     "quantile": 0.95,
+    "floor_gpus": 0,
     "price": 4.10,
     "spot_price": 1.60,
 }
@@ -121,6 +122,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=POOL_DEFAULTS["quantile"],
         help="forecast quantile the predictive plans for (0.95)",
+    )
+    parser.add_argument(
+        "--floor-gpus",
+        type=int,
+        default=POOL_DEFAULTS["floor_gpus"],
+        help="GPUs the predictive keeps warm whatever its forecast says, whole nodes (0)",
     )
     parser.add_argument("--no-warm-image", action="store_true", help="placeholders run pause only")
     parser.add_argument(

@@ -1,17 +1,19 @@
-"""The operating point: which forecast quantile to plan for, chosen for an operator's budget.
+"""The operating point: which forecast quantile (and warm floor) to plan for, for a budget.
 
 Static headroom has to be hand-tuned per cluster and goes stale; we should not. The operator
 states a budget (``Budget``: a percentage of GPU-hours over what reactive scaling alone uses,
 or dollars a day at the pool's price); at each retrain the training job replays the pool's own
-recent history through the cluster twin at each candidate quantile
-(``simulation.operating_point``) and this module picks one: the lowest mean wait among the
-candidates that stayed within the budget on that history. The frontier
+recent history through the cluster twin at each candidate - a quantile, and a floor of GPUs
+kept warm whatever the forecast (``PoolPolicy.floor_gpus``) - (``simulation.operating_point``)
+and this module picks one: the lowest mean wait among the candidates that stayed within the
+budget on that history. The floor is there because a plan for the bursts it sees coming leaves
+the steady trickle of small jobs to cold nodes, which a constant buffer serves cheaply. The frontier
 (``simulation.frontier``) makes its choice on the tuning window with the same ``choose``.
 
 The chosen point then sets what follows from it (``following_the_point``/``_points``): the
-quantile the planner prewarms for, the GPU-hours/day cap (the budget *is* the cap) and the error
-budget's SLO (a P80 plan expects 20 % misses, not 5 %; and all prewarm may go unused, so the
-waste budget is the GPU-hours budget).
+quantile the planner prewarms for and its floor, the GPU-hours/day cap (the budget *is* the cap)
+and the error budget's SLO (a P80 plan expects 20 % misses, not 5 %; and all prewarm may go
+unused, so the waste budget is the GPU-hours budget).
 
 Pure: candidates in, a choice with its reason out.
 """
@@ -32,7 +34,8 @@ REPLAYED = {"pods": "the pool's pods", "demand": "demand rebuilt as pods"}
 
 @dataclass(frozen=True)
 class Candidate:
-    """One candidate quantile, replayed on history: what it cost and how long jobs waited."""
+    """One candidate (quantile, floor), replayed on history: what it cost and how long jobs
+    waited."""
 
     quantile: float
     gpu_hours: float
@@ -40,6 +43,17 @@ class Candidate:
     p95_wait_s: float
     share_waiting_over_5min: float
     cap_breaches: int = 0
+    floor_gpus: int = 0
+
+    @property
+    def label(self) -> str:
+        """``P80`` or ``P80+32`` (a 32-GPU floor), for reasons and tables."""
+        return point_label(self.quantile, self.floor_gpus)
+
+
+def point_label(quantile: float, floor_gpus: int) -> str:
+    """``P80`` or ``P80+32``: a quantile and the floor of GPUs kept warm under it."""
+    return f"P{quantile * 100:g}" + (f"+{floor_gpus}" if floor_gpus else "")
 
 
 @dataclass(frozen=True)
@@ -124,8 +138,8 @@ class Budget:
 
 @dataclass(frozen=True)
 class OperatingPoint:
-    """A pool's chosen quantile and the budget it follows; stored with the model it was chosen
-    with (``forecasting.artifacts``) and shown on the inspection endpoint."""
+    """A pool's chosen quantile and floor and the budget it follows; stored with the model it
+    was chosen with (``forecasting.artifacts``) and shown on the inspection endpoint."""
 
     budget: str
     """The operator's budget as stated (``Budget.label``)."""
@@ -145,6 +159,14 @@ class OperatingPoint:
     ``demand`` (the demand level rebuilt as pods: job sizes and boundaries guessed)."""
     p95_wait_target_s: float | None = None
     """Set when the operator gave a wait target rather than a spend (``Budget.p95_wait_s``)."""
+    floor_gpus: int = 0
+    """GPUs kept warm whatever the forecast (``PoolPolicy.floor_gpus``); 0 before floors were
+    candidates."""
+
+    @property
+    def label(self) -> str:
+        """``P80`` or ``P80+32``."""
+        return point_label(self.quantile, self.floor_gpus)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (artifacts, the inspection endpoint)."""
@@ -160,6 +182,7 @@ class OperatingPoint:
             "reason": self.reason,
             "replayed": self.replayed,
             "p95_wait_target_s": self.p95_wait_target_s,
+            "floor_gpus": self.floor_gpus,
         }
 
     @classmethod
@@ -178,9 +201,11 @@ class OperatingPoint:
             reason=str(document["reason"]),
             replayed=str(document.get("replayed", "demand")),
             p95_wait_target_s=_optional_float(document.get("p95_wait_target_s")),
+            floor_gpus=int(document.get("floor_gpus", 0)),
         )
         if (
             not 0.5 < point.quantile < 1
+            or point.floor_gpus < 0
             or point.gpu_hours_per_day_budget < 0
             or point.replayed not in REPLAYED
         ):
@@ -218,7 +243,7 @@ def operating_point(
     picked = choice.candidate
     overhead = picked.gpu_hours / reactive_gpu_hours - 1
     tried = ", ".join(
-        f"P{c.quantile * 100:g} {c.gpu_hours / reactive_gpu_hours - 1:+.1%}"
+        f"{c.label} {c.gpu_hours / reactive_gpu_hours - 1:+.1%}"
         f" mean {c.mean_wait_s:.0f} s P95 {c.p95_wait_s:.0f} s"
         for c in candidates
     )
@@ -242,12 +267,13 @@ def operating_point(
         budget=budget.label,
         budget_percent=percent,
         quantile=picked.quantile,
+        floor_gpus=picked.floor_gpus,
         within_budget=choice.within_budget,
         gpu_hours_per_day_budget=cap,
         reactive_gpu_hours_per_day=reactive_per_day,
         window=window,
         candidates=tuple(candidates),
-        reason=f"P{picked.quantile * 100:g} ({verdict}: {overhead:+.1%}, mean wait"
+        reason=f"{picked.label} ({verdict}: {overhead:+.1%}, mean wait"
         f" {picked.mean_wait_s:.0f} s over {days:.1f} replayed days of {REPLAYED[replayed]};"
         f" tried {tried})",
         replayed=replayed,

@@ -8,7 +8,8 @@ Per pool (see ``PoolPlan``):
    deadline after the target drops to zero - hysteresis, so a flapping target does not flap
    the NodePool - and restored at once on a hand-off (``NodePoolAction``).
 1. *Needed* = P95 demand at the lead time minus what real pods already ask for and minus spare
-   capacity that is up or coming, rounded **up** to whole placeholders, never negative.
+   capacity that is up or coming, rounded **up** to whole placeholders, never negative; at
+   least the pool's ``floor_gpus`` (a constant warm floor under the forecast).
 2. Mode overrides: handed-off or recovering pools get 0 (reactive scaling owns them), and so
    does every pool while the on-call kill switch is on (``halted``); on stale
    data nothing new is prewarmed - existing prewarm is held for ``hold_seconds``, then 0.
@@ -202,6 +203,10 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         f" {snap.real_demand_gpus} requested now + {snap.spare_gpus} spare: need {needed}"
         f" ({needed // unit} x {unit}-GPU placeholder)"
     )
+    floor = math.ceil(policy.floor_gpus / unit) * unit
+    if floor > needed:
+        needed = floor
+        reasons.append(f"floor of {policy.floor_gpus} GPUs: prewarm at least {floor}")
     if item.mode is Mode.HALTED:
         return _Draft(item, needed, 0, [*reasons, "kill switch on: prewarm 0, nothing new"])
     if item.mode in (Mode.HANDED_OFF, Mode.RECOVERING):

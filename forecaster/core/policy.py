@@ -34,6 +34,11 @@ class PoolPolicy:
     allow_unlimited_nodepool: bool = False
     protect_nodepool: bool = False
     """Opt-in: also pause consolidation NodePool-wide while prewarming (bounded by a deadline)."""
+    floor_gpus: int = 0
+    """Prewarm at least this many GPUs whatever the forecast says: a small overprovisioner
+    under it. A forecast of bursts leaves the steady trickle of small jobs to cold nodes; a
+    floor keeps them a warm place to land. Only while the pool has a fresh forecast (no model,
+    stale data, a hand-off: the same rules as all prewarm), and under every cap."""
 
     def __post_init__(self) -> None:
         _require(self.gpus_per_node > 0, f"{self.pool}: gpus_per_node must be > 0")
@@ -42,6 +47,7 @@ class PoolPolicy:
             f"{self.pool}: placeholder_size_gpus must be between 1 and gpus_per_node",
         )
         _require(self.max_prewarm_gpus >= 0, f"{self.pool}: max_prewarm_gpus must be >= 0")
+        _require(self.floor_gpus >= 0, f"{self.pool}: floor_gpus must be >= 0")
         _finite_non_negative(self.price_per_gpu_hour, f"{self.pool}: price_per_gpu_hour")
         _require(self.stale_after_seconds > 0, f"{self.pool}: stale_after_seconds must be > 0")
         _require(self.hold_seconds >= 0, f"{self.pool}: hold_seconds must be >= 0")

@@ -21,7 +21,8 @@ nothing happens - and replay's 50 days of 15 s decisions cost what the minutes t
 something cost.
 
 A model published with an operating point (``core.operating_point``: chosen at the retrain for
-the operator's budget, when one is configured) sets the pool's quantile, its SLO
+the operator's budget, when one is configured) sets the pool's quantile, its floor
+(``policy_for``), its SLO
 (``slo_for``) and - once every pool has one - the shared GPU-hours/day cap
 (``effective_budgets``); without one the configured quantile, SLO and caps hold.
 
@@ -296,7 +297,9 @@ class Reconciler:
             view = self._with_arrivals(runtime, view, snapshot, now, errors, horizon=horizon)
             _remember(pool_state, view.demand, horizon.horizon_seconds, step=self.step_seconds)
             views[name] = PoolView(**{**view.__dict__, "snapshot": snapshot})
-            inputs.append(PoolInput(runtime.policy, snapshot, view.demand, pool_state.budget.mode))
+            inputs.append(
+                PoolInput(self.policy_for(runtime), snapshot, view.demand, pool_state.budget.mode)
+            )
         spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)
         decision = plan(
             inputs,
@@ -578,6 +581,13 @@ class Reconciler:
         """The quantile the pool plans for: its chosen point's, else the configured one."""
         point = self._point(runtime.policy.pool)
         return point.quantile if point is not None else runtime.target_quantile
+
+    def policy_for(self, runtime: PoolRuntime) -> PoolPolicy:
+        """The pool's policy as planned: the floor of its chosen point, else the configured."""
+        point = self._point(runtime.policy.pool)
+        if point is None or point.floor_gpus == runtime.policy.floor_gpus:
+            return runtime.policy
+        return dataclasses.replace(runtime.policy, floor_gpus=point.floor_gpus)
 
     def slo_for(self, pool: str) -> SloPolicy:
         """The pool's SLO: following its chosen point (``core.operating_point``), else as set."""

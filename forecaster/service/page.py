@@ -155,11 +155,13 @@ function finops(f) {
 }
 function operatingPoint(o) {
   if (!o) { $("operating-point").innerHTML = "<p>The configured quantile (no budget set: <code>operating_point.budget_percent</code>, <code>budget_dollars_per_day</code> or <code>p95_wait_seconds</code>).</p>"; return; }
-  const row = c => "<tr" + (c.quantile === o.quantile ? " style='font-weight:600'" : "") + "><td>P" + Math.round(c.quantile * 100) + (c.quantile === o.quantile ? " (chosen)" : "") + "</td><td>"
+  const label = (q, f) => "P" + Math.round(q * 100) + (f ? "+" + f : "");
+  const chosen = c => c.quantile === o.quantile && (c.floor_gpus || 0) === (o.floor_gpus || 0);
+  const row = c => "<tr" + (chosen(c) ? " style='font-weight:600'" : "") + "><td>" + label(c.quantile, c.floor_gpus) + (chosen(c) ? " (chosen)" : "") + "</td><td>"
     + ((c.gpu_hours / (o.reactive_gpu_hours_per_day * (o.window[1] - o.window[0]) / 86400) - 1) * 100).toFixed(1) + "%</td><td>" + c.mean_wait_s.toFixed(0) + " s</td><td>"
     + c.p95_wait_s.toFixed(0) + " s</td><td>" + (c.share_waiting_over_5min * 100).toFixed(1) + "%</td></tr>";
   $("operating-point").innerHTML = "<p>Budget " + esc(o.budget) + ": " + o.gpu_hours_per_day_budget.toFixed(0) + " GPU-hours a day (the GPU-hours cap; +"
-    + o.budget_percent.toFixed(1) + "% over reactive). " + esc(o.reason) + "</p><table><tr><th>quantile</th><th>GPU-hours vs reactive</th><th>mean wait</th><th>P95 wait</th><th>&gt; 5 min</th></tr>"
+    + o.budget_percent.toFixed(1) + "% over reactive). " + esc(o.reason) + "</p><table><tr><th>quantile+floor GPUs</th><th>GPU-hours vs reactive</th><th>mean wait</th><th>P95 wait</th><th>&gt; 5 min</th></tr>"
     + o.candidates.map(row).join("") + "</table><p>Replayed " + o.window.map(w => new Date(w * 1000).toISOString().slice(0, 16)).join(" to ") + " UTC at the last retrain.</p>";
 }
 async function refresh() {

@@ -2,19 +2,21 @@
 
 Static headroom (an overprovisioner of K GPUs) is the strongest simple alternative, and it is
 a curve, not a point: each K buys a wait for some GPU-hours. So we sweep K, sweep predictive's
-knob (the forecast quantile it plans for), and compare at equal GPU-hours by interpolating the
-static curve. Every run covers the trace from its start (history to learn from) to the end of
-the evaluation window and is measured twice: on the **tuning** window, where the operating
-point for a GPU-hours budget (+5 %, +10 % over reactive) is chosen, and on the later
-**evaluation** window, where it is judged - no choice looks at evaluation outcomes.
+knobs (the forecast quantile it plans for, and the floor of nodes it keeps warm whatever the
+forecast), and compare at equal GPU-hours by interpolating the static curve. Every run covers
+the trace from its start (history to learn from) to the end of the evaluation window and is
+measured twice: on the **tuning** window, where the operating point for a GPU-hours budget
+(+5 %, +10 % over reactive) is chosen, and on the later **evaluation** window, where it is judged -
+no choice looks at evaluation outcomes.
 
 The ``burst`` baseline (floor + alpha x GPUs of pods created in the last 15 min, re-planned
 every 15 s; ``simulation.policies.Burst``) is swept over alpha the same way: the product's model
 must do at least as well at the same GPU-hours.
 
 JSON (``--json``): evaluation-window metrics
-``{"reactive": M, "oracle": M, "static": [M + {"knob": K}], "predictive": [M + {"knob": q}],
-"burst": [M + {"knob": alpha}], "chosen": {"5": M + {"knob": q}, "10": ...},
+``{"reactive": M, "oracle": M, "static": [M + {"knob": K}],
+"predictive": [M + {"knob": q, "floor_gpus": F}], "burst": [M + {"knob": alpha}],
+"chosen": {"5": M + {"knob": q, "floor_gpus": F}, "10": ...},
 "chosen_burst": {...}}`` with ``M`` = gpu_hours, p95_wait_s, mean_wait_s,
 share_waiting_over_60s, share_waiting_over_5min, cap_breaches; plus the same under ``"tune"``.
 """
@@ -29,6 +31,7 @@ from typing import Any, Protocol
 
 from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import choose as choose_candidate
+from forecaster.core.operating_point import point_label
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.simulation.metrics import ReplayMetrics, as_candidate, measure
@@ -46,6 +49,8 @@ class PolicyFactory(Protocol):
 
 STATIC_KNOBS = (0, 8, 16, 24, 32, 48, 64, 96)
 PREDICTIVE_KNOBS = (0.8, 0.9, 0.95, 0.98)
+FLOOR_NODES = (0, 2, 4, 6)
+"""Predictive's floors, in nodes (the operating point's default candidates)."""
 BURST_KNOBS = (0.5, 1.0, 2.0, 4.0, 8.0)
 BUDGETS_PERCENT = (5, 10)
 KEYS = (
@@ -61,11 +66,27 @@ COMPARED = ("share_waiting_over_5min", "mean_wait_s", "p95_wait_s")
 
 @dataclass(frozen=True)
 class Point:
-    """One run: its knob and its metrics on both windows."""
+    """One run: its knob (and predictive's floor) and its metrics on both windows."""
 
     knob: float
     tune: ReplayMetrics
     eval: ReplayMetrics
+    floor_gpus: int | None = None
+    """Predictive's floor (GPUs kept warm whatever the forecast); None for other policies."""
+
+    @property
+    def knobs(self) -> dict[str, float]:
+        """The knobs as the JSON carries them."""
+        if self.floor_gpus is None:
+            return {"knob": self.knob}
+        return {"knob": self.knob, "floor_gpus": self.floor_gpus}
+
+    @property
+    def label(self) -> str:
+        """``0.8`` or ``P80+32`` (predictive's quantile and floor)."""
+        if self.floor_gpus is None:
+            return f"{self.knob:g}"
+        return point_label(self.knob, self.floor_gpus)
 
 
 def parse_days(text: str, flag: str) -> tuple[float, float]:
@@ -84,7 +105,7 @@ def choose(
 ) -> Point | None:
     """The operating point for a budget, judged on the tuning window only - the daemon's own
     choice (``core.operating_point.choose``); None when no knob kept within the budget."""
-    candidates = [as_candidate(p.knob, p.tune) for p in points]
+    candidates = [as_candidate(p.knob, p.tune, floor_gpus=p.floor_gpus or 0) for p in points]
     choice = choose_candidate(
         candidates, reactive_gpu_hours=reactive_gpu_hours, budget_percent=budget_percent
     )
@@ -118,6 +139,7 @@ def frontier(
     evaluate: tuple[float, float],
     static_knobs: Sequence[int] = STATIC_KNOBS,
     predictive_knobs: Sequence[float] = PREDICTIVE_KNOBS,
+    floor_nodes: Sequence[int] = FLOOR_NODES,
     burst_knobs: Sequence[float] = BURST_KNOBS,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
@@ -132,9 +154,9 @@ def frontier(
         "eval": (epoch + evaluate[0] * DAY, epoch + evaluate[1] * DAY),
     }
 
-    def run(name: str, knob: float, which: ReplaySetup) -> Point:
+    def run(name: str, knob: float, which: ReplaySetup, floor: int | None = None) -> Point:
         if progress is not None:
-            progress(name)
+            progress(name if floor is None else f"{name} {point_label(knob, floor)}")
         record = replay(jobs, make_policy(name, which, jobs=jobs), setup=which).record
         measured = {
             key: measure(
@@ -145,12 +167,17 @@ def frontier(
             )
             for key, window in windows.items()
         }
-        return Point(knob, measured["tune"], measured["eval"])
+        return Point(knob, measured["tune"], measured["eval"], floor)
 
     reactive = run("reactive", 0, setup)
     oracle = run("oracle", 0, setup)
     static = [run(f"static:{k}", k, setup) for k in static_knobs]
-    predictive = [run("predictive", q, setup.at_quantile(q)) for q in predictive_knobs]
+    per_node = setup.twin.gpus_per_node
+    predictive = [
+        run("predictive", q, setup.at_point(q, n * per_node), n * per_node)
+        for q in predictive_knobs
+        for n in floor_nodes
+    ]
     burst = [run(f"burst:{a:g}", a, setup) for a in burst_knobs]
     document: dict[str, Any] = {"chosen": {}, "chosen_burst": {}, "tune": {}}
     for window in ("eval", "tune"):
@@ -158,7 +185,7 @@ def frontier(
         target["reactive"] = _m(getattr(reactive, window))
         target["oracle"] = _m(getattr(oracle, window))
         target["static"] = [_m(getattr(p, window), knob=p.knob) for p in static]
-        target["predictive"] = [_m(getattr(p, window), knob=p.knob) for p in predictive]
+        target["predictive"] = [_m(getattr(p, window), **p.knobs) for p in predictive]
         target["burst"] = [_m(getattr(p, window), knob=p.knob) for p in burst]
     lines = [
         f"windows: tune days {tune[0]:g}-{tune[1]:g},"
@@ -178,7 +205,7 @@ def frontier(
         ):
             for p in points:
                 m = getattr(p, window)
-                knob = "" if label in ("reactive", "oracle") else f":{p.knob:g}"
+                knob = "" if label in ("reactive", "oracle") else f":{p.label}"
                 lines.append(
                     f"{label + knob:>16} {m.gpu_hours / base - 1:+7.2%} {m.p95_wait_s:6.0f} s"
                     f" {m.mean_wait_s:7.1f} s {m.share_waiting_over_60s:7.1%}"
@@ -195,20 +222,18 @@ def frontier(
             if point is None:
                 lines.append(f"+{budget} %: no {label} knob fits this budget on the tuning window")
                 continue
-            document[key][str(budget)] = _m(point.eval, knob=point.knob)
+            document[key][str(budget)] = _m(point.eval, **point.knobs)
             overhead = point.eval.gpu_hours / reactive.eval.gpu_hours - 1
             lines.append(
-                f"+{budget} % budget: {label} {point.knob:g} (chosen on tuning) at {overhead:+.2%}"
+                f"+{budget} % budget: {label} {point.label} (chosen on tuning) at {overhead:+.2%}"
                 " GPU-hours in evaluation; against static at the same GPU-hours: "
                 + ratios(point.eval, [p.eval for p in static])
             )
-        mine = document["chosen"].get(str(budget))
-        if mine is not None:
-            chosen = next(p for p in predictive if p.knob == mine["knob"])
-            lines.append(
-                f"+{budget} % budget: predictive against burst at the same GPU-hours: "
-                + ratios(chosen.eval, [p.eval for p in burst])
-            )
+            if label == "predictive":
+                lines.append(
+                    f"+{budget} % budget: predictive against burst at the same GPU-hours: "
+                    + ratios(point.eval, [p.eval for p in burst])
+                )
     return document, lines
 
 

@@ -38,10 +38,11 @@ class ReplayMetrics:
     handoffs: int
 
 
-def as_candidate(quantile: float, metrics: ReplayMetrics) -> Candidate:
-    """A replayed quantile as the operating-point choice weighs it (``core.operating_point``)."""
+def as_candidate(quantile: float, metrics: ReplayMetrics, *, floor_gpus: int = 0) -> Candidate:
+    """A replayed point as the operating-point choice weighs it (``core.operating_point``)."""
     return Candidate(
         quantile,
+        floor_gpus=floor_gpus,
         gpu_hours=metrics.gpu_hours,
         mean_wait_s=metrics.mean_wait_s,
         p95_wait_s=metrics.p95_wait_s,

@@ -8,9 +8,11 @@ of up to a node's GPUs, each fall ends the oldest that fit in it). The twin repl
 the daemon's own loop (``app.build_replay.replay_policy("predictive")``, retrained weekly
 inside the replay on the replayed past only): first reactive scaling alone, whose GPU-hours a
 day turn a percentage budget into GPU-hours (the GPU-hours/day cap), then each candidate
-quantile under that cap and the SLO it implies. The last ``measure_seconds`` of the history are
-measured; the earlier part only trains the replay's models. ``core.operating_point`` picks the
-quantile.
+(quantile, floor) under that cap and the SLO it implies. The last ``measure_seconds`` of the
+history are measured; the earlier part only trains the replay's models. ``core.operating_point``
+picks the point. Per quantile the floors are tried from the smallest up, and the larger ones are
+skipped once one has spent more than a spend budget (or met a wait target): a larger floor only
+costs more, so it could not be chosen.
 
 What the demand level cannot show, and the pods do: job boundaries (a rise of 8 GPUs in a
 minute is one 8-GPU pod, a rise of 3 one 3-GPU pod, whatever the jobs were; no job spans
@@ -26,7 +28,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 from forecaster.core.jobs import JobTrace, jobs_from_series
-from forecaster.core.operating_point import Budget, OperatingPoint, operating_point, slo_at
+from forecaster.core.operating_point import (
+    Budget,
+    OperatingPoint,
+    operating_point,
+    point_label,
+    slo_at,
+)
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ForecasterError
@@ -46,14 +54,15 @@ def choose_operating_point(
     quantiles: Sequence[float],
     budget: Budget,
     measure_seconds: int,
+    floors_gpus: Sequence[int] = (0,),
     pods: JobTrace | None = None,
     demand_pod_gpus: int | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> OperatingPoint | None:
     """Replay the pool's ``pods`` over ``history``'s window (without them, ``history`` rebuilt
     as pods of ``demand_pod_gpus``, whole nodes by default and at most) at each of
-    ``quantiles`` and choose for ``budget`` (module docstring); None when the history is too
-    short or reactive used no GPU-hours."""
+    ``quantiles`` with each of ``floors_gpus`` and choose for ``budget`` (module docstring);
+    None when the history is too short or reactive used no GPU-hours."""
     end = history.end + history.step_seconds
     warmup_end = end - measure_seconds
     if warmup_end - history.start < DAY:
@@ -89,7 +98,8 @@ def choose_operating_point(
 
     def run(name: str, which: ReplaySetup) -> ReplayMetrics:
         if progress is not None:
-            progress(f"{name} P{which.plan_quantile * 100:g}" if name == "predictive" else name)
+            label = point_label(which.plan_quantile, which.floor_gpus)
+            progress(f"{name} {label}" if name == "predictive" else name)
         with _simulated_time_quiet():
             return replay(jobs, make_policy(name, which, jobs=jobs), setup=which).metrics
 
@@ -102,17 +112,26 @@ def choose_operating_point(
     days = measure_seconds / DAY
     ceiling = setup.budgets.max_prewarm_gpu_hours_per_day
     cap = budget.gpu_hours_per_day(reactive.gpu_hours / days, ceiling=ceiling)
+    limit = reactive.gpu_hours + cap * days
     candidates = []
     for q in quantiles:
-        which = under_budget(base, quantile=q, gpu_hours_per_day=cap)
-        try:
-            m = run("predictive", which)
-        except ForecasterError as exc:
-            log.warning(
-                "pool %s: replay at P%g failed (%s): not a candidate", history.name, q * 100, exc
-            )
-            continue
-        candidates.append(as_candidate(q, m))
+        for floor in sorted(set(floors_gpus)):
+            which = under_budget(base, quantile=q, floor_gpus=floor, gpu_hours_per_day=cap)
+            try:
+                m = run("predictive", which)
+            except ForecasterError as exc:
+                log.warning(
+                    "pool %s: replay at %s failed (%s): not a candidate",
+                    history.name,
+                    point_label(q, floor),
+                    exc,
+                )
+                continue
+            candidates.append(as_candidate(q, m, floor_gpus=floor))
+            if budget.p95_wait_s is not None and m.p95_wait_s <= budget.p95_wait_s:
+                break  # met the wait target: a larger floor is only dearer
+            if budget.p95_wait_s is None and m.gpu_hours > limit:
+                break  # over the budget: a larger floor spends more still
     return operating_point(
         candidates,
         reactive_gpu_hours=reactive.gpu_hours,
@@ -145,10 +164,13 @@ def _simulated_time_quiet() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def under_budget(setup: ReplaySetup, *, quantile: float, gpu_hours_per_day: float) -> ReplaySetup:
-    """``setup`` as the daemon runs at ``quantile`` under a GPU-hours/day budget: the quantile
-    planned for, the cap is the budget, and the SLO follows (``core.operating_point``)."""
-    setup = setup.at_quantile(quantile)
+def under_budget(
+    setup: ReplaySetup, *, quantile: float, gpu_hours_per_day: float, floor_gpus: int = 0
+) -> ReplaySetup:
+    """``setup`` as the daemon runs at ``quantile`` above ``floor_gpus`` under a GPU-hours/day
+    budget: the point planned for, the cap is the budget, and the SLO follows
+    (``core.operating_point``)."""
+    setup = setup.at_point(quantile, floor_gpus)
     budgets = dataclasses.replace(setup.budgets, max_prewarm_gpu_hours_per_day=gpu_hours_per_day)
     slo = None
     if setup.slo is not None:

@@ -168,6 +168,8 @@ class ReplaySetup:
     """None: the SLO follows the plan (``core.error_budget.following_the_plan``), as the
     daemon's does when the config leaves it out."""
     plan_quantile: float = 0.95
+    floor_gpus: int = 0
+    """GPUs the predictive pool keeps warm whatever the forecast (``PoolPolicy.floor_gpus``)."""
     retrain: RetrainSchedule = field(default_factory=RetrainSchedule)
     arrivals: bool = True
     """Whether the retrains fit the arrivals model (the pool's training has pods' creation
@@ -187,12 +189,16 @@ class ReplaySetup:
             prewarm_gpu_hours_per_day=self.budgets.max_prewarm_gpu_hours_per_day,
         )
 
-    def at_quantile(self, quantile: float) -> ReplaySetup:
-        """This setup planning for ``quantile`` (the configured pool's runtime too)."""
+    def at_point(self, quantile: float, floor_gpus: int = 0) -> ReplaySetup:
+        """This setup planning for ``quantile`` above a floor of ``floor_gpus`` (the configured
+        pool's runtime too)."""
         runtime = self.runtime
         if runtime is not None:
-            runtime = dataclasses.replace(runtime, target_quantile=quantile)
-        return dataclasses.replace(self, plan_quantile=quantile, runtime=runtime)
+            policy = dataclasses.replace(runtime.policy, floor_gpus=floor_gpus)
+            runtime = dataclasses.replace(runtime, target_quantile=quantile, policy=policy)
+        return dataclasses.replace(
+            self, plan_quantile=quantile, floor_gpus=floor_gpus, runtime=runtime
+        )
 
     @property
     def lead_seconds(self) -> int:

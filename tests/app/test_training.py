@@ -177,6 +177,7 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
                 "operating_point": {
                     "budget_dollars_per_day": 200,  # at the pool's price
                     "quantiles": [0.8, 0.9],
+                    "floor_nodes": [0, 1],  # in the pool's nodes: floors of 0 and 8 GPUs
                     "measure_days": 1.5,
                     "demand_pod_gpus": 2,  # no pods: the level replays as 2-GPU pods
                 },
@@ -202,7 +203,8 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
     artifact = ArtifactStore(tmp_path / "models").load_current("a")
     assert artifact is not None and artifact.operating_point is not None
     point = artifact.operating_point
-    assert [c.quantile for c in point.candidates] == [0.8, 0.9]
+    tried = [(c.quantile, c.floor_gpus) for c in point.candidates]
+    assert {(0.8, 0), (0.9, 0)} <= set(tried) <= {(0.8, 0), (0.8, 8), (0.9, 0), (0.9, 8)}
     price = pool_policy(settings, settings.pool("a")).price_per_gpu_hour
     assert point.window[1] == demand.end + 60 and point.budget == "$200/day"
     assert point.gpu_hours_per_day_budget == pytest.approx(200 / price)
@@ -212,6 +214,7 @@ def test_with_a_budget_the_training_job_chooses_the_operating_point_the_daemon_p
     loop = build_reconciler(settings, what_if=True)
     record = loop.tick(demand.end)
     assert record.pools["a"].quantile == point.quantile
+    assert loop.policy_for(loop.pools[0]).floor_gpus == point.floor_gpus
     assert record.pools["a"].operating_point == point
     assert loop.effective_budgets().max_prewarm_gpu_hours_per_day == pytest.approx(
         point.gpu_hours_per_day_budget

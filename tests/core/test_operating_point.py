@@ -13,6 +13,8 @@ configured cap as its ceiling and leaves the shared cap alone; the JSON form rou
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -183,8 +185,16 @@ def test_a_wait_target_is_met_as_cheaply_as_the_candidates_allow(
 def test_the_json_form_round_trips_and_refuses_nonsense() -> None:
     p = point(0.9)
     assert OperatingPoint.from_dict(p.to_dict()) == p
-    older = {k: v for k, v in p.to_dict().items() if k not in ("replayed", "p95_wait_target_s")}
+    older = {
+        k: v
+        for k, v in p.to_dict().items()
+        if k not in ("replayed", "p95_wait_target_s", "floor_gpus")
+    }
     assert OperatingPoint.from_dict(older) == p  # published before those fields existed
+    floored = dataclasses.replace(p, floor_gpus=16)
+    assert OperatingPoint.from_dict(floored.to_dict()) == floored and floored.label == "P90+16"
+    with pytest.raises(ValueError, match="out of range"):
+        OperatingPoint.from_dict({**p.to_dict(), "floor_gpus": -8})
     with pytest.raises(ValueError, match="out of range"):
         OperatingPoint.from_dict({**p.to_dict(), "replayed": "guesses"})
     with pytest.raises(ValueError, match="out of range"):

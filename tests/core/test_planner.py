@@ -82,6 +82,19 @@ def test_demand_covered_means_no_prewarm_and_original_nodepool() -> None:
     assert result.target_gpus == 0 and not result.protect_nodepool
 
 
+def test_a_floor_keeps_whole_placeholders_warm_whatever_the_forecast() -> None:
+    floored = policy(floor_gpus=12)
+    covered = one(39.0, pol=floored)  # the forecast needs nothing: the floor, in whole nodes
+    assert (covered.needed_gpus, covered.target_gpus) == (16, 16)
+    assert any("floor of 12 GPUs: prewarm at least 16" in r for r in covered.reasons)
+    assert one(57.0, pol=floored).target_gpus == 24  # a forecast above the floor wins
+    # every cap and mode still applies to the floor
+    assert one(39.0, pol=policy(floor_gpus=12, max_prewarm_gpus=8)).target_gpus == 8
+    assert one(39.0, pol=floored, mode=Mode.HANDED_OFF).target_gpus == 0
+    with pytest.raises(ValueError, match="floor_gpus"):
+        policy(floor_gpus=-1)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "target", "reason"),
     [
@@ -157,6 +170,7 @@ def pool_inputs(draw: st.DrawFn, name: str) -> PoolInput:
         forecast_only=draw(st.booleans()),
         allow_unlimited_nodepool=draw(st.booleans()),
         protect_nodepool=draw(st.booleans()),
+        floor_gpus=draw(st.sampled_from([0, 0, 8, 13, 64])),
     )
     alloc = draw(st.integers(0, 400))
     snap = PoolSnapshot(

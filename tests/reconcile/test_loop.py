@@ -346,6 +346,27 @@ def test_the_operating_point_sets_the_quantile_the_cap_and_the_slo(
     assert any("GPU-hours" in r for r in record.plan.pool(POOL).reasons + record.plan.reasons)
 
 
+def test_the_operating_point_sets_the_floor_the_pool_plans_above(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
+    source = LiveSource(T0 - 2 * 86400, calm_history())
+    chosen = operating_point(
+        [Candidate(0.95, 1030.0, 20.0, 60.0, 0.01, floor_gpus=20)],
+        reactive_gpu_hours=1000.0,
+        budget=Budget(percent=50),
+        window=(T0 - 3 * 86400, T0 - 2 * 86400),
+    )
+    assert chosen is not None and chosen.floor_gpus == 20 and chosen.label == "P95+20"
+    publish_with_point(tmp_path / "models", source, chosen)
+    plain = reconciler(tmp_path, api, source).tick(T0).plan.pool(POOL)
+    assert not any("floor" in r for r in plain.reasons)  # no budget set: the point is ignored
+    loop = reconciler(tmp_path, api, source, operating_point={"budget_percent": 50})
+    floored = loop.tick(T0 + 60).plan.pool(POOL)
+    assert loop.policy_for(loop.pools[0]).floor_gpus == 20
+    assert floored.needed_gpus == max(plain.needed_gpus, 24)  # whole 8-GPU placeholders
+    assert plain.needed_gpus < 24 and any("floor of 20 GPUs" in r for r in floored.reasons)
+
+
 def test_a_point_the_model_cannot_forecast_is_ignored_and_said(
     tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -129,12 +129,15 @@ def test_history_shows_past_forecasts_budgets_episodes_and_spend(daemon: Daemon)
 def test_the_operating_point_and_its_alternatives_are_shown(tmp_path: Path) -> None:
     source = LiveSource(T0 - 2 * 86400, calm_history())
     chosen = operating_point(
-        [Candidate(0.8, 1030.0, 20.0, 60.0, 0.01), Candidate(0.95, 1090.0, 10.0, 30.0, 0.0)],
+        [
+            Candidate(0.8, 1030.0, 20.0, 60.0, 0.01, floor_gpus=8),
+            Candidate(0.95, 1090.0, 10.0, 30.0, 0.0),
+        ],
         reactive_gpu_hours=1000.0,
         budget=Budget(percent=5),
         window=(T0 - 3 * 86400, T0 - 2 * 86400),
     )
-    assert chosen is not None and chosen.quantile == 0.8
+    assert chosen is not None and (chosen.quantile, chosen.floor_gpus) == (0.8, 8)
     publish_with_point(tmp_path / "models", source, chosen)
     config = settings(tmp_path, operating_point={"budget_percent": 5})
     loop = build.build_reconciler(config, source=source, what_if=True)
@@ -144,7 +147,8 @@ def test_the_operating_point_and_its_alternatives_are_shown(tmp_path: Path) -> N
     status = client.get("/api/v1/status").json()
     shown = status["pools"][POOL]["operating_point"]
     assert shown == json.loads(json.dumps(chosen.to_dict()))
-    assert [c["quantile"] for c in shown["candidates"]] == [0.8, 0.95]  # the alternatives too
+    assert [(c["quantile"], c["floor_gpus"]) for c in shown["candidates"]] == [(0.8, 8), (0.95, 0)]
+    assert shown["floor_gpus"] == 8 and "P80+8" in shown["reason"]  # the alternatives too
     assert status["budgets"]["max_prewarm_gpu_hours_per_day"] == pytest.approx(50.0)
     history = client.get("/api/v1/history", params={"pool": POOL}).json()
     assert history["max_waste_gpu_hours_per_day"] == pytest.approx(50.0)

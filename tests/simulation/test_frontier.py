@@ -3,8 +3,8 @@
 Cases: window flags are parsed or refused with the flag named; the static curve is interpolated
 linearly and not extrapolated; the operating point for a budget is the best tuning-window mean
 wait within it (none when nothing fits); no choice looks at the evaluation window - two traces
-that differ only after the tuning window get the same chosen knobs, yet different evaluation
-figures; the JSON has the documented shape; the CLI writes it.
+that differ only after the tuning window get the same chosen knobs (quantile and floor), yet
+different evaluation figures; the JSON has the documented shape; the CLI writes it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.simulation.frontier import KEYS, Point, choose, frontier, interpolate, parse_days
 from forecaster.simulation.metrics import ReplayMetrics
+from forecaster.simulation.replay import RetrainSchedule
 from tests.factories import REPLAY_T0 as T0
 from tests.factories import jobs_csv, setup, synthetic
 
@@ -60,6 +61,10 @@ def test_the_operating_point_is_the_best_tuning_wait_within_the_budget() -> None
     chosen = choose(points, reactive_gpu_hours=100, budget_percent=5)
     assert chosen is not None and chosen.knob == 0.9
     assert choose(points, reactive_gpu_hours=100, budget_percent=1) is None
+    floored = Point(0.8, tune=metrics(104.5, mean=25), eval=metrics(0), floor_gpus=16)
+    chosen = choose([*points, floored], reactive_gpu_hours=100, budget_percent=5)
+    assert chosen is floored and chosen.knobs == {"knob": 0.8, "floor_gpus": 16}
+    assert chosen.label == "P80+16" and points[0].knobs == {"knob": 0.8}
 
 
 def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
@@ -72,11 +77,16 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
         duration=np.concatenate((base.duration[keep], other.duration[new])),
         gpus=np.concatenate((base.gpus[keep], other.gpus[new] * 2)),
     )
-    s = dataclasses.replace(setup(6), twin=dataclasses.replace(setup(6).twin, max_prewarm_gpus=64))
+    s = dataclasses.replace(
+        setup(6),
+        twin=dataclasses.replace(setup(6).twin, max_prewarm_gpus=64),
+        retrain=RetrainSchedule(min_train_seconds=DAY, every_seconds=2 * DAY),  # a model by day 1
+    )
     runs = [
         frontier(
             jobs, s, make_policy=replay_policy, epoch=T0, tune=(1, 3), evaluate=(4, 6),
-            static_knobs=(0, 16, 64), predictive_knobs=(0.8, 0.95), burst_knobs=(1.0, 4.0),
+            static_knobs=(0, 16, 64), predictive_knobs=(0.95,), floor_nodes=(0, 6),
+            burst_knobs=(1.0, 4.0),
         )[0]
         for jobs in (base, changed)
     ]  # fmt: skip
@@ -84,13 +94,15 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
     assert a["tune"] == b["tune"]  # the tuning window ends before the traces differ
     assert a["static"] != b["static"]  # ... and the evaluation window sees the difference
     for chosen in ("chosen", "chosen_burst"):
-        assert {k: v["knob"] for k, v in a[chosen].items()} == {
-            k: v["knob"] for k, v in b[chosen].items()
+        assert {k: (v["knob"], v.get("floor_gpus")) for k, v in a[chosen].items()} == {
+            k: (v["knob"], v.get("floor_gpus")) for k, v in b[chosen].items()
         }
     for key in ("reactive", "oracle"):
         assert set(a[key]) == set(KEYS)
     assert [p["knob"] for p in a["static"]] == [0, 16, 64]
-    assert [p["knob"] for p in a["predictive"]] == [0.8, 0.95]
+    assert [(p["knob"], p["floor_gpus"]) for p in a["predictive"]] == [(0.95, 0), (0.95, 48)]
+    assert all("floor_gpus" in p for p in a["chosen"].values())
+    assert a["predictive"][1]["gpu_hours"] > a["predictive"][0]["gpu_hours"]  # the floor costs
     assert set(a["chosen"]) <= {"5", "10"}
 
 
@@ -102,7 +114,11 @@ def test_the_cli_writes_the_frontier_json(
         replay_cli,
         "frontier",
         functools.partial(
-            frontier, static_knobs=(0, 32), predictive_knobs=(0.9,), burst_knobs=(2.0,)
+            frontier,
+            static_knobs=(0, 32),
+            predictive_knobs=(0.9,),
+            floor_nodes=(0,),
+            burst_knobs=(2.0,),
         ),
     )
     jobs = synthetic(3, seed=7)

@@ -50,6 +50,7 @@ def test_each_quantile_is_replayed_as_the_daemon_runs_it_under_the_budget_cap(
             configured,
             make_policy=spy,
             quantiles=(0.8, 0.95),
+            floors_gpus=(0,),
             budget=Budget(percent=10),
             measure_seconds=DAY,
         )
@@ -170,3 +171,37 @@ def test_a_history_too_short_to_train_the_replays_gives_no_point(
         )
     assert point is None
     assert any("leave no day to train the replays" in m for m in caplog.messages)
+
+
+def test_floors_are_tried_per_quantile_from_the_smallest_until_one_is_over_the_budget() -> None:
+    """A larger floor only costs more: once one is over the budget the larger are skipped, and
+    the chosen point carries its floor to the pool."""
+    history, _ = bursty(3, seed=3, start=REPLAY_T0)
+    tried: list[tuple[float, int]] = []
+
+    def floor_only(name: str, which: ReplaySetup, *, jobs: JobTrace) -> Policy:
+        # the floor as a constant headroom: GPU-hours grow with it, whatever the quantile
+        if name == "reactive":
+            return replay_policy(name, which, jobs=jobs)
+        tried.append((which.plan_quantile, which.floor_gpus))
+        return replay_policy(f"static:{which.floor_gpus}", which, jobs=jobs)
+
+    point = choose_operating_point(
+        history,
+        setup(3, cap=64),
+        make_policy=floor_only,
+        quantiles=(0.8, 0.9),
+        floors_gpus=(48, 0, 8, 16),
+        budget=Budget(percent=1),
+        measure_seconds=DAY,
+    )
+    assert point is not None
+    over = [c for c in point.candidates if c.gpu_hours > point.reactive_gpu_hours_per_day * 1.01]
+    within = [c for c in point.candidates if c not in over]
+    assert len(over) == 2 and {c.quantile for c in over} == {0.8, 0.9}  # one per quantile
+    assert tried == [(c.quantile, c.floor_gpus) for c in point.candidates]
+    assert [f for q, f in tried if q == 0.8] == sorted(f for q, f in tried if q == 0.8)
+    assert len(tried) < 8  # the floors beyond the first over the budget were not replayed
+    best = min(within, key=lambda c: (c.mean_wait_s, c.gpu_hours))
+    assert (point.quantile, point.floor_gpus) == (best.quantile, best.floor_gpus)
+    assert point.label in point.reason

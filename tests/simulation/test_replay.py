@@ -318,6 +318,11 @@ def test_replay_with_a_config_runs_the_configured_daemons_decision_path(
         ).twin.wake_seconds
         is None
     )
+    # a candidate point (the operating point's, the frontier's) runs in the configured pool too
+    at = replay_policy("predictive", s.at_point(0.8, 16), jobs=synthetic(2, seed=9))
+    assert isinstance(at, Predictive)
+    (pool,) = at.reconciler.pools
+    assert (pool.target_quantile, pool.policy.floor_gpus) == (0.8, 16)
     jobs = synthetic(2, seed=9)
     path, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     args = ["replay", "--config", str(BUNDLED_CONFIG), "--jobs", str(path), "--epoch", epoch]
