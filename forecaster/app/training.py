@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 
 from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.app.build import build_source, pool_policy, training_plan
@@ -127,7 +128,7 @@ def choose_point(
             setup,
             make_policy=replay_policy,
             quantiles=chosen.quantiles,
-            floors_gpus=[n * pool.gpus_per_node for n in chosen.floor_nodes],
+            floors_gpus=candidate_floors(pool, chosen.floor_nodes),
             budget=chosen.budget(price_per_gpu_hour=pool_policy(settings, pool).price_per_gpu_hour),
             measure_seconds=int(chosen.measure_days * DAY),
             pods=pods,
@@ -144,6 +145,15 @@ def choose_point(
     if point is not None:
         log.info("pool %s: operating point %s", pool.name, point.reason)
     return point
+
+
+def candidate_floors(pool: PoolSettings, floor_nodes: Sequence[int]) -> list[int]:
+    """The floors the operating point tries for ``pool``: ``floor_nodes`` in its GPUs, each at
+    most its ``max_prewarm_gpus`` in whole placeholders (the planner caps a larger floor there:
+    the same replay again), without repeats."""
+    unit = pool.placeholder_size
+    cap = pool.max_prewarm_gpus // unit * unit
+    return sorted({min(n * pool.gpus_per_node, cap) for n in floor_nodes})
 
 
 def train(

@@ -246,9 +246,11 @@ def test_the_operating_point_replays_the_pools_pods_where_the_source_keeps_them(
     pods = JobTrace(submit=np.array([float(history.start)]), duration=np.array([600.0]),
                     gpus=np.array([8]))  # fmt: skip
     handed: list[JobTrace | None] = []
+    floors: list[list[int]] = []
 
     def spy(history: DemandSeries, setup: ReplaySetup, **kwargs: Any) -> None:
         handed.append(kwargs["pods"])
+        floors.append(kwargs["floors_gpus"])
 
     monkeypatch.setattr(training, "choose_operating_point", spy)
     training.choose_point(config, pool, history, source=_PodsFrom(pods))
@@ -257,6 +259,9 @@ def test_the_operating_point_replays_the_pools_pods_where_the_source_keeps_them(
     training.choose_point(config, pool, history, source=_PodsFrom(pods.seen_between(0, 0)))  # none
     training.choose_point(config, pool, history, source=CsvSource({}, value_column="v"))
     assert handed == [pods, None, None, None]  # without pods: the demand level, rebuilt
+    # floors of 0, 2, 4, 6 nodes of 8 GPUs; 48 is beyond max_prewarm_gpus (32), which the
+    # planner would cap it to: the same replay as 32, not tried twice
+    assert floors[0] == [0, 16, 32]
     assert any("no pod history (query timed out)" in m for m in caplog.messages)
 
 
