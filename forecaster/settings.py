@@ -290,7 +290,8 @@ class OperatingPointSettings(_Strict):
     floor_nodes: tuple[int, ...] = Field(
         (0, 2, 4, 6),
         min_length=1,
-        description="warm floors tried with each quantile, in the pool's nodes",
+        description="warm floors tried with each quantile, in the pool's nodes (each at most"
+        " the pool's max_prewarm_gpus)",
     )
     measure_days: float = Field(
         14, gt=0, description="the last days of the history judged; the earlier ones train"
