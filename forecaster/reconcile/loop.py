@@ -151,6 +151,8 @@ class PoolView:
     operating_point: OperatingPoint | None = None
     """The quantile and GPU-hours budget chosen at the last retrain (``core.operating_point``),
     when the pool follows one: its quantile is ``quantile``."""
+    floor_gpus: int = 0
+    """The floor the plan kept warm whatever the forecast (``Reconciler.policy_for``)."""
 
 
 @dataclass(frozen=True)
@@ -296,10 +298,11 @@ class Reconciler:
             snapshot = snapshots[name] if snapshots else self._assumed(runtime, view, now)
             view = self._with_arrivals(runtime, view, snapshot, now, errors, horizon=horizon)
             _remember(pool_state, view.demand, horizon.horizon_seconds, step=self.step_seconds)
-            views[name] = PoolView(**{**view.__dict__, "snapshot": snapshot})
-            inputs.append(
-                PoolInput(self.policy_for(runtime), snapshot, view.demand, pool_state.budget.mode)
+            policy = self.policy_for(runtime)
+            views[name] = PoolView(
+                **{**view.__dict__, "snapshot": snapshot, "floor_gpus": policy.floor_gpus}
             )
+            inputs.append(PoolInput(policy, snapshot, view.demand, pool_state.budget.mode))
         spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)
         decision = plan(
             inputs,

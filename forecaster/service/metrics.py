@@ -69,6 +69,12 @@ class Metrics:
             ["pool"],
             registry=r,
         )
+        self.plan_floor = Gauge(
+            "forecaster_plan_floor_gpus",
+            "GPUs the pool keeps warm whatever the forecast (its floor, or its operating point's)",
+            ["pool"],
+            registry=r,
+        )
         self.kueue_room = Gauge(
             "forecaster_kueue_admissible_gpus",
             "GPUs Kueue's quota could still admit onto the pool (Kueue-gated pools)",
@@ -218,6 +224,7 @@ class Metrics:
             )
             self.waste.labels(pool=name).set(waste_last_day(pool_state.budget, now=record.at))
             self.plan_quantile.labels(pool=name).set(record.pools[name].quantile)
+            self.plan_floor.labels(pool=name).set(record.pools[name].floor_gpus)
             snapshot = record.pools[name].snapshot
             if snapshot is not None:
                 self._observe_snapshot(snapshot)

@@ -153,5 +153,7 @@ def test_the_operating_point_and_its_alternatives_are_shown(tmp_path: Path) -> N
     history = client.get("/api/v1/history", params={"pool": POOL}).json()
     assert history["max_waste_gpu_hours_per_day"] == pytest.approx(50.0)
     assert history["forecasts"]["quantile"] == 0.8
-    assert f'forecaster_plan_quantile{{pool="{POOL}"}} 0.8' in client.get("/metrics").text
+    metrics = client.get("/metrics").text
+    assert f'forecaster_plan_quantile{{pool="{POOL}"}} 0.8' in metrics
+    assert f'forecaster_plan_floor_gpus{{pool="{POOL}"}} 8.0' in metrics
     assert 'id="operating-point"' in client.get("/").text
