@@ -160,8 +160,8 @@ MUTATIONS = (
     Mutation(
         "the choice ignores the budget",
         "forecaster/core/operating_point.py",
-        "within = [c for c in candidates if c.gpu_hours <= limit]",
-        "within = list(candidates)",
+        "    return candidate.gpu_hours <= reactive_gpu_hours * (1 + budget_percent / 100)\n",
+        "    return True\n",
         ("tests/core/test_operating_point.py",),
     ),
     Mutation(

@@ -72,11 +72,21 @@ def choose(
     (``within_budget`` False: the GPU-hours cap then holds the spend). None: no candidates."""
     if not candidates:
         return None
-    limit = reactive_gpu_hours * (1 + budget_percent / 100)
-    within = [c for c in candidates if c.gpu_hours <= limit]
+    within = [
+        c
+        for c in candidates
+        if within_budget(c, reactive_gpu_hours=reactive_gpu_hours, budget_percent=budget_percent)
+    ]
     if within:
         return Choice(min(within, key=lambda c: (c.mean_wait_s, c.gpu_hours)), True)
     return Choice(min(candidates, key=lambda c: (c.gpu_hours, c.mean_wait_s)), False)
+
+
+def within_budget(
+    candidate: Candidate, *, reactive_gpu_hours: float, budget_percent: float
+) -> bool:
+    """Whether ``candidate`` spent at most ``budget_percent`` more GPU-hours than reactive."""
+    return candidate.gpu_hours <= reactive_gpu_hours * (1 + budget_percent / 100)
 
 
 def cheapest_within_wait(candidates: Sequence[Candidate], *, p95_wait_s: float) -> Choice | None:

@@ -34,6 +34,7 @@ from forecaster.core.operating_point import (
     operating_point,
     point_label,
     slo_at,
+    within_budget,
 )
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
@@ -112,10 +113,11 @@ def choose_operating_point(
     days = measure_seconds / DAY
     ceiling = setup.budgets.max_prewarm_gpu_hours_per_day
     cap = budget.gpu_hours_per_day(reactive.gpu_hours / days, ceiling=ceiling)
-    limit = reactive.gpu_hours + cap * days
+    percent = 100 * cap / (reactive.gpu_hours / days)
+    floors = sorted(set(floors_gpus))
     candidates = []
     for q in quantiles:
-        for floor in sorted(set(floors_gpus)):
+        for floor in floors:
             which = under_budget(base, quantile=q, floor_gpus=floor, gpu_hours_per_day=cap)
             try:
                 m = run("predictive", which)
@@ -127,10 +129,14 @@ def choose_operating_point(
                     exc,
                 )
                 continue
-            candidates.append(as_candidate(q, m, floor_gpus=floor))
-            if budget.p95_wait_s is not None and m.p95_wait_s <= budget.p95_wait_s:
-                break  # met the wait target: a larger floor is only dearer
-            if budget.p95_wait_s is None and m.gpu_hours > limit:
+            candidate = as_candidate(q, m, floor_gpus=floor)
+            candidates.append(candidate)
+            if budget.p95_wait_s is not None:
+                if m.p95_wait_s <= budget.p95_wait_s:
+                    break  # met the wait target: a larger floor is only dearer
+            elif not within_budget(
+                candidate, reactive_gpu_hours=reactive.gpu_hours, budget_percent=percent
+            ):
                 break  # over the budget: a larger floor spends more still
     return operating_point(
         candidates,
