@@ -25,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from forecaster.core.error_budget import SloPolicy, following_the_plan
-from forecaster.core.operating_point import Budget
+from forecaster.core.operating_point import CANDIDATE_FLOOR_NODES, CANDIDATE_QUANTILES, Budget
 from forecaster.core.policy import covering_horizon, prewarm_window_seconds
 from forecaster.errors import ConfigError
 
@@ -286,9 +286,9 @@ class OperatingPointSettings(_Strict):
         description="or a wait target: the cheapest quantile whose replayed P95 wait is within"
         " it, under planning.budgets.max_prewarm_gpu_hours_per_day (that cap stays)",
     )
-    quantiles: tuple[float, ...] = Field((0.8, 0.9, 0.95, 0.98), min_length=1)
+    quantiles: tuple[float, ...] = Field(CANDIDATE_QUANTILES, min_length=1)
     floor_nodes: tuple[int, ...] = Field(
-        (0, 2, 4, 6),
+        CANDIDATE_FLOOR_NODES,
         min_length=1,
         description="warm floors tried with each quantile, in the pool's nodes (each at most"
         " the pool's max_prewarm_gpus)",

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Sequence
 
 from forecaster.actuators.model_configmaps import ModelConfigMaps
-from forecaster.app.build import build_source, pool_policy, training_plan
+from forecaster.app.build import build_source, model_store, pool_policy, training_plan
 from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
 from forecaster.app.model_sharing import fetch_models, publish_models
 from forecaster.core.jobs import JobTrace
@@ -21,7 +21,6 @@ from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, to_epoch_seconds
 from forecaster.durations import DAY
 from forecaster.errors import ForecasterError, SourceError
-from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.training import PoolTraining, Progress, train_pool
 from forecaster.service.clock import Clock
 from forecaster.settings import PoolSettings, Settings
@@ -181,7 +180,7 @@ def _train_pools(
     settings: Settings, *, pools: list[str] | None, clock: Clock, progress: Progress | None
 ) -> list[PoolTraining]:
     source = build_source(settings)
-    store = ArtifactStore(settings.models_dir)
+    store = model_store(settings)
     created = clock.now().strftime("%Y%m%dT%H%M%SZ")
     results = []
     for pool in settings.pools:

@@ -28,6 +28,11 @@ from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
 
+CANDIDATE_QUANTILES = (0.8, 0.9, 0.95, 0.98)
+"""The quantiles an operating point is chosen among, by default (settings, the frontier)."""
+CANDIDATE_FLOOR_NODES = (0, 2, 4, 6)
+"""The warm floors tried with each quantile, in the pool's nodes, by default."""
+
 REPLAYED = {"pods": "the pool's pods", "demand": "demand rebuilt as pods"}
 """What an operating point's replays ran (``OperatingPoint.replayed``), as the reason says it."""
 

@@ -30,8 +30,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from forecaster.core.jobs import JobTrace
+from forecaster.core.operating_point import (
+    CANDIDATE_FLOOR_NODES,
+    CANDIDATE_QUANTILES,
+    point_label,
+)
 from forecaster.core.operating_point import choose as choose_candidate
-from forecaster.core.operating_point import point_label
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.simulation.metrics import ReplayMetrics, as_candidate, measure
@@ -48,9 +52,11 @@ class PolicyFactory(Protocol):
 
 
 STATIC_KNOBS = (0, 8, 16, 24, 32, 48, 64, 96)
-PREDICTIVE_KNOBS = (0.8, 0.9, 0.95, 0.98)
-FLOOR_NODES = (0, 2, 4, 6)
-"""Predictive's floors, in nodes (the operating point's default candidates)."""
+PREDICTIVE_KNOBS = CANDIDATE_QUANTILES
+"""Predictive's quantiles: the operating point's default candidates, so the frontier's choice
+and the daemon's pick from the same grid."""
+FLOOR_NODES = CANDIDATE_FLOOR_NODES
+"""Predictive's floors, in nodes (likewise)."""
 BURST_KNOBS = (0.5, 1.0, 2.0, 4.0, 8.0)
 BUDGETS_PERCENT = (5, 10)
 KEYS = (
