@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.app.build import build_source, model_store, pool_policy, training_plan
@@ -19,8 +20,9 @@ from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, to_epoch_seconds
-from forecaster.durations import DAY
+from forecaster.durations import DAY, format_duration
 from forecaster.errors import ForecasterError, SourceError
+from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.training import PoolTraining, Progress, train_pool
 from forecaster.service.clock import Clock
 from forecaster.settings import PoolSettings, Settings
@@ -162,51 +164,93 @@ def train(
     clock: Clock,
     mirror: ModelConfigMaps | None = None,
     progress: Progress | None = None,
+    time_budget_seconds: float | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> list[PoolTraining]:
-    """Train every selected pool; a pool that fails is reported as failed, the others go on.
+    """Train every selected pool, the stalest first; a pool that fails is reported as failed,
+    the others go on.
 
-    With a ``mirror`` (ConfigMap model store) the champions are fetched first and what became
-    current is published afterwards.
+    With a ``mirror`` (ConfigMap model store) the champions are fetched first and each pool's
+    model is published as soon as it is trained: a Job killed at its deadline keeps the pools
+    it finished. With ``time_budget_seconds`` (set below the Job's ``activeDeadlineSeconds``) a
+    pool is not started once the time spent plus the longest pool so far would pass it: it is
+    reported as skipped, keeps its current model and, as the stalest, goes first next time. The
+    operating point's replays make a pool take minutes, not seconds (README, "Training time").
     """
     if mirror is not None:
         fetch_models(settings, mirror)
-    results = _train_pools(settings, pools=pools, clock=clock, progress=progress)
-    if mirror is not None:
-        publish_models(settings, mirror, pools=[r.pool for r in results])
-    return results
-
-
-def _train_pools(
-    settings: Settings, *, pools: list[str] | None, clock: Clock, progress: Progress | None
-) -> list[PoolTraining]:
     source = build_source(settings)
     store = model_store(settings)
     created = clock.now().strftime("%Y%m%dT%H%M%SZ")
+    began, longest = monotonic(), 0.0
     results = []
-    for pool in settings.pools:
-        if pools and pool.name not in pools:
+    for pool in stalest_first([p for p in settings.pools if not pools or p.name in pools], store):
+        spent = monotonic() - began
+        if time_budget_seconds is not None and spent + longest > time_budget_seconds:
+            results.append(_skipped(pool, store, spent, longest, time_budget_seconds))
             continue
-        try:
-            series, report = fetch_history(settings, source, pool=pool, clock=clock)
-            for line in report.describe():  # debug: `train` prints these in its report
-                log.debug("pool %s data: %s", pool.name, line)
-            arrivals = fetch_arrivals(source, series)
-            result = train_pool(
-                series,
-                report,
-                plan=training_plan(settings, pool),
-                store=store,
-                created=created,
-                progress=progress,
-                arrivals=arrivals,
-                operating_point=choose_point(
-                    settings, pool, series, arrivals=arrivals is not None, source=source
-                ),
-            )
-        except ForecasterError as exc:
-            log.debug("pool %s: training failed: %s", pool.name, exc)
-            result = PoolTraining(pool=pool.name, status="failed", message=str(exc), quality=None)
-        else:
-            log.debug("pool %s: %s", pool.name, result.message)
+        result = _train_pool(
+            settings, source, store, pool, clock=clock, created=created, progress=progress
+        )
+        took = monotonic() - began - spent
+        longest = max(longest, took)
+        log.info("pool %s: %s in %s", pool.name, result.status, format_duration(took))
+        if mirror is not None:
+            publish_models(settings, mirror, pools=[pool.name])
         results.append(result)
     return results
+
+
+def stalest_first(pools: Sequence[PoolSettings], store: ArtifactStore) -> list[PoolSettings]:
+    """``pools`` by their newest stored model, oldest (or none) first: a pool a time budget
+    skipped is trained first next time. Ties keep the configured order."""
+    return sorted(pools, key=lambda pool: max(store.versions(pool.name), default=""))
+
+
+def _skipped(
+    pool: PoolSettings, store: ArtifactStore, spent: float, longest: float, budget: float
+) -> PoolTraining:
+    current = store.current_version(pool.name) or "none"
+    message = (
+        f"not started: {format_duration(spent)} of the {format_duration(budget)} time budget"
+        f" spent and the longest pool took {format_duration(longest)}; keeps its current model"
+        f" ({current}) and, as the stalest, is trained first next time"
+    )
+    log.warning("pool %s: %s", pool.name, message)
+    return PoolTraining(pool=pool.name, status="skipped", message=message, quality=None)
+
+
+def _train_pool(
+    settings: Settings,
+    source: DemandSource,
+    store: ArtifactStore,
+    pool: PoolSettings,
+    *,
+    clock: Clock,
+    created: str,
+    progress: Progress | None,
+) -> PoolTraining:
+    """Fetch, choose the operating point and train one pool; a ``ForecasterError`` is reported
+    as a failed result."""
+    try:
+        series, report = fetch_history(settings, source, pool=pool, clock=clock)
+        for line in report.describe():  # debug: `train` prints these in its report
+            log.debug("pool %s data: %s", pool.name, line)
+        arrivals = fetch_arrivals(source, series)
+        result = train_pool(
+            series,
+            report,
+            plan=training_plan(settings, pool),
+            store=store,
+            created=created,
+            progress=progress,
+            arrivals=arrivals,
+            operating_point=choose_point(
+                settings, pool, series, arrivals=arrivals is not None, source=source
+            ),
+        )
+    except ForecasterError as exc:
+        log.debug("pool %s: training failed: %s", pool.name, exc)
+        return PoolTraining(pool=pool.name, status="failed", message=str(exc), quality=None)
+    log.debug("pool %s: %s", pool.name, result.message)
+    return result

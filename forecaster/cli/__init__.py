@@ -67,15 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="every pool forecast-only and dry-run: plans and reports, sends no write at all",
     )
 
-    train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
-    _config_arg(train)
-    train.add_argument("--pool", action="append", help="only this pool (repeatable)")
-    train.add_argument(
-        "--pool-index",
-        type=int,
-        help="only the pool at this position in the config (an Indexed Job passes"
-        " $JOB_COMPLETION_INDEX: one pool per index)",
-    )
+    _add_train_command(sub)
 
     plan = sub.add_parser(
         "plan", help="print the prewarm plan now, with the reason for every number"
@@ -140,6 +132,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="runs of zeros this long are outages (1h)",
     )
     return parser
+
+
+def _add_train_command(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    train = sub.add_parser("train", help="backtest, select, fit and publish a model per pool")
+    _config_arg(train)
+    train.add_argument("--pool", action="append", help="only this pool (repeatable)")
+    train.add_argument(
+        "--pool-index",
+        type=int,
+        help="only the pool at this position in the config (an Indexed Job passes"
+        " $JOB_COMPLETION_INDEX: one pool per index)",
+    )
+    train.add_argument(
+        "--time-budget",
+        type=parse_duration,
+        default=None,
+        metavar="DURATION",
+        help="start no pool once the time spent plus the longest pool so far would pass this"
+        " (e.g. 110m under a 2 h activeDeadlineSeconds): the rest keep their models and go first"
+        " next time",
+    )
 
 
 def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -172,7 +172,7 @@ def _train_command(settings: Settings, args: argparse.Namespace) -> int:
                 f"--pool-index {args.pool_index}: the config has {len(settings.pools)} pool(s)"
             )
         pools.append(settings.pools[args.pool_index].name)
-    return _train(settings, pools=pools or None)
+    return _train(settings, pools=pools or None, time_budget_seconds=args.time_budget)
 
 
 def _validate(settings: Settings, args: argparse.Namespace) -> int:
@@ -247,7 +247,9 @@ def _settings(path: Path | None) -> Settings:
     return load_settings(path)
 
 
-def _train(settings: Settings, *, pools: list[str] | None) -> int:
+def _train(
+    settings: Settings, *, pools: list[str] | None, time_budget_seconds: float | None = None
+) -> int:
     for name in pools or []:
         settings.pool(name)
     mirror = None
@@ -257,7 +259,12 @@ def _train(settings: Settings, *, pools: list[str] | None) -> int:
     chosen = [p for p in settings.pools if not pools or p.name in pools]
     with _model_bar(len(chosen) * len(settings.forecast.models), desc="train") as advance:
         results = training.train(
-            settings, pools=pools, clock=SystemClock(), mirror=mirror, progress=advance
+            settings,
+            pools=pools,
+            clock=SystemClock(),
+            mirror=mirror,
+            progress=advance,
+            time_budget_seconds=time_budget_seconds,
         )
     for line in training_report(results, baseline=FALLBACK):
         print(line)

@@ -55,7 +55,7 @@ class PoolTraining:
     """The outcome for one pool, for the report and the logs."""
 
     pool: str
-    status: Literal["trained", "forecast-only", "failed"]
+    status: Literal["trained", "forecast-only", "failed", "skipped"]
     message: str
     quality: QualityReport | None
     scores: tuple[ModelScore, ...] = ()

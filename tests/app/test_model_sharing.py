@@ -4,7 +4,8 @@ Cases: a trained model published by one store is installed, verified and made cu
 another (a replica's scratch copy) and the daemon hot-reloads it on its next tick; publishing
 the same version again writes nothing; a tampered artifact in the ConfigMap is refused and the
 replica keeps its current model; an artifact too large for a ConfigMap is refused with a clear
-error; ``forecaster train`` fetches the champion first and publishes what became current.
+error; ``forecaster train`` fetches the champion first and publishes what became current, each
+pool as soon as it is trained (a Job killed mid-way keeps the pools it finished).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from forecaster.app.build import build_cluster_service
 from forecaster.errors import ActuationError
 from forecaster.forecasting import registry
 from forecaster.forecasting.artifacts import ArtifactStore
+from forecaster.forecasting.training import PoolTraining
 from forecaster.service.clock import FakeClock
 from forecaster.settings import Settings
 from tests.factories import settings
@@ -121,3 +123,33 @@ def test_training_fetches_the_champion_and_publishes_the_result(
     assert published is not None
     assert published[0] == ArtifactStore(config.models_dir).current_version(POOL)
     assert [r.pool for r in results] == [POOL]
+
+
+def test_each_pool_is_published_as_soon_as_it_is_trained(
+    tmp_path: Path, api: KubeApiDouble, kube: Kube, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A training Job killed at its deadline (here: interrupted while training the second pool)
+    keeps the model of the pool it finished in the ConfigMap."""
+    config = shared(tmp_path, "cronjob")
+    first = config.pools[0]
+    config = config.model_copy(
+        update={"pools": (first, first.model_copy(update={"name": "second"}))}
+    )
+    trained: list[str] = []
+
+    def fake_train_pool(settings: Settings, *_: object, **__: object) -> PoolTraining:
+        if trained:
+            raise KeyboardInterrupt  # the deadline's SIGKILL, as near as a test gets
+        trained.append(publish_a_model(ArtifactStore(settings.models_dir)))
+        return PoolTraining(pool=POOL, status="trained", message="", quality=None)
+
+    monkeypatch.setattr(training, "_train_pool", fake_train_pool)
+    with pytest.raises(KeyboardInterrupt):
+        training.train(
+            config,
+            pools=None,
+            clock=FakeClock(datetime.fromtimestamp(T0, tz=UTC)),
+            mirror=build.model_mirror(config, kube),
+        )
+    published = ModelConfigMaps(kube, namespace=NS).fetch(POOL)
+    assert published is not None and published[0] == trained[0]

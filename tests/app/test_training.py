@@ -14,6 +14,7 @@ at it under its cap; the choice replays the pool's pods where the source keeps t
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from forecaster.forecasting.registry import build
 from forecaster.forecasting.selection import champion_or_challenger
 from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.reconcile.models import ModelProvider
+from forecaster.service.clock import FakeClock
 from forecaster.settings import load_settings
 from forecaster.simulation.replay import ReplaySetup
 from forecaster.sources.files import CsvSource
@@ -271,3 +273,52 @@ def test_pods_come_from_prometheus_over_the_pools_history(prometheus_url: str) -
     pods = training.fetch_pods(source, history)
     assert pods is not None
     assert sorted(pods.gpus.tolist()) == [2, 2, 4, 8]  # kube-state-metrics' four gpu-a pods
+
+
+def test_a_time_budget_starts_no_pool_it_cannot_finish_and_the_stalest_go_first(
+    tmp_path: Path, helios: DemandSeries, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pools are trained oldest model first; once the time spent plus the longest pool so far
+    would pass the budget, the rest are skipped, keep their models and say why."""
+    config = settings(
+        tmp_path,
+        source={"kind": "csv"},
+        pools=[{"name": name, "csv": str(tmp_path / f"{name}.csv")} for name in "abc"],
+    )
+    store = ArtifactStore(config.models_dir)
+    for pool, created in (("a", "20260108T000000Z"), ("b", "20260101T000000Z")):
+        start = helios.start + 12 * DAY
+        model = build("persistence", horizons_seconds=(900,), quantiles=(0.5, 0.95))
+        store.publish(
+            pool=pool,
+            model_name="persistence",
+            model=model.fit(helios.window(start, start + DAY)),
+            metadata={},
+            created=created,
+        )
+    a_version = store.current_version("a")
+    now = [0.0]
+    started: list[str] = []
+
+    def fifty_seconds_each(*args: Any, **_: object) -> training.PoolTraining:
+        pool = args[3]
+        started.append(pool.name)
+        now[0] += 50
+        return training.PoolTraining(pool=pool.name, status="trained", message="", quality=None)
+
+    monkeypatch.setattr(training, "_train_pool", fifty_seconds_each)
+    results = training.train(
+        config,
+        pools=None,
+        clock=FakeClock(datetime(2026, 1, 15, tzinfo=UTC)),
+        time_budget_seconds=120,
+        monotonic=lambda: now[0],
+    )
+    assert started == ["c", "b"]  # no model yet, then the older model; 100 s + 50 s > 120 s
+    assert [(r.pool, r.status) for r in results] == [
+        ("c", "trained"),
+        ("b", "trained"),
+        ("a", "skipped"),
+    ]
+    assert f"keeps its current model ({a_version})" in results[2].message
+    assert store.current_version("a") == a_version

@@ -25,6 +25,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from forecaster.durations import parse_duration
 from forecaster.service.metrics import Metrics
 from forecaster.settings import load_settings
 from forecaster.sources.prometheus import DEFAULT_QUERY, RECORDED_QUERY, render_query
@@ -168,8 +169,13 @@ def test_retraining_trains_every_configured_pool(
         c for c in by_kind(render("live"), "CronJob") if c["metadata"]["name"] == "forecaster-train"
     ]
     container = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
-    assert container["args"] == ["train", "--config", "/etc/forecaster/forecaster.yaml"]
-    assert "completionMode" not in cronjob["spec"]["jobTemplate"]["spec"]
+    args = container["args"]
+    assert args[:3] == ["train", "--config", "/etc/forecaster/forecaster.yaml"]
+    job = cronjob["spec"]["jobTemplate"]["spec"]
+    assert "completionMode" not in job
+    # pools stop being started before Kubernetes kills the Job at its deadline
+    budget = parse_duration(args[args.index("--time-budget") + 1])
+    assert 0 < budget <= job["activeDeadlineSeconds"] - 600
 
     from forecaster.cli import main
 
@@ -186,7 +192,7 @@ def test_retraining_trains_every_configured_pool(
             }
         )
     )
-    main([*container["args"][:1], "--config", str(path)])
+    main([*args[:1], "--config", str(path), *args[3:]])
     out = capsys.readouterr().out
     assert "pool a: failed" in out and "pool b: failed" in out
 
