@@ -32,6 +32,25 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "training publishes the models only after every pool",
+        "forecaster/app/training.py",
+        "            publish_models(settings, mirror, pools=[pool.name])\n"
+        "        results.append(result)\n    return results\n",
+        "            pass\n        results.append(result)\n    if mirror is not None:\n"
+        "        publish_models(settings, mirror, pools=[r.pool for r in results])\n"
+        "    return results\n",
+        ("tests/app/test_model_sharing.py::test_each_pool_is_published_as_soon_as_it_is_trained",),
+    ),
+    Mutation(
+        "the training time budget starts a pool it cannot finish",
+        "forecaster/app/training.py",
+        "time_budget_seconds is not None and spent + longest > time_budget_seconds:",
+        "time_budget_seconds is not None and spent > time_budget_seconds:",
+        (
+            "tests/app/test_training.py::test_a_time_budget_starts_no_pool_it_cannot_finish_and_the_stalest_go_first",
+        ),
+    ),
+    Mutation(
         "the planner ignores the pool's floor",
         "forecaster/core/planner.py",
         "    if floor > needed:\n",
