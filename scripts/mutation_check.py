@@ -51,6 +51,15 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "the continuation bound knows a submission before its first pod",
+        "forecaster/simulation/policies.py",
+        "gpus = gpus[self.known_from[first:last] <= view.now]",
+        "gpus = gpus[self.known_from[first:last] <= view.now + self.window_seconds]",
+        (
+            "tests/simulation/test_twin.py::test_continuation_knows_a_submission_only_once_its_first_pod_exists",
+        ),
+    ),
+    Mutation(
         "the planner ignores the pool's floor",
         "forecaster/core/planner.py",
         "    if floor > needed:\n",

@@ -24,12 +24,14 @@ from forecaster.settings import Settings
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.policies import (
     POLICY_NAMES,
+    SUBMISSION_GAP_SECONDS,
     Burst,
     Oracle,
     PlannedPrewarm,
     Reactive,
     Schedule,
     Static,
+    continuation,
 )
 from forecaster.simulation.replay import Predictive, ReplaySetup, WeeklyRetrain
 from forecaster.simulation.twin import Policy, TwinConfig
@@ -202,7 +204,9 @@ def predictive(setup: ReplaySetup) -> Predictive:
 def replay_policy(
     name: str, setup: ReplaySetup, *, jobs: JobTrace, static_gpus: int = 64
 ) -> Policy:
-    """A fresh policy by name (``static:K`` sets the headroom, ``burst:ALPHA`` the burst share)."""
+    """A fresh policy by name (``static:K`` sets the headroom, ``burst:ALPHA`` the burst share,
+    ``continuation:GAP`` the seconds between two jobs of one submission; the setup's floor is
+    the floor of the planning ones)."""
     if name == "reactive":
         return Reactive()
     if name.startswith("static"):
@@ -223,10 +227,21 @@ def replay_policy(
             alpha=alpha,
             name=f"burst:{alpha:g}",
         )
-    if name == "oracle":
-        planner = PlannedPrewarm(replay_pool_policy(setup), setup.budgets)
-        return Oracle(planner, setup.window_seconds, jobs)
+    if name == "oracle" or name.startswith("continuation"):
+        return _foresight(name, setup, jobs=jobs)
     if name == "predictive":
         return predictive(setup)
     known = ", ".join(POLICY_NAMES)
-    raise ForecasterError(f"unknown policy {name!r}; known: {known} (static:K, burst:ALPHA)")
+    raise ForecasterError(
+        f"unknown policy {name!r}; known: {known} (static:K, burst:ALPHA, continuation:GAP)"
+    )
+
+
+def _foresight(name: str, setup: ReplaySetup, *, jobs: JobTrace) -> Oracle:
+    """``oracle`` (every coming job) or ``continuation:GAP`` (the rest of each started
+    submission), through the daemon's planner and caps."""
+    planner = PlannedPrewarm(replay_pool_policy(setup), setup.budgets)
+    if name == "oracle":
+        return Oracle(planner, setup.window_seconds, jobs)
+    gap = float(name.split(":", 1)[1]) if ":" in name else SUBMISSION_GAP_SECONDS
+    return continuation(planner, setup.window_seconds, jobs, gap_seconds=gap)

@@ -1,4 +1,6 @@
-"""Replay policies that need no forecasting model: reactive, static, schedule, burst, oracle.
+"""Replay policies that need no forecasting model: reactive, static, schedule, burst, and two
+that see the future - oracle (every job) and continuation (the rest of each submission once its
+first pod exists).
 
 (The predictive policy is the daemon's own reconcile loop, ``simulation/replay.py``.) Policies
 that plan use ``PlannedPrewarm``: the same pure planner and caps as the daemon, with its
@@ -21,8 +23,11 @@ from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.simulation.twin import Decision, TwinView, nodes_needed
 
 WEEK = 7 * 86400
-POLICY_NAMES = ("reactive", "static", "schedule", "burst", "predictive", "oracle")
-"""Every replay policy by name (``static:K`` and ``burst:ALPHA`` take a knob)."""
+POLICY_NAMES = ("reactive", "static", "schedule", "burst", "predictive", "oracle", "continuation")
+"""Every replay policy by name (``static:K``, ``burst:ALPHA`` and ``continuation:GAP`` take a
+knob)."""
+SUBMISSION_GAP_SECONDS = 60
+"""Jobs submitted at most this long after the one before belong to one submission (a batch)."""
 
 
 class Reactive:
@@ -97,6 +102,8 @@ class Oracle:
     window_seconds: int
     jobs: JobTrace
     name: str = "oracle"
+    known_from: np.ndarray | None = None
+    """When each job becomes known (``continuation``); None: always (the foresight bound)."""
 
     def decide(self, view: TwinView) -> Decision:
         """The nodes the coming jobs need beyond today's free GPUs, as the plan's demand."""
@@ -104,7 +111,10 @@ class Oracle:
         first = bisect.bisect_right(self.jobs.submit, view.now)
         last = bisect.bisect_right(self.jobs.submit, view.now + self.window_seconds)
         per_node = self.planner.policy.gpus_per_node
-        coming = [int(g) for g in self.jobs.gpus[first:last]]
+        gpus = self.jobs.gpus[first:last]
+        if self.known_from is not None:
+            gpus = gpus[self.known_from[first:last] <= view.now]
+        coming = [int(g) for g in gpus]
         new_nodes = nodes_needed(
             sorted(view.pending_requests(), reverse=True) + coming,
             free=view.free_gpus(),
@@ -117,6 +127,38 @@ class Oracle:
         )
         decision, _ = self.planner.decide(snapshot, forecast, mode=Mode.PREDICTIVE, now=now)
         return decision
+
+
+def continuation(
+    planner: PlannedPrewarm,
+    window_seconds: int,
+    jobs: JobTrace,
+    *,
+    gap_seconds: float = SUBMISSION_GAP_SECONDS,
+) -> Oracle:
+    """The bound of any model that reads bursts from the pods created so far: an oracle that
+    knows every remaining job of a submission (``submission_starts``) once its first pod
+    exists, and nothing of a submission before then. Over a floor (the planner's), it shows
+    how much of static headroom's wait no such model can remove: the first jobs of
+    submissions land unannounced, on whatever is warm."""
+    return Oracle(
+        planner,
+        window_seconds,
+        jobs,
+        name=f"continuation:{gap_seconds:g}",
+        known_from=submission_starts(jobs, gap_seconds=gap_seconds),
+    )
+
+
+def submission_starts(jobs: JobTrace, *, gap_seconds: float) -> np.ndarray:
+    """When each job's submission began: a job submitted at most ``gap_seconds`` after the one
+    before belongs to its submission (``jobs`` sorted by submission time)."""
+    submit = jobs.submit.astype(float)
+    if submit.size == 0:
+        return submit
+    begins = np.concatenate(([True], np.diff(submit) > gap_seconds))
+    starts: np.ndarray = submit[np.flatnonzero(begins)[np.cumsum(begins) - 1]]
+    return starts
 
 
 @dataclass

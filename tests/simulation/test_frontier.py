@@ -86,7 +86,7 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
         frontier(
             jobs, s, make_policy=replay_policy, epoch=T0, tune=(1, 3), evaluate=(4, 6),
             static_knobs=(0, 16, 64), predictive_knobs=(0.95,), floor_nodes=(0, 6),
-            burst_knobs=(1.0, 4.0),
+            burst_knobs=(1.0, 4.0), continuation_gaps=(60,),
         )[0]
         for jobs in (base, changed)
     ]  # fmt: skip
@@ -97,6 +97,11 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
         assert {k: (v["knob"], v.get("floor_gpus")) for k, v in a[chosen].items()} == {
             k: (v["knob"], v.get("floor_gpus")) for k, v in b[chosen].items()
         }
+    assert {k: v["knob"] for k, v in a["chosen_continuation"]["60"].items()} == {
+        k: v["knob"] for k, v in b["chosen_continuation"]["60"].items()
+    }
+    assert [p["knob"] for p in a["continuation"]["60"]] == [0, 16, 64]  # its floors: static's K
+    assert a["continuation"]["60"][2]["gpu_hours"] > a["continuation"]["60"][0]["gpu_hours"]
     for key in ("reactive", "oracle"):
         assert set(a[key]) == set(KEYS)
     assert [p["knob"] for p in a["static"]] == [0, 16, 64]
@@ -119,6 +124,7 @@ def test_the_cli_writes_the_frontier_json(
             predictive_knobs=(0.9,),
             floor_nodes=(0,),
             burst_knobs=(2.0,),
+            continuation_gaps=(60,),
         ),
     )
     jobs = synthetic(3, seed=7)
@@ -131,4 +137,7 @@ def test_the_cli_writes_the_frontier_json(
     assert code == 0
     document = json.loads(out.read_text())
     assert {"reactive", "oracle", "static", "predictive", "chosen", "tune"} <= set(document)
-    assert "windows: tune days 1-2, evaluation days 2-3" in capsys.readouterr().out
+    assert set(document["continuation"]) == {"60"}
+    out = capsys.readouterr().out
+    assert "windows: tune days 1-2, evaluation days 2-3" in out
+    assert "continuation: knows the rest of each submission" in out

@@ -25,6 +25,8 @@ from forecaster.simulation.policies import (
     PlannedPrewarm,
     Reactive,
     Static,
+    continuation,
+    submission_starts,
 )
 from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView, nodes_needed
 
@@ -221,6 +223,57 @@ def test_the_oracle_prewarms_for_the_jobs_about_to_arrive() -> None:
     assert max(waits(record)) <= CFG.preempt_grace_seconds
     reactive = run(jobs, end=7200)
     assert max(waits(reactive)) >= 360  # reactively, jobs needing a new node wait the lead
+
+
+def test_continuation_knows_a_submission_only_once_its_first_pod_exists() -> None:
+    """The bound of a model reading bursts: nothing is prewarmed for a submission's first job
+    (the oracle would), the rest of the submission is (jobs at most the gap apart)."""
+    jobs = trace((1800, 3000, 8), (2000, 3000, 8), (4500, 3000, 8))
+    policy = PoolPolicy(
+        pool="gpu",
+        gpus_per_node=8,
+        placeholder_size_gpus=8,
+        max_prewarm_gpus=64,
+        price_per_gpu_hour=1.0,
+        stale_after_seconds=900,
+        hold_seconds=0,
+        allow_unlimited_nodepool=True,
+    )
+    budgets = Budgets(max_total_prewarm_gpus=64, max_prewarm_gpu_hours_per_day=1e6,
+                      max_cost_per_hour=1e6, commitment_seconds=3600)  # fmt: skip
+    window = prewarm_window_seconds(360, 60)
+    for bound, first_job_prewarmed in (
+        (continuation(PlannedPrewarm(policy, budgets), window, jobs, gap_seconds=300), False),
+        (Oracle(PlannedPrewarm(policy, budgets), window, jobs), True),
+    ):
+        seen = targets(jobs, bound, end=6000)
+        before_first = [gpus for t, gpus in seen if 1800 - window < t < 1800]
+        assert any(before_first) == first_job_prewarmed, bound.name
+        assert any(gpus for t, gpus in seen if 1800 <= t < 2000)  # the second job: known
+        before_third = [gpus for t, gpus in seen if 4500 - window < t < 4500]
+        assert any(before_third) == first_job_prewarmed, bound.name  # a new submission
+
+
+def targets(jobs: JobTrace, policy: Oracle, *, end: float) -> list[tuple[float, int]]:
+    """``policy``'s prewarm target at each of its decisions (seconds from T0, GPUs)."""
+    seen: list[tuple[float, int]] = []
+
+    class Watch:
+        name = policy.name
+
+        def decide(self, view: TwinView) -> Decision:
+            decision = policy.decide(view)
+            seen.append((view.now - T0, decision.target_gpus))
+            return decision
+
+    run(jobs, Watch(), end=end)
+    return seen
+
+
+def test_submissions_are_runs_of_jobs_at_most_the_gap_apart() -> None:
+    jobs = trace((0, 60, 1), (50, 60, 1), (100, 60, 1), (500, 60, 1))
+    assert submission_starts(jobs, gap_seconds=60).tolist() == [T0, T0, T0, T0 + 500]
+    assert submission_starts(jobs, gap_seconds=10).tolist() == [T0, T0 + 50, T0 + 100, T0 + 500]
 
 
 class Recorder:
