@@ -6,9 +6,14 @@ from a reactive replay of the jobs - the jobs themselves are not visible to the 
 last 28 days of it (``forecast.history_days``), and choose the quantile and floor for a +5 % and
 a +10 % GPU-hours budget by replaying that history (``simulation.operating_point``: measured on
 its last 14 days, each candidate under the cap its budget sets). Prints, per trace and budget,
-the chosen quantile, every candidate and the run time; with ``--frontier-json`` (``replay
---frontier --json`` of the same trace), the frontier's choice on its tuning window (days 10-30,
-real jobs, no cap) and how both choices did on the evaluation window against static headroom.
+the chosen quantile, every candidate and the run time, and how the choice did on the
+evaluation days (``--eval-days``) against static headroom there: the static curve of
+``--frontier-json`` (``replay --frontier --json`` of the same trace, which adds the frontier's
+own choice on its tuning window), or replayed here. Where the choice holds a floor its
+GPU-hours/day cap cannot carry for a day, the choice without such floors is judged beside it
+(a rule measured, not built).
+
+To judge on tuning days only: ``--retrain-day 20 --history-days 20 --eval-days 20-30``.
 
 With ``--p95-wait SECONDS`` it chooses for that wait target instead (under the replay's own
 GPU-hours/day cap, as the daemon keeps the configured one) and prints the evaluation P95 beside
@@ -23,6 +28,7 @@ Run: ``.venv/bin/python -m bench.operating_point --trace cluster04
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import resource
@@ -36,13 +42,20 @@ from forecaster.app.build_replay import replay_policy
 from forecaster.cli import build_parser
 from forecaster.cli.replay import load_trace, setup_from
 from forecaster.core.jobs import JobTrace
-from forecaster.core.operating_point import REPLAYED, Budget, OperatingPoint, point_label
+from forecaster.core.operating_point import (
+    REPLAYED,
+    Budget,
+    OperatingPoint,
+    choose,
+    point_label,
+)
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.simulation.frontier import (
     BUDGETS_PERCENT,
     FLOOR_NODES,
     PREDICTIVE_KNOBS,
+    STATIC_KNOBS,
     parse_days,
     ratios,
 )
@@ -100,6 +113,7 @@ def main() -> None:
         f" {mine.measure_days:g}"
     )
     frontier = json.loads(mine.frontier_json.read_text()) if mine.frontier_json else None
+    static, reactive = _static_curve(frontier, jobs, args, epoch, mine.eval_days)
     pods = as_pods(jobs, setup.twin.gpus_per_node) if mine.history == "pods" else None
     print(f"the replays run {REPLAYED[mine.history]}")
     budgets = [Budget(p95_wait_s=s) for s in mine.p95_wait] or [
@@ -126,21 +140,18 @@ def main() -> None:
             f" cap {point.gpu_hours_per_day_budget:,.0f} GPU-hours/day"
             f" (reactive {point.reactive_gpu_hours_per_day:,.0f}/day); {point.reason}"
         )
-        if frontier is not None:
-            if budget.percent is not None:
-                for line in _against_frontier(frontier, point, round(budget.percent)):
-                    print("    " + line)
-            began = time.perf_counter()
-            judged = _as_the_daemon_runs_it(jobs, args, epoch, point, mine.eval_days)
-            static = [_metrics(m) for m in frontier["static"]]
+        if frontier is not None and budget.percent is not None:
+            for line in _against_frontier(frontier, point, round(budget.percent)):
+                print("    " + line)
+        _judge(jobs, args, epoch, point, mine.eval_days, static=static, reactive=reactive)
+        carried = _carried_floors(point)
+        if carried is not None:
             print(
-                f"    daemon's {point.label} under its cap and SLO on evaluation"
-                f" ({time.perf_counter() - began:.0f} s):"
-                f" {judged.gpu_hours / frontier['reactive']['gpu_hours'] - 1:+.1%} GPU-hours,"
-                f" P95 wait {judged.p95_wait_s:.0f} s, mean {judged.mean_wait_s:.0f} s,"
-                f" {judged.cap_breaches} cap breaches, {judged.handoffs} hand-offs, vs static: "
-                + ratios(judged, static)
+                f"    without floors the {point.gpu_hours_per_day_budget:,.0f} GPU-hours/day cap"
+                f" cannot carry for a day ({point.gpu_hours_per_day_budget / 24:.0f} GPUs):"
+                f" {carried.label}"
             )
+            _judge(jobs, args, epoch, carried, mine.eval_days, static=static, reactive=reactive)
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
@@ -153,6 +164,68 @@ def as_pods(jobs: JobTrace, gpus_per_node: int) -> JobTrace:
     nth = np.arange(index.size) - np.repeat(first, per_job)
     gpus = np.minimum(gpus_per_node, jobs.gpus[index] - nth * gpus_per_node)
     return JobTrace(submit=jobs.submit[index], duration=jobs.duration[index], gpus=gpus)
+
+
+def _static_curve(
+    frontier: dict[str, Any] | None,
+    jobs: JobTrace,
+    args: argparse.Namespace,
+    epoch: int,
+    days: str,
+) -> tuple[list[ReplayMetrics], float]:
+    """Static headroom on the evaluation days and reactive's GPU-hours there: the frontier's
+    (``--frontier-json``, its evaluation window), or replayed here for ``days``."""
+    if frontier is not None:
+        return [_metrics(m) for m in frontier["static"]], frontier["reactive"]["gpu_hours"]
+    first, last = parse_days(days, "--eval-days")
+    args.start_day, args.warmup_days, args.end_day = 0.0, first, last
+    setup = setup_from(args, epoch)
+    began = time.perf_counter()
+    curve = [
+        replay(jobs, replay_policy(f"static:{k}", setup, jobs=jobs), setup=setup).metrics
+        for k in (0, *STATIC_KNOBS)
+    ]
+    print(f"static headroom replayed on days {days} ({time.perf_counter() - began:.0f} s)")
+    return curve[1:], curve[0].gpu_hours  # static:0 is reactive
+
+
+def _judge(
+    jobs: JobTrace,
+    args: argparse.Namespace,
+    epoch: int,
+    point: OperatingPoint,
+    days: str,
+    *,
+    static: list[ReplayMetrics],
+    reactive: float,
+) -> None:
+    """Replay the real jobs with the daemon at ``point`` on ``days`` and print it against
+    static headroom there."""
+    began = time.perf_counter()
+    judged = _as_the_daemon_runs_it(jobs, args, epoch, point, days)
+    print(
+        f"    daemon's {point.label} under its cap and SLO on days {days}"
+        f" ({time.perf_counter() - began:.0f} s):"
+        f" {judged.gpu_hours / reactive - 1:+.1%} GPU-hours,"
+        f" P95 wait {judged.p95_wait_s:.0f} s, mean {judged.mean_wait_s:.0f} s,"
+        f" {judged.cap_breaches} cap breaches, {judged.handoffs} hand-offs, vs static: "
+        + ratios(judged, static)
+    )
+
+
+def _carried_floors(point: OperatingPoint) -> OperatingPoint | None:
+    """The choice among the candidates whose floor the GPU-hours/day cap can carry for a whole
+    day, where that differs from ``point`` (a rule judged here, not built: README)."""
+    cap = point.gpu_hours_per_day_budget
+    carried = [c for c in point.candidates if c.floor_gpus * 24 <= cap]
+    reactive = point.reactive_gpu_hours_per_day * (point.window[1] - point.window[0]) / DAY
+    choice = choose(carried, reactive_gpu_hours=reactive, budget_percent=point.budget_percent)
+    if point.p95_wait_target_s is not None or choice is None:
+        return None
+    picked = choice.candidate
+    if (picked.quantile, picked.floor_gpus) == (point.quantile, point.floor_gpus):
+        return None
+    return dataclasses.replace(point, quantile=picked.quantile, floor_gpus=picked.floor_gpus)
 
 
 def _as_the_daemon_runs_it(
