@@ -29,6 +29,7 @@ from forecaster.simulation.policies import (
     submission_starts,
 )
 from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView, nodes_needed
+from tests.factories import policy as pool_policy
 
 T0 = 1_800_000_000
 CFG = TwinConfig()
@@ -229,15 +230,8 @@ def test_continuation_knows_a_submission_only_once_its_first_pod_exists() -> Non
     """The bound of a model reading bursts: nothing is prewarmed for a submission's first job
     (the oracle would), the rest of the submission is (jobs at most the gap apart)."""
     jobs = trace((1800, 3000, 8), (2000, 3000, 8), (4500, 3000, 8))
-    policy = PoolPolicy(
-        pool="gpu",
-        gpus_per_node=8,
-        placeholder_size_gpus=8,
-        max_prewarm_gpus=64,
-        price_per_gpu_hour=1.0,
-        stale_after_seconds=900,
-        hold_seconds=0,
-        allow_unlimited_nodepool=True,
+    policy = pool_policy(
+        "gpu", stale_after_seconds=900, hold_seconds=0, allow_unlimited_nodepool=True
     )
     budgets = Budgets(max_total_prewarm_gpus=64, max_prewarm_gpu_hours_per_day=1e6,
                       max_cost_per_hour=1e6, commitment_seconds=3600)  # fmt: skip
