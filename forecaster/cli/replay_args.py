@@ -46,7 +46,8 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--policy",
         default=",".join(POLICY_NAMES),
-        help="comma-separated; static:K and burst:ALPHA too",
+        help="comma-separated; static:K, burst:ALPHA and continuation:GAP too (its floor:"
+        " --floor-gpus)",
     )
     parser.add_argument(
         "--sweep", default="", help="static headrooms to sweep, GPUs, e.g. 0,16,32,64,96"
