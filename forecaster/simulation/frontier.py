@@ -16,9 +16,10 @@ must do at least as well at the same GPU-hours.
 Two bounds go with it. ``oracle`` knows every job: how far foresight could go. ``continuation``
 knows, once a submission's first pod exists, the rest of that submission (jobs at most GAP s
 apart; ``simulation.policies.continuation``) and nothing before it, over a static floor swept
-like static's K: the best any model reading bursts from the pods created so far could do, for
-GAP of 10, 60 and 300 s. Where even it stays close to static, the trace's waits come from
-submissions that land unannounced, which only warm capacity serves.
+like static's K. With GAP 60 s it is the best a model reading batches from the pods created so
+far could do; with 300 s it also foresees the next submission when it follows within 5 minutes,
+more than pods can tell. Where even it misses, the trace's waits come from submissions that land
+unannounced, which only warm capacity serves.
 
 JSON (``--json``): evaluation-window metrics
 ``{"reactive": M, "oracle": M, "static": [M + {"knob": K}],
@@ -67,7 +68,7 @@ and the daemon's pick from the same grid."""
 FLOOR_NODES = CANDIDATE_FLOOR_NODES
 """Predictive's floors, in nodes (likewise)."""
 BURST_KNOBS = (0.5, 1.0, 2.0, 4.0, 8.0)
-CONTINUATION_GAPS = (10, 60, 300)
+CONTINUATION_GAPS = (60, 300)
 """Seconds between two jobs of one submission, for the continuation bound."""
 BUDGETS_PERCENT = (5, 10)
 KEYS = (
