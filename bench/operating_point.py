@@ -216,11 +216,13 @@ def _judge(
 def _carried_floors(point: OperatingPoint) -> OperatingPoint | None:
     """The choice among the candidates whose floor the GPU-hours/day cap can carry for a whole
     day, where that differs from ``point`` (a rule judged here, not built: README)."""
+    if point.p95_wait_target_s is not None:
+        return None
     cap = point.gpu_hours_per_day_budget
     carried = [c for c in point.candidates if c.floor_gpus * 24 <= cap]
     reactive = point.reactive_gpu_hours_per_day * (point.window[1] - point.window[0]) / DAY
     choice = choose(carried, reactive_gpu_hours=reactive, budget_percent=point.budget_percent)
-    if point.p95_wait_target_s is not None or choice is None:
+    if choice is None:
         return None
     picked = choice.candidate
     if (picked.quantile, picked.floor_gpus) == (point.quantile, point.floor_gpus):

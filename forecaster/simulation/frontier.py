@@ -247,18 +247,27 @@ def frontier(
                     f" {m.mean_wait_s:7.1f} s {m.share_waiting_over_60s:7.1%}"
                     f" {m.share_waiting_over_5min:7.1%}"
                 )
+    lines.append(
+        "continuation: knows the rest of each submission (jobs at most GAP s apart) once its"
+        " first pod exists, over a static floor - the bound of a model that reads bursts"
+    )
+    chosen_into = [
+        ("predictive", predictive, document["chosen"]),
+        ("burst", burst, document["chosen_burst"]),
+        *(
+            (f"continuation:{gap} floor", points, document["chosen_continuation"][gap])
+            for gap, points in continuation.items()
+        ),
+    ]
     for budget in BUDGETS_PERCENT:
-        for label, points, key in (
-            ("predictive", predictive, "chosen"),
-            ("burst", burst, "chosen_burst"),
-        ):
+        for label, points, into in chosen_into:
             point = choose(
                 points, reactive_gpu_hours=reactive.tune.gpu_hours, budget_percent=budget
             )
             if point is None:
                 lines.append(f"+{budget} %: no {label} knob fits this budget on the tuning window")
                 continue
-            document[key][str(budget)] = _m(point.eval, **point.knobs)
+            into[str(budget)] = _m(point.eval, **point.knobs)
             overhead = point.eval.gpu_hours / reactive.eval.gpu_hours - 1
             lines.append(
                 f"+{budget} % budget: {label} {point.label} (chosen on tuning) at {overhead:+.2%}"
@@ -270,42 +279,7 @@ def frontier(
                     f"+{budget} % budget: predictive against burst at the same GPU-hours: "
                     + ratios(point.eval, [p.eval for p in burst])
                 )
-    lines.extend(
-        _continuation_lines(
-            continuation, static, reactive=reactive, into=document["chosen_continuation"]
-        )
-    )
     return document, lines
-
-
-def _continuation_lines(
-    continuation: dict[str, list[Point]],
-    static: Sequence[Point],
-    *,
-    reactive: Point,
-    into: dict[str, dict[str, Any]],
-) -> list[str]:
-    """Per budget and gap, the continuation bound chosen on tuning (its floor) against static
-    on evaluation; each choice lands in ``into``."""
-    lines = [
-        "continuation: knows the rest of each submission (jobs at most GAP s apart) once its"
-        " first pod exists, over a static floor - the bound of a model that reads bursts"
-    ]
-    for budget in BUDGETS_PERCENT:
-        for gap, points in continuation.items():
-            point = choose(
-                points, reactive_gpu_hours=reactive.tune.gpu_hours, budget_percent=budget
-            )
-            if point is None:
-                continue
-            into[gap][str(budget)] = _m(point.eval, knob=point.knob)
-            overhead = point.eval.gpu_hours / reactive.eval.gpu_hours - 1
-            lines.append(
-                f"+{budget} % budget: continuation (GAP {gap} s) floor {point.label} at"
-                f" {overhead:+.2%} GPU-hours in evaluation; against static at the same"
-                " GPU-hours: " + ratios(point.eval, [p.eval for p in static])
-            )
-    return lines
 
 
 def ratios(point: ReplayMetrics, curve: Sequence[ReplayMetrics]) -> str:
