@@ -36,7 +36,7 @@ from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.actuators.pod_watch import PodWatch
 from forecaster.actuators.state_store import ConfigMapStateStore
 from forecaster.app.doctor import run_guardrails
-from forecaster.app.model_sharing import fetch_models
+from forecaster.app.model_sharing import fetch_models, model_store
 from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.policy import Budgets, PoolPolicy
@@ -92,11 +92,6 @@ def csv_source(settings: Settings, *, pool: str, path: Path) -> CsvSource:
         value_column=settings.source.csv_value_column,
         outage_min_seconds=settings.forecast.outage_min_seconds,
     )
-
-
-def model_store(settings: Settings) -> ArtifactStore:
-    """The local model artifacts (``models list`` / ``rollback``, the daemon's models)."""
-    return ArtifactStore(settings.models_dir)
 
 
 def control(settings: Settings, kube: Kube) -> Control:

@@ -15,12 +15,18 @@ from forecaster.settings import Settings
 log = logging.getLogger(__name__)
 
 
+def model_store(settings: Settings) -> ArtifactStore:
+    """The local model artifacts (``models list`` / ``rollback``, the daemon's models, what
+    training writes and the ConfigMap mirror installs into or publishes from)."""
+    return ArtifactStore(settings.models_dir)
+
+
 def fetch_models(settings: Settings, mirror: ModelConfigMaps) -> list[str]:
     """Install every pool's published model into ``models_dir`` when it is new; what changed.
 
     A pool whose published model cannot be read or verified keeps its current one (logged).
     """
-    store = ArtifactStore(settings.models_dir)
+    store = model_store(settings)
     changed = []
     for pool in settings.pools:
         try:
@@ -39,7 +45,7 @@ def fetch_models(settings: Settings, mirror: ModelConfigMaps) -> list[str]:
 
 def publish_models(settings: Settings, mirror: ModelConfigMaps, *, pools: Sequence[str]) -> None:
     """Publish the current local model of each pool in ``pools``."""
-    store = ArtifactStore(settings.models_dir)
+    store = model_store(settings)
     for name in pools:
         version = store.current_version(name)
         if version is not None and mirror.publish(

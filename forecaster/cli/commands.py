@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from forecaster.actuators.control import CONTROL_CONFIG_MAP
 from forecaster.actuators.guardrails import Guardrail
-from forecaster.app import build, cleanup, doctor, training
+from forecaster.app import build, cleanup, doctor, model_sharing, training
 from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG
 from forecaster.cli.replay import replay_command
 from forecaster.cli.report import (
@@ -316,7 +316,7 @@ def _print_plan(settings: Settings, source: DemandSource, now: int) -> None:
 
 def _models_rollback(settings: Settings, *, pool: str, to: str | None) -> int:
     settings.pool(pool)
-    store = build.model_store(settings)
+    store = model_sharing.model_store(settings)
     versions = store.versions(pool)
     current = store.current_version(pool)
     if to is None:
@@ -330,7 +330,7 @@ def _models_rollback(settings: Settings, *, pool: str, to: str | None) -> int:
 
 
 def _models_list(settings: Settings) -> int:
-    store = build.model_store(settings)
+    store = model_sharing.model_store(settings)
     for pool in settings.pools:
         current = store.current_version(pool.name)
         versions = store.versions(pool.name)
