@@ -23,6 +23,7 @@ from forecaster.simulation.frontier import frontier, parse_days
 from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
 from forecaster.simulation.report import ReportRun, render
 from forecaster.simulation.twin import TwinConfig
+from forecaster.simulation.workers import usable_cpus
 from forecaster.sources.files import CsvSource, read_job_trace
 
 KEYS = (
@@ -290,6 +291,10 @@ def replay_command(args: argparse.Namespace) -> int:
 
 def frontier_command(args: argparse.Namespace) -> int:
     """``replay --frontier`` (see ``simulation.frontier``)."""
+    workers = usable_cpus() if args.workers is None else args.workers
+    if workers < 1:
+        raise ConfigError(f"--workers: at least 1 replay at a time, got {workers}")
+
     tune = parse_days(args.tune_days, "--tune-days")
     evaluate = parse_days(args.eval_days, "--eval-days")
     settings = load_settings(args.config) if args.config is not None else None
@@ -297,8 +302,8 @@ def frontier_command(args: argparse.Namespace) -> int:
     args.warmup_days, args.end_day = tune[0] - args.start_day, evaluate[1]
     setup = setup_from(args, epoch, settings=settings)
 
-    def progress(name: str) -> None:
-        print(f"frontier: running {name}", file=sys.stderr)
+    def progress(text: str) -> None:
+        print(f"frontier: {text}", file=sys.stderr)
 
     document, lines = frontier(
         jobs,
@@ -307,6 +312,7 @@ def frontier_command(args: argparse.Namespace) -> int:
         epoch=epoch,
         tune=tune,
         evaluate=evaluate,
+        workers=workers,
         progress=progress,
     )
     for line in lines:

@@ -151,6 +151,13 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         " --eval-days",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="with --frontier: replays run at once, each in a process of its own (the same"
+        " figures; default: the CPUs this process may use)",
+    )
+    parser.add_argument(
         "--tune-days",
         default="10-30",
         help="tuning window in trace days, FROM-TO (with --frontier; 10-30)",

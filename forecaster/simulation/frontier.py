@@ -34,6 +34,7 @@ cap_breaches; plus the same under ``"tune"``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -51,6 +52,7 @@ from forecaster.errors import ConfigError
 from forecaster.simulation.metrics import ReplayMetrics, as_candidate, measure
 from forecaster.simulation.replay import ReplaySetup, replay
 from forecaster.simulation.twin import Policy
+from forecaster.simulation.workers import run_each
 
 
 class PolicyFactory(Protocol):
@@ -160,9 +162,12 @@ def frontier(
     floor_nodes: Sequence[int] = FLOOR_NODES,
     burst_knobs: Sequence[float] = BURST_KNOBS,
     continuation_gaps: Sequence[float] = CONTINUATION_GAPS,
+    workers: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Run the sweeps; the JSON document and the lines to print."""
+    """Run the sweeps, ``workers`` replays at a time (``simulation.workers``; the same figures
+    whatever the number); the JSON document and the lines to print. ``make_policy`` must pickle
+    when ``workers`` > 1 (a module-level function)."""
     if tune[1] > evaluate[0]:
         raise ConfigError("--tune-days must end before --eval-days begin")
     setup = dataclasses.replace(
@@ -173,37 +178,42 @@ def frontier(
         "eval": (epoch + evaluate[0] * DAY, epoch + evaluate[1] * DAY),
     }
 
-    def run(name: str, knob: float, which: ReplaySetup, floor: int | None = None) -> Point:
-        if progress is not None:
-            progress(name if floor is None else f"{name} {point_label(knob, floor)}")
-        record = replay(jobs, make_policy(name, which, jobs=jobs), setup=which).record
-        measured = {
-            key: measure(
-                record,
-                window=window,
-                price_on_demand=which.price_on_demand,
-                price_spot=which.price_spot,
-            )
-            for key, window in windows.items()
-        }
-        return Point(knob, measured["tune"], measured["eval"], floor)
-
-    reactive = run("reactive", 0, setup)
-    oracle = run("oracle", 0, setup)
-    static = [run(f"static:{k}", k, setup) for k in static_knobs]
     per_node = setup.twin.gpus_per_node
-    predictive = [
-        run("predictive", q, setup.at_point(q, n * per_node), n * per_node)
-        for q in predictive_knobs
-        for n in floor_nodes
-    ]
-    burst = [run(f"burst:{a:g}", a, setup) for a in burst_knobs]
-    continuation = {
-        f"{gap:g}": [
-            run(f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
+    runs = [
+        _Run("reactive", 0, setup),
+        _Run("oracle", 0, setup),
+        *(_Run(f"static:{k}", k, setup) for k in static_knobs),
+        *(
+            _Run("predictive", q, setup.at_point(q, n * per_node), n * per_node)
+            for q in predictive_knobs
+            for n in floor_nodes
+        ),
+        *(_Run(f"burst:{a:g}", a, setup) for a in burst_knobs),
+        *(
+            _Run(f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
+            for gap in continuation_gaps
             for k in static_knobs
-        ]
-        for gap in continuation_gaps
+        ),
+    ]
+
+    def done(index: int, finished: int) -> None:
+        if progress is not None:
+            progress(f"{runs[index].label} done ({finished} of {len(runs)})")
+
+    measured = iter(
+        run_each(
+            functools.partial(_measured, jobs=jobs, make_policy=make_policy, windows=windows),
+            runs,
+            workers=workers,
+            done=done,
+        )
+    )
+    reactive, oracle = next(measured), next(measured)
+    static = list(itertools.islice(measured, len(static_knobs)))
+    predictive = list(itertools.islice(measured, len(predictive_knobs) * len(floor_nodes)))
+    burst = list(itertools.islice(measured, len(burst_knobs)))
+    continuation = {
+        f"{gap:g}": list(itertools.islice(measured, len(static_knobs))) for gap in continuation_gaps
     }
     document: dict[str, Any] = {
         "chosen": {},
@@ -280,6 +290,44 @@ def frontier(
                     + ratios(point.eval, [p.eval for p in burst])
                 )
     return document, lines
+
+
+@dataclass(frozen=True)
+class _Run:
+    """One replay of the sweep: the policy's name, its knob and setup (predictive's floor)."""
+
+    name: str
+    knob: float
+    setup: ReplaySetup
+    floor: int | None = None
+
+    @property
+    def label(self) -> str:
+        """``static:32`` or ``predictive P80+32``."""
+        return (
+            self.name if self.floor is None else f"{self.name} {point_label(self.knob, self.floor)}"
+        )
+
+
+def _measured(
+    run: _Run,
+    *,
+    jobs: JobTrace,
+    make_policy: PolicyFactory,
+    windows: dict[str, tuple[float, float]],
+) -> Point:
+    """Replay ``run`` (in a worker process when there are several) and measure both windows."""
+    record = replay(jobs, make_policy(run.name, run.setup, jobs=jobs), setup=run.setup).record
+    measured = {
+        key: measure(
+            record,
+            window=window,
+            price_on_demand=run.setup.price_on_demand,
+            price_spot=run.setup.price_spot,
+        )
+        for key, window in windows.items()
+    }
+    return Point(run.knob, measured["tune"], measured["eval"], run.floor)
 
 
 def ratios(point: ReplayMetrics, curve: Sequence[ReplayMetrics]) -> str:

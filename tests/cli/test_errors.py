@@ -4,9 +4,9 @@ Each case was a traceback, a silent wrong run or an exit 0 before: commands that
 without any kubeconfig (doctor, cleanup, run --cluster); the endpoint's port already taken;
 backtest --horizon 0; plan --data without --pool on a config with several pools; a config
 whose CSV files do not exist; run with a Prometheus source and no --cluster; replay --sweep
-with words; an unknown config key (answered with the nearest valid one); plan against an
-unreachable Prometheus. replay --json/--report into folders that do not exist yet creates them
-before the work; --version answers.
+with words; replay --frontier --workers 0; an unknown config key (answered with the nearest
+valid one); plan against an unreachable Prometheus. replay --json/--report into folders that
+do not exist yet creates them before the work; --version answers.
 """
 
 from __future__ import annotations
@@ -109,6 +109,11 @@ def test_run_with_a_prometheus_source_needs_a_cluster(
 def test_replay_sweep_with_words(capsys: pytest.CaptureFixture[str]) -> None:
     line = one_line_error(capsys, "replay", "--series", str(ITP), "--sweep", "a,b")
     assert "--sweep: expected GPU counts separated by commas" in line
+
+
+def test_replay_frontier_with_no_workers(capsys: pytest.CaptureFixture[str]) -> None:
+    line = one_line_error(capsys, "replay", "--series", str(ITP), "--frontier", "--workers", "0")
+    assert "--workers: at least 1 replay at a time, got 0" in line
 
 
 def test_an_unknown_config_key_names_the_nearest_valid_one(

@@ -4,7 +4,8 @@ Cases: window flags are parsed or refused with the flag named; the static curve 
 linearly and not extrapolated; the operating point for a budget is the best tuning-window mean
 wait within it (none when nothing fits); no choice looks at the evaluation window - two traces
 that differ only after the tuning window get the same chosen knobs (quantile and floor), yet
-different evaluation figures; the JSON has the documented shape; the CLI writes it.
+different evaluation figures; the JSON has the documented shape; the CLI writes it; worker
+processes give the same figures as one.
 """
 
 from __future__ import annotations
@@ -141,3 +142,18 @@ def test_the_cli_writes_the_frontier_json(
     out = capsys.readouterr().out
     assert "windows: tune days 1-2, evaluation days 2-3" in out
     assert "continuation: knows the rest of each submission" in out
+
+
+def test_workers_give_the_same_frontier() -> None:
+    jobs = synthetic(3, seed=7)
+    sweep = functools.partial(
+        frontier, jobs, setup(3), make_policy=replay_policy, epoch=T0, tune=(1, 2),
+        evaluate=(2, 3), static_knobs=(0, 32), predictive_knobs=(0.9,), floor_nodes=(0, 2),
+        burst_knobs=(2.0,), continuation_gaps=(60,),
+    )  # fmt: skip
+    reported: list[str] = []
+    serial = sweep(workers=1)
+    assert sweep(workers=2, progress=reported.append) == serial
+    assert len(reported) == 9  # reactive, oracle, 2 static, 2 predictive, 1 burst, 2 bounds
+    assert sum("predictive P90+16 done" in line for line in reported) == 1
+    assert reported[-1].endswith("(9 of 9)")

@@ -1,0 +1,52 @@
+"""``simulation.workers.run_each``: results in the tasks' order whatever order they finish in,
+every task reported done once, a task's error raised to the caller - in worker processes as in
+the calling one."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from forecaster.errors import ModelError
+from forecaster.simulation.workers import run_each, usable_cpus
+
+
+def square(task: tuple[int, Path, bool]) -> int:
+    """With ``wait``, task 0 waits for the last task's mark (on two workers it finishes last)."""
+    n, marks, wait = task
+    (marks / str(n)).touch()
+    if n == 0 and wait:
+        deadline = time.monotonic() + 30
+        while not (marks / "3").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+    return n * n
+
+
+def fails_on_three(n: int) -> int:
+    if n == 3:
+        raise ModelError("task 3 failed")
+    return n
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_results_keep_the_tasks_order_and_each_is_reported(workers: int, tmp_path: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    tasks = [(n, tmp_path, workers > 1) for n in range(4)]
+    results = run_each(square, tasks, workers=workers, done=lambda i, k: seen.append((i, k)))
+    assert results == [0, 1, 4, 9]
+    assert sorted(i for i, _ in seen) == [0, 1, 2, 3]
+    assert [k for _, k in seen] == [1, 2, 3, 4]  # a running count, as tasks finish
+    if workers == 2:
+        assert seen[-1][0] == 0  # ... in the order they finish, not the order given
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_task_error_reaches_the_caller(workers: int) -> None:
+    with pytest.raises(ModelError, match="task 3 failed"):
+        run_each(fails_on_three, list(range(6)), workers=workers)
+
+
+def test_usable_cpus_is_at_least_one() -> None:
+    assert usable_cpus() >= 1
