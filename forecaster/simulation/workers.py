@@ -5,15 +5,20 @@ gives the same figures, N at a time: the frontier's 47 runs take about half the 
 Processes, not threads: a replay is pure Python and numpy under the GIL. They are *spawned*, not
 forked, so a worker never inherits a lock some thread of the parent held (the daemon's and the
 training job's clients run threads). What a task carries must pickle: module-level functions
-(``app.build_replay.replay_policy``), dataclasses and arrays.
+(``app.build_replay.replay_policy``), dataclasses and arrays. What a worker logs goes through a
+queue to the calling process's handlers, at its root level, so it reads as the calling
+process's own log (a spawned process has no logging set up).
 """
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from logging.handlers import QueueHandler, QueueListener
+from multiprocessing.queues import Queue
 from typing import TypeVar
 
 from threadpoolctl import threadpool_limits
@@ -46,10 +51,16 @@ def run_each(
             if done is not None:
                 done(index, index + 1)
         return results
+    context = multiprocessing.get_context("spawn")
+    records: Queue[logging.LogRecord] = context.Queue()
+    root = logging.getLogger()
+    listener = QueueListener(records, *root.handlers, respect_handler_level=True)
+    listener.start()
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_one_blas_thread,
+        mp_context=context,
+        initializer=_worker_started,
+        initargs=(records, root.level),
     )
     try:
         futures: dict[Future[Result], int] = {pool.submit(run, t): i for i, t in enumerate(tasks)}
@@ -60,8 +71,13 @@ def run_each(
         return [future.result() for future in futures]
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        listener.stop()
 
 
-def _one_blas_thread() -> None:
-    """One BLAS thread per worker: the workers are the parallelism (as the CLI's own limit)."""
+def _worker_started(records: Queue[logging.LogRecord], level: int) -> None:
+    """Log through ``records`` at the caller's ``level``; one BLAS thread per worker (the
+    workers are the parallelism, as the CLI's own limit)."""
+    root = logging.getLogger()
+    root.handlers[:] = [QueueHandler(records)]
+    root.setLevel(level)
     threadpool_limits(limits=1)

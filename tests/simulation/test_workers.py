@@ -1,9 +1,10 @@
 """``simulation.workers.run_each``: results in the tasks' order whatever order they finish in,
-every task reported done once, a task's error raised to the caller - in worker processes as in
-the calling one."""
+every task reported done once, a task's error raised to the caller, what a task logs in the
+caller's log - in worker processes as in the calling one."""
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -22,6 +23,11 @@ def square(task: tuple[int, Path, bool]) -> int:
         while not (marks / "3").exists() and time.monotonic() < deadline:
             time.sleep(0.01)
     return n * n
+
+
+def logs(n: int) -> int:
+    logging.getLogger("forecaster.reconcile.loop").warning("task %d handed off", n)
+    return n
 
 
 def fails_on_three(n: int) -> int:
@@ -46,6 +52,17 @@ def test_results_keep_the_tasks_order_and_each_is_reported(workers: int, tmp_pat
 def test_a_task_error_reaches_the_caller(workers: int) -> None:
     with pytest.raises(ModelError, match="task 3 failed"):
         run_each(fails_on_three, list(range(6)), workers=workers)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_what_a_task_logs_reaches_the_callers_log(
+    workers: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        run_each(logs, [1, 2], workers=workers)
+    found = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    for n in (1, 2):
+        assert ("forecaster.reconcile.loop", logging.WARNING, f"task {n} handed off") in found
 
 
 def test_usable_cpus_is_at_least_one() -> None:
