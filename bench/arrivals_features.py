@@ -8,7 +8,8 @@ and pod creations per minute, days 0 to the end of the tuning window) it fits th
 ``forecasting.arrivals`` (peak additional demand over the horizon the replay plans at) and prints
 the pinball loss, cross-validated by contiguous time block over the tuning days, of:
 
-* ``shipped``: the model's own features, linear quantile regression (what ``predictive`` runs);
+* ``shipped``: the model's own features, linear quantile regression (what ``predictive`` runs,
+  here without its conformal shift - on every side alike: the comparison is of the fits);
 * ``+submission``: plus what the pods show about the submission under way - GPUs created in the
   current run of minutes with creations, whether the last minute had any, how long since the
   last creation, log counts;
