@@ -180,17 +180,17 @@ def frontier(
 
     per_node = setup.twin.gpus_per_node
     runs = [
-        _Run("reactive", 0, setup),
-        _Run("oracle", 0, setup),
-        *(_Run(f"static:{k}", k, setup) for k in static_knobs),
+        _Run("reactive", "reactive", 0, setup),
+        _Run("oracle", "oracle", 0, setup),
+        *(_Run("static", f"static:{k}", k, setup) for k in static_knobs),
         *(
-            _Run("predictive", q, setup.at_point(q, n * per_node), n * per_node)
+            _Run("predictive", "predictive", q, setup.at_point(q, n * per_node), n * per_node)
             for q in predictive_knobs
             for n in floor_nodes
         ),
-        *(_Run(f"burst:{a:g}", a, setup) for a in burst_knobs),
+        *(_Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
         *(
-            _Run(f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
+            _Run(f"{gap:g}", f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
             for gap in continuation_gaps
             for k in static_knobs
         ),
@@ -200,21 +200,19 @@ def frontier(
         if progress is not None:
             progress(f"{runs[index].label} done ({finished} of {len(runs)})")
 
-    measured = iter(
-        run_each(
-            functools.partial(_measured, jobs=jobs, make_policy=make_policy, windows=windows),
-            runs,
-            workers=workers,
-            done=done,
-        )
+    measured = run_each(
+        functools.partial(_measured, jobs=jobs, make_policy=make_policy, windows=windows),
+        runs,
+        workers=workers,
+        done=done,
     )
-    reactive, oracle = next(measured), next(measured)
-    static = list(itertools.islice(measured, len(static_knobs)))
-    predictive = list(itertools.islice(measured, len(predictive_knobs) * len(floor_nodes)))
-    burst = list(itertools.islice(measured, len(burst_knobs)))
-    continuation = {
-        f"{gap:g}": list(itertools.islice(measured, len(static_knobs))) for gap in continuation_gaps
-    }
+    curves: dict[str, list[Point]] = {}
+    for run, result in zip(runs, measured, strict=True):
+        curves.setdefault(run.curve, []).append(result)
+    (reactive,), (oracle,) = curves.pop("reactive"), curves.pop("oracle")
+    static, predictive = curves.pop("static", []), curves.pop("predictive", [])
+    burst = curves.pop("burst", [])
+    continuation = {f"{gap:g}": curves.pop(f"{gap:g}", []) for gap in continuation_gaps}
     document: dict[str, Any] = {
         "chosen": {},
         "chosen_burst": {},
@@ -294,8 +292,10 @@ def frontier(
 
 @dataclass(frozen=True)
 class _Run:
-    """One replay of the sweep: the policy's name, its knob and setup (predictive's floor)."""
+    """One replay of the sweep: the curve it belongs to (a continuation bound's: its GAP), the
+    policy's name, its knob and setup (predictive's floor)."""
 
+    curve: str
     name: str
     knob: float
     setup: ReplaySetup
