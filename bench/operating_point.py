@@ -176,7 +176,7 @@ def _static_curve(
     """Static headroom on the evaluation days and reactive's GPU-hours there: the frontier's
     (``--frontier-json``, its evaluation window), or replayed here for ``days``."""
     if frontier is not None:
-        return [_metrics(m) for m in frontier["static"]], frontier["reactive"]["gpu_hours"]
+        return [from_document(m) for m in frontier["static"]], frontier["reactive"]["gpu_hours"]
     first, last = parse_days(days, "--eval-days")
     args.start_day, args.warmup_days, args.end_day = 0.0, first, last
     setup = setup_from(args, epoch)
@@ -251,7 +251,7 @@ def _as_the_daemon_runs_it(
 def _against_frontier(frontier: dict[str, Any], point: OperatingPoint, budget: int) -> list[str]:
     """The frontier's own choice for ``budget`` and how both did on its evaluation window."""
     reactive = frontier["reactive"]["gpu_hours"]
-    static = [_metrics(m) for m in frontier["static"]]
+    static = [from_document(m) for m in frontier["static"]]
     by_knobs = {(m["knob"], m.get("floor_gpus", 0)): m for m in frontier["predictive"]}
     theirs = frontier["chosen"].get(str(budget))
     their_knobs = (theirs["knob"], theirs.get("floor_gpus", 0)) if theirs else None
@@ -265,7 +265,7 @@ def _against_frontier(frontier: dict[str, Any], point: OperatingPoint, budget: i
     ):
         if knobs is None or knobs not in by_knobs:
             continue
-        m = _metrics(by_knobs[knobs])
+        m = from_document(by_knobs[knobs])
         lines.append(
             f"{label} {point_label(*knobs)} in the frontier's sweep (no cap) on evaluation:"
             f" {m.gpu_hours / reactive - 1:+.1%} GPU-hours, vs static: " + ratios(m, static)
@@ -273,7 +273,8 @@ def _against_frontier(frontier: dict[str, Any], point: OperatingPoint, budget: i
     return lines
 
 
-def _metrics(document: dict[str, Any]) -> ReplayMetrics:
+def from_document(document: dict[str, Any]) -> ReplayMetrics:
+    """A frontier JSON's metrics as ``ReplayMetrics`` (the figures it does not carry: 0)."""
     return ReplayMetrics(
         jobs=0,
         mean_wait_s=document["mean_wait_s"],

@@ -77,6 +77,8 @@ def setup_from(
         raise ConfigError("--quantile must be between 0.5 and 1")
     if args.floor_gpus < 0:
         raise ConfigError("--floor-gpus must be >= 0")
+    if args.kueue_notice and args.kueue_quota_gpus is not None:
+        raise ConfigError("--kueue-notice with --kueue-quota-gpus: not modelled together")
     if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
         raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
     if settings is not None:
@@ -84,7 +86,7 @@ def setup_from(
         if given:
             flags = ", ".join("--" + f.replace("_", "-") for f in given)
             raise ConfigError(f"{flags}: with --config the configured pool sets these")
-        return replay_setup_from_settings(
+        configured = replay_setup_from_settings(
             settings,
             epoch=epoch,
             start_day=args.start_day,
@@ -92,6 +94,12 @@ def setup_from(
             end_day=args.end_day,
             model=args.model,
         )
+        kueue = dataclasses.replace(  # the simulated cluster's Kueue, not the pool's settings
+            configured.twin,
+            kueue_quota_gpus=args.kueue_quota_gpus,
+            kueue_notice_seconds=args.kueue_notice,
+        )
+        return dataclasses.replace(configured, twin=kueue)
     twin = TwinConfig(
         gpus_per_node=args.gpus_per_node,
         provision_seconds=args.provision,
@@ -103,6 +111,7 @@ def setup_from(
         max_prewarm_gpus=args.max_prewarm_gpus,
         capacity_buffer=args.backend == "capacitybuffer",
         kueue_quota_gpus=args.kueue_quota_gpus,
+        kueue_notice_seconds=args.kueue_notice,
     )
     return replay_setup(
         twin=twin,

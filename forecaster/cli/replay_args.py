@@ -174,6 +174,14 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         help="Kueue admits at most this many GPUs at once; the rest wait as workloads",
     )
     parser.add_argument(
+        "--kueue-notice",
+        type=parse_duration,
+        default=0,
+        help="each job's Kueue workload holds quota this long before its pods exist (e.g. an"
+        " admission check): the planner counts it as reserved demand; measures what notice of"
+        " queued work buys (0: none)",
+    )
+    parser.add_argument(
         "--price",
         type=float,
         default=POOL_DEFAULTS["price"],

@@ -44,6 +44,8 @@ from forecaster.core.kueue import KueueRoom
 from forecaster.durations import DAY
 
 ARRIVE, FINISH, READY, TICK, PROVISION, WAKE = range(6)
+NO_QUOTA = 1 << 30
+"""Kueue room when only notice is modelled: no quota binds."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,17 @@ class TwinConfig:
     """Kueue admits at most this many GPUs at once (one ClusterQueue, BestEffortFIFO): jobs
     beyond it wait as workloads, with no pods, so nothing provisions for them - and the planner
     sees the room left (``PoolSnapshot.kueue``)."""
+    kueue_notice_seconds: float = 0.0
+    """Each job's Kueue workload holds quota this long before its pods are created (an
+    admission check such as ProvisioningRequest, or a queue that hands work over ahead): the
+    planner sees those GPUs as reserved (``KueueRoom.reserved_gpus``). Waits still count from
+    the pods' creation, so runs with and without notice compare job for job. 0: no notice."""
+
+    def __post_init__(self) -> None:
+        if self.kueue_notice_seconds < 0:
+            raise ValueError("kueue_notice_seconds must be >= 0")
+        if self.kueue_notice_seconds and self.kueue_quota_gpus is not None:
+            raise ValueError("a Kueue quota and Kueue notice are not modelled together")
 
 
 @dataclass(frozen=True)
@@ -252,6 +265,7 @@ class Twin:
         self._created_at: list[float] = []  # pod creation times (admission), ascending
         self._created_cum: list[int] = [0]  # GPUs created up to each of them
         self.admitted_gpus = 0
+        self._gpus_cum = np.concatenate(([0], np.cumsum(jobs.gpus)))  # for reserved_gpus
 
     # ---- TwinView ---------------------------------------------------------------------------
     def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
@@ -292,14 +306,25 @@ class Twin:
             arrivals=RecentArrivals(
                 tuple(self.created_gpus(since=self.now - w) for w in ARRIVAL_WINDOWS_SECONDS)
             ),
-            kueue=(
-                None
-                if self.cfg.kueue_quota_gpus is None
-                else KueueRoom(
-                    max(0, self.cfg.kueue_quota_gpus - self.admitted_gpus), "replay quota"
-                )
-            ),
+            kueue=self._kueue_room(),
         )
+
+    def _kueue_room(self) -> KueueRoom | None:
+        """Kueue as the observer reads it: the room its quota leaves, or with notice the GPUs
+        of the workloads holding quota whose pods come within ``kueue_notice_seconds``."""
+        if self.cfg.kueue_quota_gpus is not None:
+            return KueueRoom(max(0, self.cfg.kueue_quota_gpus - self.admitted_gpus), "replay quota")
+        if not self.cfg.kueue_notice_seconds:
+            return None
+        return KueueRoom(NO_QUOTA, "no quota (replay)", self.reserved_gpus())
+
+    def reserved_gpus(self) -> int:
+        """GPUs of the jobs whose pods are created in (now, now + notice], within the replay:
+        their workloads exist and hold quota already (``kueue_notice_seconds``)."""
+        until = min(self.now + self.cfg.kueue_notice_seconds, math.nextafter(self.end, 0))
+        first = int(np.searchsorted(self.jobs.submit, max(self.now, self.start), side="right"))
+        last = int(np.searchsorted(self.jobs.submit, until, side="right"))
+        return int(self._gpus_cum[max(first, last)] - self._gpus_cum[first])
 
     def _measured_lead(self) -> MeasuredLead | None:
         """What the observer would measure: the twin's launches of the last day take exactly

@@ -116,6 +116,13 @@ def test_replay_frontier_with_no_workers(capsys: pytest.CaptureFixture[str]) -> 
     assert "--workers: at least 1 replay at a time, got 0" in line
 
 
+def test_replay_kueue_notice_with_a_quota(capsys: pytest.CaptureFixture[str]) -> None:
+    line = one_line_error(
+        capsys, "replay", "--series", str(ITP), "--kueue-notice", "5m", "--kueue-quota-gpus", "64"
+    )
+    assert "--kueue-notice with --kueue-quota-gpus: not modelled together" in line
+
+
 def test_an_unknown_config_key_names_the_nearest_valid_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -25,8 +25,9 @@ from hypothesis import strategies as st
 
 from forecaster.app import build
 from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
-from forecaster.cli import main
+from forecaster.cli import build_parser, main
 from forecaster.cli.config_paths import BUNDLED_CONFIG
+from forecaster.cli.replay import setup_from
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.policy import MIN_WAKE_SECONDS
@@ -332,6 +333,11 @@ def test_replay_with_a_config_runs_the_configured_daemons_decision_path(
     assert "--image-pull, --quantile: with --config the configured pool sets these" in (
         capsys.readouterr().err
     )
+    # the simulated cluster's Kueue is the command line's, with a config too
+    parsed = build_parser().parse_args([*args, "--kueue-notice", "5m"])
+    with_kueue = setup_from(parsed, T0, settings=settings)
+    assert with_kueue.twin.kueue_notice_seconds == 300
+    assert dataclasses.replace(with_kueue.twin, kueue_notice_seconds=0) == s.twin
 
 
 def test_predictive_plans_from_the_arrivals_model_its_retrain_fitted() -> None:
@@ -343,3 +349,28 @@ def test_predictive_plans_from_the_arrivals_model_its_retrain_fitted() -> None:
     assert last is not None
     demand = last.pools[s.twin.pool].demand
     assert demand is not None and demand.model == "arrivals" and demand.peak
+
+
+def test_the_daemon_prewarms_for_workloads_kueue_holds_before_their_pods() -> None:
+    """Notice of queued work through the daemon's own path: with the burst's Kueue workloads
+    visible 10 minutes before their pods (``kueue_notice_seconds``), the planner counts them as
+    demand and its placeholders are warm when the pods come; without notice the same burst,
+    unlike anything in the day of history trained on, waits for new nodes."""
+    trickle = synthetic(2, seed=5)
+    burst_at = T0 + 1.5 * DAY
+    submit = np.concatenate([trickle.submit, np.full(12, burst_at)])
+    order = np.argsort(submit, kind="stable")
+    jobs = JobTrace(
+        submit=submit[order],
+        duration=np.concatenate([trickle.duration, np.full(12, 3600.0)])[order],
+        gpus=np.concatenate([trickle.gpus, np.full(12, 8)])[order],
+    )
+    in_burst = (jobs.submit == burst_at) & (jobs.gpus == 8)
+    mean_burst_wait = {}
+    for notice in (0, 600):
+        s = setup(2)
+        s = dataclasses.replace(s, twin=dataclasses.replace(s.twin, kueue_notice_seconds=notice))
+        record = replay(jobs, predictive(s), setup=s).record
+        mean_burst_wait[notice] = float(np.mean((record.job_start - record.job_submit)[in_burst]))
+    assert mean_burst_wait[600] <= 60  # warm: the preemption grace, no lead time
+    assert mean_burst_wait[0] >= 300  # cold: a new node and its image pull

@@ -28,7 +28,14 @@ from forecaster.simulation.policies import (
     continuation,
     submission_starts,
 )
-from forecaster.simulation.twin import Decision, Twin, TwinConfig, TwinView, nodes_needed
+from forecaster.simulation.twin import (
+    NO_QUOTA,
+    Decision,
+    Twin,
+    TwinConfig,
+    TwinView,
+    nodes_needed,
+)
 from tests.factories import policy as pool_policy
 
 T0 = 1_800_000_000
@@ -292,3 +299,29 @@ def test_a_new_pod_wakes_a_decision_as_the_pod_watch_does() -> None:
     run(arrivals, woken, end=240, tick_seconds=60, wake_seconds=2)
     assert ticking.asked == [0, 60, 120, 180]
     assert woken.asked == [0, 60, 100, 102, 120, 130, 180, 200]
+
+
+def test_kueue_notice_shows_each_workload_before_its_pods() -> None:
+    """With ``kueue_notice_seconds`` the observer sees, as Kueue workloads holding quota, the
+    GPUs of the jobs whose pods come within the notice - never later ones, never those of pods
+    that exist already, never beyond the replay's end."""
+    jobs = trace((300, 600, 8), (500, 600, 16), (2000, 600, 4), (7300, 600, 2))
+    twin = Twin(jobs, Reactive(), TwinConfig(kueue_notice_seconds=360), start=T0, end=T0 + 7200)
+    twin.begin()
+    seen = []
+    for t in (100, 200, 350, 1700, 6900):
+        twin.advance_to(T0 + t)
+        room = twin.snapshot().kueue
+        assert room is not None and room.admissible_gpus == NO_QUOTA
+        seen.append(room.reserved_gpus)
+    assert seen == [8, 24, 16, 4, 0]
+    without = Twin(jobs, Reactive(), CFG, start=T0, end=T0 + 600)
+    assert without.snapshot().kueue is None  # no notice, no quota: Kueue is not there
+
+
+@pytest.mark.parametrize(
+    "config", [{"kueue_notice_seconds": -1}, {"kueue_notice_seconds": 60, "kueue_quota_gpus": 8}]
+)
+def test_kueue_notice_refuses_what_it_does_not_model(config: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match=r"(?i)kueue"):
+        TwinConfig(**config)  # type: ignore[arg-type]
