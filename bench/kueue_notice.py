@@ -48,8 +48,10 @@ WINDOWS = ("tune", "eval")
 
 @dataclass(frozen=True)
 class _Task:
-    """One replay: a trace, the chosen point, the notice and the frontier's windows (days)."""
+    """One replay: a trace, the point chosen for a budget, the notice and the frontier's
+    windows (days)."""
 
+    budget: int
     jobs_file: Path
     quantile: float
     floor_gpus: int
@@ -75,14 +77,14 @@ def main() -> None:
     }
     tasks = [
         _Task(
+            budget,
             ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv",
-            point["knob"],
-            point.get("floor_gpus", 0),
+            *_knobs(point),
             notice,
             parse_days(mine.tune_days, "--tune-days"),
             parse_days(mine.eval_days, "--eval-days"),
         )
-        for point in chosen.values()
+        for budget, point in chosen.items()
         for notice in notices
     ]
     began = time.perf_counter()
@@ -98,31 +100,27 @@ def main() -> None:
         static = [from_document(m) for m in document["static"]]
         reactive = document["reactive"]
         print(f"-- {window} window, days {mine.tune_days if window == 'tune' else mine.eval_days}")
-        for (budget, point), group in zip(
-            chosen.items(), _grouped(results, len(notices)), strict=True
-        ):
-            label = point_label(point["knob"], point.get("floor_gpus", 0))
-            for notice, measured in zip(notices, group, strict=True):
-                m = measured[window]
+        for task, (measured, handoffs) in zip(tasks, results, strict=True):
+            m = measured[window]
+            print(
+                f"+{task.budget} % {point_label(task.quantile, task.floor_gpus):>9}"
+                f" notice {task.notice_seconds:4d} s:"
+                f" {m.gpu_hours / reactive['gpu_hours'] - 1:+6.2%} GPU-h,"
+                f" P95 {m.p95_wait_s:4.0f} s, mean {m.mean_wait_s:6.1f} s,"
+                f" > 5 min {m.share_waiting_over_5min:6.1%}; vs static: "
+                + ratios(m, static)
+                + f"; P95 {m.p95_wait_s / reactive['p95_wait_s'] - 1:+.0%} vs reactive"
+                + (f"; {handoffs} hand-offs over the run" if window == "eval" else "")
+            )
+            if window == "eval" and task.notice_seconds == 0:
                 print(
-                    f"+{budget} % {label:>9} notice {notice:4d} s:"
-                    f" {m.gpu_hours / reactive['gpu_hours'] - 1:+6.2%} GPU-h,"
-                    f" P95 {m.p95_wait_s:4.0f} s, mean {m.mean_wait_s:6.1f} s,"
-                    f" > 5 min {m.share_waiting_over_5min:6.1%}; vs static: "
-                    + ratios(m, static)
-                    + f"; P95 {m.p95_wait_s / reactive['p95_wait_s'] - 1:+.0%} vs reactive"
-                )
-            if window == "eval":
-                print(
-                    f"    notice 0 reproduces the frontier's row: {_same(group[0]['eval'], point)}"
+                    f"    notice 0 reproduces the frontier's row: {_same(m, chosen[task.budget])}"
                 )
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (parent)")
 
 
-def _grouped(
-    results: list[dict[str, ReplayMetrics]], size: int
-) -> list[list[dict[str, ReplayMetrics]]]:
-    return [results[i : i + size] for i in range(0, len(results), size)]
+def _knobs(point: dict[str, Any]) -> tuple[float, int]:
+    return point["knob"], point.get("floor_gpus", 0)
 
 
 def _same(measured: ReplayMetrics, row: dict[str, Any]) -> str:
@@ -130,15 +128,17 @@ def _same(measured: ReplayMetrics, row: dict[str, Any]) -> str:
     return "yes" if not differ else "NO (" + ", ".join(differ) + ")"
 
 
-def _replayed(task: _Task) -> dict[str, ReplayMetrics]:
-    """The daemon at the task's point, with its notice, measured on both windows (in a worker)."""
+def _replayed(task: _Task) -> tuple[dict[str, ReplayMetrics], int]:
+    """The daemon at the task's point, with its notice, measured on both windows (in a worker),
+    and how often its error budget handed the pool to reactive scaling over the whole run."""
     args = build_parser().parse_args(
         ["replay", "--jobs", str(task.jobs_file), "--kueue-notice", f"{task.notice_seconds}s"]
     )
     args.start_day, args.warmup_days, args.end_day = 0.0, task.tune[0], task.evaluate[1]
     jobs, epoch = load_trace(args)
     setup = setup_from(args, epoch).at_point(task.quantile, task.floor_gpus)
-    record = replay(jobs, replay_policy("predictive", setup, jobs=jobs), setup=setup).record
+    policy = replay_policy("predictive", setup, jobs=jobs)
+    record = replay(jobs, policy, setup=setup).record
     return {
         window: measure(
             record,
@@ -147,7 +147,7 @@ def _replayed(task: _Task) -> dict[str, ReplayMetrics]:
             price_spot=setup.price_spot,
         )
         for window, days in zip(WINDOWS, (task.tune, task.evaluate), strict=True)
-    }
+    }, getattr(policy, "handoffs", 0)
 
 
 if __name__ == "__main__":
