@@ -32,6 +32,22 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "the error budget judges the model's forecast, not the demand the plan acted on",
+        "forecaster/reconcile/loop.py",
+        "    return dataclasses.replace(demand, upper_gpus=planned_demand(snapshot, demand))",
+        "    return demand",
+        (
+            "tests/simulation/test_replay.py::test_the_daemon_prewarms_for_workloads_kueue_holds_and_is_judged_on_its_plan",
+        ),
+    ),
+    Mutation(
+        "the twin shows no Kueue notice",
+        "forecaster/simulation/twin.py",
+        '        return KueueRoom(NO_QUOTA, "no quota (replay)", self.reserved_gpus())',
+        "        return None",
+        ("tests/simulation/test_twin.py::test_kueue_notice_shows_each_workload_before_its_pods",),
+    ),
+    Mutation(
         "training publishes the models only after every pool",
         "forecaster/app/training.py",
         "            publish_models(settings, mirror, pools=[pool.name])\n"

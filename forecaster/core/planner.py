@@ -187,13 +187,11 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         return _Draft(item, 0, 0, [f"cannot observe this pool ({snap.problem}): prewarm 0"])
     if forecast is None:
         return _Draft(item, 0, 0, ["no forecast for this pool: nothing to prewarm"])
-    demand = forecast.upper_gpus
-    reserved = snap.kueue.reserved_gpus if snap.kueue else 0
-    if reserved and snap.real_demand_gpus + reserved > demand:
-        demand = snap.real_demand_gpus + reserved
+    demand = planned_demand(snap, forecast)
+    if demand > forecast.upper_gpus:
         reasons.append(
-            f"Kueue: {reserved} GPUs of workloads hold quota but have no pods yet:"
-            f" demand at least {demand:.0f}"
+            f"Kueue: {snap.kueue.reserved_gpus if snap.kueue else 0} GPUs of workloads hold"
+            f" quota but have no pods yet: demand at least {demand:.0f}"
         )
     shortfall = demand - snap.real_demand_gpus - snap.spare_gpus
     needed = max(0, math.ceil(shortfall / unit - 1e-9)) * unit if math.isfinite(shortfall) else 0
@@ -241,6 +239,18 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         room = snap.kueue.admissible_gpus + snap.kueue.reserved_gpus
         cap = _cap(cap, room, unit, f"Kueue {snap.kueue.scope} quota", reasons)
     return _Draft(item, needed, cap, reasons)
+
+
+def planned_demand(snap: PoolSnapshot, forecast: DemandForecast) -> float:
+    """The demand the plan acts on: the forecast's quantile, or - when more - what real pods
+    ask for plus the GPUs of Kueue workloads that hold quota but have no pods yet (admitted
+    work is known, not forecast). The error budget judges this number, not the model's alone:
+    it is what the plan prewarmed for, so a burst Kueue announced and the plan covered is not a
+    miss that hands the pool to reactive scaling."""
+    reserved = snap.kueue.reserved_gpus if snap.kueue else 0
+    if not reserved:
+        return forecast.upper_gpus
+    return max(forecast.upper_gpus, float(snap.real_demand_gpus + reserved))
 
 
 def _limit_room(policy: PoolPolicy, snap: PoolSnapshot, reasons: list[str]) -> int:

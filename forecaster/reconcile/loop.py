@@ -60,7 +60,7 @@ from forecaster.core.operating_point import (
     following_the_point,
     following_the_points,
 )
-from forecaster.core.planner import Mode, Plan, PoolInput, plan
+from forecaster.core.planner import Mode, Plan, PoolInput, plan, planned_demand
 from forecaster.core.policy import Budgets, PlanningHorizon, PoolPolicy, planning_horizon
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
@@ -297,7 +297,12 @@ class Reconciler:
                 transitions.append((name, transition))
             snapshot = snapshots[name] if snapshots else self._assumed(runtime, view, now)
             view = self._with_arrivals(runtime, view, snapshot, now, errors, horizon=horizon)
-            _remember(pool_state, view.demand, horizon.horizon_seconds, step=self.step_seconds)
+            _remember(
+                pool_state,
+                _as_planned(view.demand, snapshot),
+                horizon.horizon_seconds,
+                step=self.step_seconds,
+            )
             policy = self.policy_for(runtime)
             views[name] = PoolView(
                 **{**view.__dict__, "snapshot": snapshot, "floor_gpus": policy.floor_gpus}
@@ -697,6 +702,14 @@ def _remember(
         pool_state.pending.append(
             PendingForecast(origin, origin + ahead, demand.upper_gpus, demand.peak)
         )
+
+
+def _as_planned(demand: DemandForecast | None, snapshot: PoolSnapshot) -> DemandForecast | None:
+    """The forecast as the plan acts on it (``core.planner.planned_demand``): what the error
+    budget judges."""
+    if demand is None:
+        return None
+    return dataclasses.replace(demand, upper_gpus=planned_demand(snapshot, demand))
 
 
 def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:
