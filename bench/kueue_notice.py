@@ -23,11 +23,12 @@ out/frontier-c04.json [--notices 0,60,180,360,600] [--workers 2]``
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
 import logging
 import resource
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,28 +37,20 @@ from bench.replay import ROOT
 from forecaster.app.build_replay import replay_policy
 from forecaster.cli import build_parser
 from forecaster.cli.replay import load_trace, setup_from
-from forecaster.core.operating_point import point_label
 from forecaster.durations import DAY
-from forecaster.simulation.frontier import BUDGETS_PERCENT, KEYS, parse_days, ratios
-from forecaster.simulation.metrics import ReplayMetrics, measure
-from forecaster.simulation.replay import replay
+from forecaster.simulation.frontier import (
+    BUDGETS_PERCENT,
+    KEYS,
+    Run,
+    measured,
+    parse_days,
+    ratios,
+)
+from forecaster.simulation.metrics import ReplayMetrics
+from forecaster.simulation.replay import ReplaySetup
 from forecaster.simulation.workers import run_each, usable_cpus
 
 WINDOWS = ("tune", "eval")
-
-
-@dataclass(frozen=True)
-class _Task:
-    """One replay: a trace, the point chosen for a budget, the notice and the frontier's
-    windows (days)."""
-
-    budget: int
-    jobs_file: Path
-    quantile: float
-    floor_gpus: int
-    notice_seconds: int
-    tune: tuple[float, float]
-    evaluate: tuple[float, float]
 
 
 def main() -> None:
@@ -75,20 +68,41 @@ def main() -> None:
     chosen = {
         b: frontier["chosen"][str(b)] for b in BUDGETS_PERCENT if str(b) in frontier["chosen"]
     }
+    args = build_parser().parse_args(
+        ["replay", "--jobs", str(ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv")]
+    )
+    tune, evaluate = (
+        parse_days(mine.tune_days, "--tune-days"),
+        parse_days(mine.eval_days, "--eval-days"),
+    )
+    args.start_day, args.warmup_days, args.end_day = 0.0, tune[0], evaluate[1]
+    jobs, epoch = load_trace(args)
+    setup = setup_from(args, epoch)
     tasks = [
-        _Task(
+        (
             budget,
-            ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv",
-            *_knobs(point),
             notice,
-            parse_days(mine.tune_days, "--tune-days"),
-            parse_days(mine.eval_days, "--eval-days"),
+            Run(
+                "predictive",
+                "predictive",
+                point["knob"],
+                _noticed(setup, notice).at_point(point["knob"], point.get("floor_gpus", 0)),
+                point.get("floor_gpus", 0),
+            ),
         )
         for budget, point in chosen.items()
         for notice in notices
     ]
+    windows = {
+        "tune": (epoch + tune[0] * DAY, epoch + tune[1] * DAY),
+        "eval": (epoch + evaluate[0] * DAY, epoch + evaluate[1] * DAY),
+    }
     began = time.perf_counter()
-    results = run_each(_replayed, tasks, workers=mine.workers)
+    results = run_each(
+        functools.partial(measured, jobs=jobs, make_policy=replay_policy, windows=windows),
+        [run for _, _, run in tasks],
+        workers=mine.workers,
+    )
     print(
         f"{mine.trace}: {len(tasks)} replays on {mine.workers} workers in"
         f" {time.perf_counter() - began:.0f} s; the frontier's chosen points with Kueue notice"
@@ -100,27 +114,21 @@ def main() -> None:
         static = [from_document(m) for m in document["static"]]
         reactive = document["reactive"]
         print(f"-- {window} window, days {mine.tune_days if window == 'tune' else mine.eval_days}")
-        for task, (measured, handoffs) in zip(tasks, results, strict=True):
-            m = measured[window]
+        for (budget, notice, run), point in zip(tasks, results, strict=True):
+            m = getattr(point, window)
             print(
-                f"+{task.budget} % {point_label(task.quantile, task.floor_gpus):>9}"
-                f" notice {task.notice_seconds:4d} s:"
+                f"+{budget} % {run.label.removeprefix('predictive '):>9}"
+                f" notice {notice:4d} s:"
                 f" {m.gpu_hours / reactive['gpu_hours'] - 1:+6.2%} GPU-h,"
                 f" P95 {m.p95_wait_s:4.0f} s, mean {m.mean_wait_s:6.1f} s,"
                 f" > 5 min {m.share_waiting_over_5min:6.1%}; vs static: "
                 + ratios(m, static)
                 + f"; P95 {m.p95_wait_s / reactive['p95_wait_s'] - 1:+.0%} vs reactive"
-                + (f"; {handoffs} hand-offs over the run" if window == "eval" else "")
+                + (f"; {m.handoffs} hand-offs over the run" if window == "eval" else "")
             )
-            if window == "eval" and task.notice_seconds == 0:
-                print(
-                    f"    notice 0 reproduces the frontier's row: {_same(m, chosen[task.budget])}"
-                )
+            if window == "eval" and notice == 0:
+                print(f"    notice 0 reproduces the frontier's row: {_same(m, chosen[budget])}")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (parent)")
-
-
-def _knobs(point: dict[str, Any]) -> tuple[float, int]:
-    return point["knob"], point.get("floor_gpus", 0)
 
 
 def _same(measured: ReplayMetrics, row: dict[str, Any]) -> str:
@@ -128,26 +136,11 @@ def _same(measured: ReplayMetrics, row: dict[str, Any]) -> str:
     return "yes" if not differ else "NO (" + ", ".join(differ) + ")"
 
 
-def _replayed(task: _Task) -> tuple[dict[str, ReplayMetrics], int]:
-    """The daemon at the task's point, with its notice, measured on both windows (in a worker),
-    and how often its error budget handed the pool to reactive scaling over the whole run."""
-    args = build_parser().parse_args(
-        ["replay", "--jobs", str(task.jobs_file), "--kueue-notice", f"{task.notice_seconds}s"]
+def _noticed(setup: ReplaySetup, notice: int) -> ReplaySetup:
+    """``setup`` with every job's Kueue workload visible ``notice`` seconds before its pods."""
+    return dataclasses.replace(
+        setup, twin=dataclasses.replace(setup.twin, kueue_notice_seconds=notice)
     )
-    args.start_day, args.warmup_days, args.end_day = 0.0, task.tune[0], task.evaluate[1]
-    jobs, epoch = load_trace(args)
-    setup = setup_from(args, epoch).at_point(task.quantile, task.floor_gpus)
-    policy = replay_policy("predictive", setup, jobs=jobs)
-    record = replay(jobs, policy, setup=setup).record
-    return {
-        window: measure(
-            record,
-            window=(epoch + days[0] * DAY, epoch + days[1] * DAY),
-            price_on_demand=setup.price_on_demand,
-            price_spot=setup.price_spot,
-        )
-        for window, days in zip(WINDOWS, (task.tune, task.evaluate), strict=True)
-    }, getattr(policy, "handoffs", 0)
 
 
 if __name__ == "__main__":

@@ -180,17 +180,17 @@ def frontier(
 
     per_node = setup.twin.gpus_per_node
     runs = [
-        _Run("reactive", "reactive", 0, setup),
-        _Run("oracle", "oracle", 0, setup),
-        *(_Run("static", f"static:{k}", k, setup) for k in static_knobs),
+        Run("reactive", "reactive", 0, setup),
+        Run("oracle", "oracle", 0, setup),
+        *(Run("static", f"static:{k}", k, setup) for k in static_knobs),
         *(
-            _Run("predictive", "predictive", q, setup.at_point(q, n * per_node), n * per_node)
+            Run("predictive", "predictive", q, setup.at_point(q, n * per_node), n * per_node)
             for q in predictive_knobs
             for n in floor_nodes
         ),
-        *(_Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
+        *(Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
         *(
-            _Run(f"{gap:g}", f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
+            Run(f"{gap:g}", f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
             for gap in continuation_gaps
             for k in static_knobs
         ),
@@ -200,14 +200,14 @@ def frontier(
         if progress is not None:
             progress(f"{runs[index].label} done ({finished} of {len(runs)})")
 
-    measured = run_each(
-        functools.partial(_measured, jobs=jobs, make_policy=make_policy, windows=windows),
+    results = run_each(
+        functools.partial(measured, jobs=jobs, make_policy=make_policy, windows=windows),
         runs,
         workers=workers,
         done=done,
     )
     curves: dict[str, list[Point]] = {}
-    for run, result in zip(runs, measured, strict=True):
+    for run, result in zip(runs, results, strict=True):
         curves.setdefault(run.curve, []).append(result)
     (reactive,), (oracle,) = curves.pop("reactive"), curves.pop("oracle")
     static, predictive = curves.pop("static", []), curves.pop("predictive", [])
@@ -291,7 +291,7 @@ def frontier(
 
 
 @dataclass(frozen=True)
-class _Run:
+class Run:
     """One replay of the sweep: the curve it belongs to (a continuation bound's: its GAP), the
     policy's name, its knob and setup (predictive's floor)."""
 
@@ -309,25 +309,27 @@ class _Run:
         )
 
 
-def _measured(
-    run: _Run,
+def measured(
+    run: Run,
     *,
     jobs: JobTrace,
     make_policy: PolicyFactory,
     windows: dict[str, tuple[float, float]],
 ) -> Point:
     """Replay ``run`` (in a worker process when there are several) and measure both windows."""
-    record = replay(jobs, make_policy(run.name, run.setup, jobs=jobs), setup=run.setup).record
-    measured = {
+    policy = make_policy(run.name, run.setup, jobs=jobs)
+    record = replay(jobs, policy, setup=run.setup).record
+    by_window = {
         key: measure(
             record,
             window=window,
             price_on_demand=run.setup.price_on_demand,
             price_spot=run.setup.price_spot,
+            handoffs=getattr(policy, "handoffs", 0),  # over the whole run, not the window
         )
         for key, window in windows.items()
     }
-    return Point(run.knob, measured["tune"], measured["eval"], run.floor)
+    return Point(run.knob, by_window["tune"], by_window["eval"], run.floor)
 
 
 def ratios(point: ReplayMetrics, curve: Sequence[ReplayMetrics]) -> str:
