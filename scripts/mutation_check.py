@@ -558,6 +558,23 @@ MUTATIONS = (
         ("tests/core/test_actions.py",),
     ),
     Mutation(
+        "a burn threshold above what a window can reach (a broken P80 forecast never hands off)",
+        "forecaster/core/error_budget.py",
+        "        return min(burn, round((1 + self.target_exceedance)"
+        " / (2 * self.target_exceedance), 9))",
+        "        return burn",
+        ("tests/core/test_error_budget.py",),
+    ),
+    Mutation(
+        "a handed-off pool recovers under a recovery burn above the capped hand-off threshold",
+        "forecaster/core/error_budget.py",
+        "        return min(self.recovery_burn, self.fast_threshold, self.slow_threshold)",
+        "        return self.recovery_burn",
+        (
+            "tests/core/test_error_budget.py::test_a_pool_still_burning_does_not_recover_under_a_capped_threshold",
+        ),
+    ),
+    Mutation(
         "the SLO ignores the plan's quantile (a P80 plan would hand off all day)",
         "forecaster/core/error_budget.py",
         "        target_exceedance=round(1.0 - target_quantile, 9),\n",

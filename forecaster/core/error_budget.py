@@ -15,6 +15,11 @@ Transitions (each with a reason, as in multi-window burn-rate alerting):
   recovering -> handed-off as soon as it stops being true.
 
 A window with fewer than ``min_points`` evaluations has no burn rate and never triggers.
+A burn threshold is a multiple of the target, and for a plan at a low quantile the multiple can
+ask for more misses than there are points (6 x a P80 plan's 20 % = 120 %): such a window could
+never trigger, and a P80 forecast that missed every point would never be handed off. So each
+threshold is capped where the window's share of misses is halfway between the target and all of
+them (``SloPolicy.reachable``): 60 % for a P80 plan, unchanged for P95 and above.
 The state is plain data (``to_dict``/``from_dict``) so a restart does not forget a hand-off.
 """
 
@@ -55,6 +60,28 @@ class SloPolicy:
     max_waste_gpu_hours_per_day: float = 150.0
     """Prewarm that ended unused, per rolling 24 h. A P95 plan leaves most prewarm unused by
     design, so keep it near the prewarm GPU-hours/day budget."""
+
+    @property
+    def fast_threshold(self) -> float:
+        """The fast window's burn that hands off, as a window can reach it."""
+        return self.reachable(self.fast_burn)
+
+    @property
+    def slow_threshold(self) -> float:
+        """The slow window's burn that hands off, as a window can reach it."""
+        return self.reachable(self.slow_burn)
+
+    @property
+    def calm_threshold(self) -> float:
+        """The fast window's burn under which a handed-off pool recovers: never above a
+        hand-off threshold, or a pool could recover while it still burns."""
+        return min(self.recovery_burn, self.fast_threshold, self.slow_threshold)
+
+    def reachable(self, burn: float) -> float:
+        """``burn``, capped where the share of misses it means is halfway between the target
+        and every point missed: a multiple of a large target (a P80 plan's 20 % x 6) would
+        otherwise need more misses than there are points, and never trigger."""
+        return min(burn, round((1 + self.target_exceedance) / (2 * self.target_exceedance), 9))
 
     def __post_init__(self) -> None:
         if not 0 < self.target_exceedance < 1:
@@ -190,8 +217,8 @@ class _Signals:
         return (
             self.fast is not None
             and self.slow is not None
-            and self.fast >= p.fast_burn
-            and self.slow >= p.slow_burn
+            and self.fast >= p.fast_threshold
+            and self.slow >= p.slow_threshold
         )
 
     @property
@@ -200,7 +227,7 @@ class _Signals:
 
     @property
     def calm(self) -> bool:
-        return (self.fast is None or self.fast < self.policy.recovery_burn) and not self.wasting
+        return (self.fast is None or self.fast < self.policy.calm_threshold) and not self.wasting
 
     def describe(self) -> str:
         fast = "n/a" if self.fast is None else f"{self.fast:.1f}"
@@ -238,7 +265,10 @@ def advance(
 def _from_predictive(state: ErrorBudgetState, signals: _Signals, now: int) -> ErrorBudgetState:
     p = signals.policy
     if signals.burning:
-        why = f"error budget burning (>= {p.fast_burn:g} over 1h and >= {p.slow_burn:g} over 6h)"
+        why = (
+            f"error budget burning (>= {p.fast_threshold:g} over 1h"
+            f" and >= {p.slow_threshold:g} over 6h)"
+        )
         return _move(state, Mode.HANDED_OFF, now, f"{why}: {signals.describe()}")
     if signals.wasting:
         why = f"waste budget spent (> {p.max_waste_gpu_hours_per_day:g} GPU-hours expired unused)"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +25,9 @@ from forecaster.core.error_budget import (
     advance,
     budget_remaining,
     burn_rate,
+    following_the_plan,
 )
+from forecaster.core.operating_point import CANDIDATE_QUANTILES
 from forecaster.core.planner import Mode
 
 POLICY = SloPolicy(max_waste_gpu_hours_per_day=10)
@@ -32,7 +35,13 @@ T0 = 1_800_000_000
 
 
 def minutes(
-    state: ErrorBudgetState, start: int, count: int, *, miss_every: int = 0, waste: float = 0.0
+    state: ErrorBudgetState,
+    start: int,
+    count: int,
+    *,
+    miss_every: int = 0,
+    waste: float = 0.0,
+    policy: SloPolicy = POLICY,
 ) -> tuple[ErrorBudgetState, int]:
     """Advance one evaluation per minute; every ``miss_every``-th is a miss (0 = never)."""
     now = start
@@ -40,8 +49,62 @@ def minutes(
         now = start + 60 * (i + 1)
         miss = miss_every > 0 and i % miss_every == 0
         ev = Evaluation(target_time=now, actual_gpus=110.0 if miss else 90.0, upper_gpus=100.0)
-        state = advance(state, evaluations=[ev], wasted_gpu_hours=waste, policy=POLICY, now=now)
+        state = advance(state, evaluations=[ev], wasted_gpu_hours=waste, policy=policy, now=now)
     return state, now
+
+
+def at_quantile(quantile: float, **slo: float) -> SloPolicy:
+    """The SLO of a plan at ``quantile`` (as the operating point sets it), waste unbounded."""
+    return following_the_plan(
+        SloPolicy(**slo), target_quantile=quantile, prewarm_gpu_hours_per_day=1e9
+    )
+
+
+@pytest.mark.parametrize("quantile", CANDIDATE_QUANTILES)
+def test_a_forecast_that_misses_every_point_hands_off_at_every_candidate_quantile(
+    quantile: float,
+) -> None:
+    """6 x a P80 plan's 20 % is 120 % of the points: uncapped, a P80 forecast that is always
+    wrong would never be handed off."""
+    policy = at_quantile(quantile)
+    state, _ = minutes(ErrorBudgetState(), T0, 6 * 60, miss_every=1, policy=policy)
+    assert state.mode is Mode.HANDED_OFF
+    assert f">= {policy.fast_threshold:g} over 1h" in state.reason
+
+
+def test_a_p80_plan_keeps_its_misses_by_design_and_half_of_the_points() -> None:
+    """The cap sits halfway between a P80 plan's 20 % and all points (60 %): 20 % misses, and
+    even 50 % for hours, stay predictive."""
+    policy = at_quantile(0.8)
+    assert policy.fast_threshold == policy.slow_threshold == 3
+    state, now = minutes(ErrorBudgetState(), T0, 24 * 60, miss_every=5, policy=policy)
+    state, _ = minutes(state, now, 6 * 60, miss_every=2, policy=policy)
+    assert state.mode is Mode.PREDICTIVE
+
+
+def test_a_pool_still_burning_does_not_recover_under_a_capped_threshold() -> None:
+    """A configured recovery burn above what a P80 plan's window can reach would call a pool
+    that still misses every point calm, and flap."""
+    policy = at_quantile(0.8, fast_burn=6, slow_burn=6, recovery_burn=6)
+    state, now = minutes(ErrorBudgetState(), T0, 6 * 60, miss_every=1, policy=policy)
+    assert state.mode is Mode.HANDED_OFF
+    state, _ = minutes(state, now, 6 * 60, miss_every=1, policy=policy)
+    assert state.mode is Mode.HANDED_OFF and len(state.transitions) == 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    target=st.floats(0.001, 0.999),
+    fast=st.floats(1, 100),
+    slow=st.floats(1, 100),
+)
+def test_every_point_missed_burns_both_windows_whatever_the_target(
+    target: float, fast: float, slow: float
+) -> None:
+    policy = SloPolicy(target_exceedance=target, fast_burn=fast, slow_burn=slow)
+    state, _ = minutes(ErrorBudgetState(), T0, 6 * 60, miss_every=1, policy=policy)
+    assert state.mode is Mode.HANDED_OFF
+    assert policy.calm_threshold <= min(policy.fast_threshold, policy.slow_threshold)
 
 
 def test_accurate_forecasts_stay_predictive() -> None:
