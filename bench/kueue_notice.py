@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.operating_point import from_document
 from bench.replay import ROOT
 from forecaster.app.build_replay import replay_policy
 from forecaster.cli import build_parser
@@ -42,6 +41,7 @@ from forecaster.simulation.frontier import (
     BUDGETS_PERCENT,
     KEYS,
     Run,
+    from_document,
     measured,
     parse_days,
     ratios,

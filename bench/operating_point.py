@@ -56,6 +56,7 @@ from forecaster.simulation.frontier import (
     FLOOR_NODES,
     PREDICTIVE_KNOBS,
     STATIC_KNOBS,
+    from_document,
     parse_days,
     ratios,
 )
@@ -271,27 +272,6 @@ def _against_frontier(frontier: dict[str, Any], point: OperatingPoint, budget: i
             f" {m.gpu_hours / reactive - 1:+.1%} GPU-hours, vs static: " + ratios(m, static)
         )
     return lines
-
-
-def from_document(document: dict[str, Any]) -> ReplayMetrics:
-    """A frontier JSON's metrics as ``ReplayMetrics`` (the figures it does not carry: 0)."""
-    return ReplayMetrics(
-        jobs=0,
-        mean_wait_s=document["mean_wait_s"],
-        p50_wait_s=0.0,
-        p95_wait_s=document["p95_wait_s"],
-        p99_wait_s=0.0,
-        share_waiting_over_60s=document["share_waiting_over_60s"],
-        share_waiting_over_5min=document["share_waiting_over_5min"],
-        gpu_hours=document["gpu_hours"],
-        idle_gpu_hours=0.0,
-        prewarm_gpu_hours_used=0.0,
-        prewarm_gpu_hours_expired=0.0,
-        cost=0.0,
-        cost_spot=0.0,
-        cap_breaches=document["cap_breaches"],
-        handoffs=0,
-    )
 
 
 if __name__ == "__main__":

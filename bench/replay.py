@@ -19,7 +19,7 @@ from pathlib import Path
 from threadpoolctl import threadpool_limits
 
 from forecaster.cli import build_parser
-from forecaster.cli.replay import against_sweep, load_trace, run_all, setup_from, table
+from forecaster.cli.replay import against_static, load_trace, run_all, setup_from, table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -74,7 +74,7 @@ def main() -> None:
             f"{r.policy:>12}: GPU-hours"
             f" {r.metrics.gpu_hours / oracle.metrics.gpu_hours:.3f} x oracle"
         )
-    for line in against_sweep([r for r in results if not r.policy.startswith("static")], sweep):
+    for line in against_static(results, sweep):
         print(line)
     print("run time per policy (s): " + ", ".join(f"{p} {t:.1f}" for p, t in timings))
     print(

@@ -19,9 +19,9 @@ from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.settings import Settings, load_settings
-from forecaster.simulation.frontier import frontier, parse_days
+from forecaster.simulation.frontier import frontier, in_words, parse_days, said
 from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
-from forecaster.simulation.report import ReportRun, render
+from forecaster.simulation.report import ReportRun, render, render_frontier
 from forecaster.simulation.twin import TwinConfig
 from forecaster.simulation.workers import usable_cpus
 from forecaster.sources.files import CsvSource, read_job_trace
@@ -172,27 +172,21 @@ def table(results: list[ReplayResult]) -> list[str]:
     return lines
 
 
-def against_sweep(results: list[ReplayResult], sweep: list[ReplayResult]) -> list[str]:
-    """Where each policy sits against the static curve at equal GPU-hours."""
-    if len(sweep) < 2:
-        return []
-    points = sorted((r.metrics.gpu_hours, r.metrics.p95_wait_s) for r in sweep)
-    xs = [p[0] for p in points]
-    lines = []
-    for r in results:
-        x = r.metrics.gpu_hours
-        if not xs[0] <= x <= xs[-1]:
-            lines.append(f"{r.policy}: {x:,.0f} GPU-hours is outside the swept static range")
-            continue
-        i = max(k for k in range(len(xs)) if xs[k] <= x)
-        j = min(i + 1, len(xs) - 1)
-        share = 0.0 if xs[j] == xs[i] else (x - xs[i]) / (xs[j] - xs[i])
-        static_p95 = points[i][1] + share * (points[j][1] - points[i][1])
-        lines.append(
-            f"{r.policy}: P95 {r.metrics.p95_wait_s:.0f} s vs static {static_p95:.0f} s"
-            f" at equal GPU-hours ({x:,.0f})"
+def against_static(results: list[ReplayResult], sweep: list[ReplayResult]) -> list[str]:
+    """Each policy but static against the static sweep at the same GPU-hours, in words
+    (``simulation.frontier.in_words``): the terminal's and the report's."""
+    baseline = next((r for r in results + sweep if r.policy in ("reactive", "static:0")), None)
+    curve = [r.metrics for r in sweep]
+    return [
+        in_words(
+            r.policy,
+            r.metrics,
+            curve,
+            reactive_gpu_hours=baseline.metrics.gpu_hours if baseline else None,
         )
-    return lines
+        for r in results
+        if not r.policy.startswith("static")
+    ]
 
 
 def image_pull_sweep(
@@ -254,7 +248,8 @@ def replay_command(args: argparse.Namespace) -> int:
         if oracle is not None and r is not oracle and oracle.metrics.gpu_hours:
             ratio = r.metrics.gpu_hours / oracle.metrics.gpu_hours
             print(f"{r.policy}: GPU-hours {ratio:.3f} x oracle")
-    for line in against_sweep([r for r in results if not r.policy.startswith("static")], sweep):
+    comparison = against_static(results, sweep)
+    for line in comparison:
         print(line)
     by_pull: dict[str, dict[str, Any]] = {}
     if pulls:
@@ -292,6 +287,7 @@ def replay_command(args: argparse.Namespace) -> int:
                 title="forecaster replay",
                 window=(setup.warmup_end, setup.end),
                 notes=notes,
+                comparison=comparison,
             )
         )
         print(f"wrote {args.report}")
@@ -329,6 +325,19 @@ def frontier_command(args: argparse.Namespace) -> int:
     if args.json:
         args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
         print(f"wrote {args.json}")
+    if args.report:
+        notes = [
+            f"trace: {args.jobs or args.series}; {len(jobs)} jobs; knobs chosen on days"
+            f" {args.tune_days}, judged on days {args.eval_days}",
+            "each chosen point is compared with static headroom at its own evaluation GPU-hours"
+            " (the static curve interpolated)",
+        ]
+        args.report.write_text(
+            render_frontier(
+                document, title="forecaster replay --frontier", notes=notes, said=said(document)
+            )
+        )
+        print(f"wrote {args.report}")
     return 0
 
 

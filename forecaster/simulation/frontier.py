@@ -145,6 +145,115 @@ def interpolate(curve: Sequence[ReplayMetrics], gpu_hours: float, *, key: str) -
     return points[-1][1]
 
 
+WORDS = (
+    ("p95_wait_s", "P95 wait", "{:.0f} s"),
+    ("mean_wait_s", "mean wait", "{:.1f} s"),
+    ("share_waiting_over_5min", "jobs waiting over 5 minutes", "{:.1%}"),
+)
+"""The compared metrics as a sentence names them (``in_words``)."""
+
+
+def in_words(
+    label: str,
+    point: ReplayMetrics,
+    static: Sequence[ReplayMetrics],
+    *,
+    reactive_gpu_hours: float | None = None,
+) -> str:
+    """Where ``point`` stands against static headroom at the same GPU-hours, as a sentence for
+    an operator (the report, the terminal): the static curve interpolated at its GPU-hours,
+    each compared metric side by side, and which are better or worse."""
+    spent = f"{point.gpu_hours:,.0f} GPU-hours"
+    if reactive_gpu_hours:
+        spent += f" ({point.gpu_hours / reactive_gpu_hours - 1:+.1%} against reactive scaling)"
+    if len(static) < 2:
+        return f"{label}: {spent}; no static sweep to compare with (--sweep K,K,...)"
+    pairs = []
+    better, worse = [], []
+    for key, name, fmt in WORDS:
+        other = interpolate(static, point.gpu_hours, key=key)
+        if other is None:
+            low, high = min(m.gpu_hours for m in static), max(m.gpu_hours for m in static)
+            return (
+                f"{label}: {spent}, outside the static headroom swept ({low:,.0f}-{high:,.0f}"
+                " GPU-hours): no comparison at the same cost"
+            )
+        mine = float(getattr(point, key))
+        pairs.append(f"{name} {fmt.format(mine)} against {fmt.format(other)}")
+        if mine < other:
+            better.append(name)
+        elif mine > other:
+            worse.append(name)
+    verdict = "; ".join(
+        part
+        for part in (
+            f"better on {', '.join(better)}" if better else "",
+            f"worse on {', '.join(worse)}" if worse else "",
+        )
+        if part
+    )
+    return (
+        f"{label}: {spent}; against static headroom of the same cost, {', '.join(pairs)}"
+        f" - {verdict or 'the same'}"
+    )
+
+
+def said(document: dict[str, Any]) -> list[str]:
+    """The frontier's evaluation window in words (``in_words``): the points chosen on the tuning
+    window for each budget (predictive, then the burst baseline) and the oracle, each against
+    static headroom at the same GPU-hours - what its HTML report says before any chart."""
+    static = [from_document(m) for m in document["static"]]
+    reactive = float(document["reactive"]["gpu_hours"])
+    lines = []
+    for budget in BUDGETS_PERCENT:
+        for label, key in (("predictive", "chosen"), ("burst", "chosen_burst")):
+            row = document[key].get(str(budget))
+            if row is None:
+                lines.append(f"+{budget} % budget: no {label} point fits it on the tuning window")
+                continue
+            point = Point(
+                row["knob"], from_document(row), from_document(row), row.get("floor_gpus")
+            )
+            lines.append(
+                in_words(
+                    f"+{budget} % budget, {label} {point.label} (chosen on the tuning window)",
+                    point.eval,
+                    static,
+                    reactive_gpu_hours=reactive,
+                )
+            )
+    lines.append(
+        in_words(
+            "oracle (knows every job)",
+            from_document(document["oracle"]),
+            static,
+            reactive_gpu_hours=reactive,
+        )
+    )
+    return lines
+
+
+def from_document(document: dict[str, Any]) -> ReplayMetrics:
+    """A frontier JSON's metrics as ``ReplayMetrics`` (the figures it does not carry: 0)."""
+    return ReplayMetrics(
+        jobs=0,
+        mean_wait_s=document["mean_wait_s"],
+        p50_wait_s=0.0,
+        p95_wait_s=document["p95_wait_s"],
+        p99_wait_s=0.0,
+        share_waiting_over_60s=document["share_waiting_over_60s"],
+        share_waiting_over_5min=document["share_waiting_over_5min"],
+        gpu_hours=document["gpu_hours"],
+        idle_gpu_hours=0.0,
+        prewarm_gpu_hours_used=0.0,
+        prewarm_gpu_hours_expired=0.0,
+        cost=0.0,
+        cost_spot=0.0,
+        cap_breaches=document["cap_breaches"],
+        handoffs=0,
+    )
+
+
 def _m(metrics: ReplayMetrics, **extra: float) -> dict[str, Any]:
     return {k: getattr(metrics, k) for k in KEYS} | extra
 

@@ -1,7 +1,10 @@
 """The replay's HTML report: one self-contained file (charts embedded as PNG, no CDN).
 
 Charts: demand, capacity and prewarm over time per policy; pods waiting over time; and the
-cost-wait trade-off (GPU-hours against P95 and mean wait) with the static sweep as a curve.
+cost-wait trade-off (GPU-hours against P95 and mean wait) with the static sweep as a curve. Where
+each policy stands against static headroom at the same GPU-hours is said in words first. The
+frontier's report (``render_frontier``) holds its curves on the evaluation window and its chosen
+points in words.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import html
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
@@ -136,8 +140,10 @@ def render(
     title: str,
     window: tuple[float, float],
     notes: Sequence[str],
+    comparison: Sequence[str] = (),
 ) -> str:
-    """The whole report as one HTML document."""
+    """The whole report as one HTML document; ``comparison``: where each policy stands against
+    static headroom at the same GPU-hours, in words, said before any chart."""
     charts = [
         ("Demand, capacity and prewarm", timeline_chart(runs, window=window)),
         ("Pods waiting for GPUs", waiting_chart(runs, window=window)),
@@ -149,12 +155,75 @@ def render(
         for name, data in charts
     )
     items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+    said = "".join(f"<li>{html.escape(c)}</li>" for c in comparison)
+    compared = (
+        f"<h2>Against static headroom at the same GPU-hours</h2><ul>{said}</ul>" if said else ""
+    )
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>"
         "body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}"
         "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px;"
         "text-align:right}img{max-width:100%}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><ul>{items}</ul>{metrics_table([*runs, *sweep])}{images}"
+        f"<h1>{html.escape(title)}</h1><ul>{items}</ul>{compared}"
+        f"{metrics_table([*runs, *sweep])}{images}"
+        "</body></html>"
+    )
+
+
+def frontier_chart(document: dict[str, Any]) -> str:
+    """The frontier's evaluation-window curves (``simulation.frontier``'s JSON): GPU-hours
+    against P95 and mean wait for static, predictive and burst, with reactive, the oracle and
+    the predictive points chosen on the tuning window circled."""
+    figure = Figure(figsize=(12, 4))
+    p95, mean = figure.subplots(1, 2)
+    for ax, field, label in (
+        (p95, "p95_wait_s", "P95 wait (s)"),
+        (mean, "mean_wait_s", "mean wait (s)"),
+    ):
+        for curve, style in (("static", "-o"), ("predictive", "o"), ("burst", "-s")):
+            rows = sorted(document[curve], key=lambda r: r["gpu_hours"])
+            ax.plot(
+                [r["gpu_hours"] / 1000 for r in rows],
+                [r[field] for r in rows],
+                style,
+                ms=4,
+                label=curve,
+            )
+        for single in ("reactive", "oracle"):
+            row = document[single]
+            ax.plot(row["gpu_hours"] / 1000, row[field], "*", ms=10, label=single)
+        chosen = sorted(document["chosen"].items(), key=lambda item: float(item[0]))
+        ax.plot(
+            [row["gpu_hours"] / 1000 for _, row in chosen],
+            [row[field] for _, row in chosen],
+            "o",
+            ms=11,
+            mfc="none",
+            color="black",
+            label="predictive chosen (" + ", ".join(f"+{b} %" for b, _ in chosen) + ")",
+        )
+        ax.set_xlabel("GPU-hours provisioned (thousands)")
+        ax.set_ylabel(label)
+    p95.legend(fontsize=8)
+    return _png(figure)
+
+
+def render_frontier(
+    document: dict[str, Any], *, title: str, notes: Sequence[str], said: Sequence[str]
+) -> str:
+    """The frontier as one HTML document: what was run, the chosen points in words
+    (``frontier.said``), then the curves."""
+    items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+    words = "".join(f"<li>{html.escape(s)}</li>" for s in said)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>"
+        "body{font-family:system-ui,sans-serif;margin:2em;max-width:1300px}img{max-width:100%}"
+        f"</style></head><body><h1>{html.escape(title)}</h1><ul>{items}</ul>"
+        "<h2>Against static headroom at the same GPU-hours (evaluation window)</h2>"
+        f"<ul>{words}</ul>"
+        "<h2>Cost against wait (evaluation window)</h2>"
+        f"<img alt='cost against wait' src='data:image/png;base64,{frontier_chart(document)}'>"
         "</body></html>"
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from html import escape as html_escape
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,16 @@ from forecaster.cli import replay as replay_cli
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
-from forecaster.simulation.frontier import KEYS, Point, choose, frontier, interpolate, parse_days
+from forecaster.simulation.frontier import (
+    KEYS,
+    Point,
+    choose,
+    frontier,
+    in_words,
+    interpolate,
+    parse_days,
+    said,
+)
 from forecaster.simulation.metrics import ReplayMetrics
 from forecaster.simulation.replay import RetrainSchedule
 from tests.factories import REPLAY_T0 as T0
@@ -51,6 +61,23 @@ def test_the_static_curve_is_interpolated_not_extrapolated() -> None:
     curve = [metrics(100, mean=50), metrics(200, mean=10)]
     assert interpolate(curve, 150, key="mean_wait_s") == pytest.approx(30)
     assert interpolate(curve, 250, key="mean_wait_s") is None
+
+
+def test_the_comparison_is_said_in_words_at_the_same_gpu_hours() -> None:
+    curve = [metrics(100, mean=50, share=0.2), metrics(200, mean=10, share=0.0)]
+    # static at 150 GPU-hours: mean 30 s, P95 90 s, 10 % over 5 min
+    said = in_words("predictive", metrics(150, mean=20, share=0.15), curve, reactive_gpu_hours=100)
+    assert said == (
+        "predictive: 150 GPU-hours (+50.0% against reactive scaling); against static headroom"
+        " of the same cost, P95 wait 60 s against 90 s, mean wait 20.0 s against 30.0 s,"
+        " jobs waiting over 5 minutes 15.0% against 10.0% - better on P95 wait, mean wait;"
+        " worse on jobs waiting over 5 minutes"
+    )
+    assert in_words("oracle", metrics(150, mean=30, share=0.1), curve).endswith("- the same")
+    assert "outside the static headroom swept (100-200 GPU-hours)" in in_words(
+        "burst", metrics(250, mean=1), curve
+    )
+    assert "no static sweep" in in_words("burst", metrics(150), curve[:1])
 
 
 def test_the_operating_point_is_the_best_tuning_wait_within_the_budget() -> None:
@@ -133,7 +160,7 @@ def test_the_cli_writes_the_frontier_json(
     out = tmp_path / "frontier.json"
     code = main([
         "replay", "--jobs", str(trace), "--epoch", epoch, "--frontier", "--tune-days", "1-2",
-        "--eval-days", "2-3", "--json", str(out),
+        "--eval-days", "2-3", "--json", str(out), "--report", str(tmp_path / "f.html"),
     ])  # fmt: skip
     assert code == 0
     document = json.loads(out.read_text())
@@ -142,6 +169,15 @@ def test_the_cli_writes_the_frontier_json(
     out = capsys.readouterr().out
     assert "windows: tune days 1-2, evaluation days 2-3" in out
     assert "continuation: knows the rest of each submission" in out
+    # the report says in words, before its chart, where each chosen point stands
+    html = (tmp_path / "f.html").read_text()
+    words = said(document)
+    assert len(words) == 2 * 2 + 1  # predictive and burst per budget, and the oracle
+    for budget in ("5", "10"):
+        if budget in document["chosen"]:
+            assert any(w.startswith(f"+{budget} % budget, predictive P90") for w in words)
+    assert all(html_escape(w) in html for w in words)
+    assert html.index("Against static headroom") < html.index("<img")
 
 
 def test_workers_give_the_same_frontier() -> None:

@@ -15,6 +15,7 @@ import dataclasses
 import json
 import logging
 import re
+from html import escape as html_escape
 from pathlib import Path
 
 import numpy as np
@@ -238,9 +239,15 @@ def test_replay_command_writes_json_and_report(
         assert figures["cap_breaches"] == 0
     assert document["reactive"]["p95_wait_s"] > document["oracle"]["p95_wait_s"]
     assert re.search(r"reactive: GPU-hours [\d.]+ x oracle", out)
-    assert "at equal GPU-hours" in out
+    said = [line for line in out.splitlines() if line.startswith(("reactive: ", "oracle: "))]
+    said = [line for line in said if "GPU-hours (" in line]  # the sentences, not the x oracle
+    assert len(said) == 2 and all("against reactive scaling" in line for line in said)
     html = (tmp_path / "r.html").read_text()
     assert html.count("data:image/png;base64,") == 3 and "<table>" in html
+    # the report says in words what the terminal says, before any chart
+    assert html.index("Against static headroom at the same GPU-hours") < html.index("<img")
+    for line in said:
+        assert html_escape(line) in html
 
 
 def test_with_a_kueue_quota_no_prewarm_goes_beyond_what_it_admits() -> None:
