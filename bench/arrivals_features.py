@@ -13,6 +13,9 @@ the pinball loss, cross-validated by contiguous time block over the tuning days,
 * ``+submission``: plus what the pods show about the submission under way - GPUs created in the
   current run of minutes with creations, whether the last minute had any, how long since the
   last creation, log counts;
+* ``+pending``: plus the GPUs of pods pending at that minute and how long the oldest of them
+  has waited (log1p of seconds) - the rest of what a pod list shows (the level already counts
+  pending GPUs with running ones);
 * ``gbm``/``gbm+submission``: the same two sets through gradient-boosted quantile trees
   (scikit-learn), so a non-linear shape of the same information is tried too;
 * ``+rest of submission (foresight)``: the shipped features plus the GPUs the current
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import heapq
 import resource
 import time
 import warnings
@@ -71,7 +75,7 @@ def main() -> None:
         setup = setup_from(args, epoch)
         setup = dataclasses.replace(setup, end=int(epoch + last_day * DAY))
         twin = Twin(jobs, Reactive(), setup.twin, start=setup.start, end=setup.end)
-        twin.run()
+        record = twin.run()
         start, demand = twin.demand_history(since=setup.start)
         _, created = twin.arrival_history(since=setup.start)
         level = DemandSeries(start=start, step_seconds=60, values=demand.astype(float))
@@ -82,6 +86,9 @@ def main() -> None:
             created=trailing_counts(arrivals), level=level.values, at=level.timestamps
         )
         submission = np.column_stack([shipped, _submission_so_far(arrivals.values)])
+        pending = np.column_stack(
+            [shipped, _pending(record.job_submit, record.job_start, record.job_gpus, level)]
+        )
         foresight = np.column_stack(
             [shipped, _rest_of_submission(jobs, level.timestamps, horizon, mine.gap)]
         )
@@ -99,6 +106,7 @@ def main() -> None:
         designs = {
             "shipped": (shipped, _linear),
             "+submission": (submission, _linear),
+            "+pending": (pending, _linear),
             "gbm": (shipped, _trees),
             "gbm+submission": (submission, _trees),
             f"+rest of submission, gap {mine.gap:g} s (foresight)": (foresight, _linear),
@@ -134,6 +142,32 @@ def _submission_so_far(created: np.ndarray) -> np.ndarray:
     return np.column_stack(
         [run, (since == 0).astype(float), np.exp(-since / 5), np.log1p(np.nan_to_num(created))]
     )
+
+
+def _pending(
+    submit: np.ndarray, start: np.ndarray, gpus: np.ndarray, level: DemandSeries
+) -> np.ndarray:
+    """Per minute t: GPUs of pods pending at t (submitted by t, not started by t) and log1p of
+    the seconds the oldest of them has waited (0 with none) - from the reactive replay's jobs."""
+    at = level.timestamps.astype(float)
+    started = np.where(np.isnan(start), np.inf, start)
+    change = np.zeros(at.size + 1)
+    np.add.at(change, np.searchsorted(at, submit, side="left"), gpus)
+    np.add.at(change, np.searchsorted(at, started, side="left"), -gpus)
+    pending_gpus = np.cumsum(change)[:-1]
+    oldest = np.zeros(at.size)
+    waiting: list[tuple[float, float]] = []  # (submit, start) of jobs submitted so far
+    order = np.argsort(submit, kind="stable")
+    j = 0
+    for i, t in enumerate(at):
+        while j < order.size and submit[order[j]] <= t:
+            heapq.heappush(waiting, (float(submit[order[j]]), float(started[order[j]])))
+            j += 1
+        while waiting and waiting[0][1] <= t:  # the oldest has started: no longer pending
+            heapq.heappop(waiting)
+        # every job submitted before the top has started: the top is the oldest pending
+        oldest[i] = np.log1p(t - waiting[0][0]) if waiting else 0.0
+    return np.column_stack([pending_gpus, oldest])
 
 
 def _rest_of_submission(
