@@ -575,6 +575,13 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "the twin counts breaches of the pool and NodePool limits only, not of the shared caps",
+        "forecaster/simulation/replay.py",
+        "            self.twin, budgets=self.budgets, price_per_gpu_hour=self.price_per_gpu_hour\n",
+        "            self.twin, price_per_gpu_hour=self.price_per_gpu_hour\n",
+        ("tests/simulation/test_replay.py::test_the_twin_counts_a_breach_of_every_cap",),
+    ),
+    Mutation(
         "the SLO ignores the plan's quantile (a P80 plan would hand off all day)",
         "forecaster/core/error_budget.py",
         "        target_exceedance=round(1.0 - target_quantile, 9),\n",

@@ -158,7 +158,7 @@ def replay_pool_policy(setup: ReplaySetup) -> PoolPolicy:
         gpus_per_node=setup.twin.gpus_per_node,
         placeholder_size_gpus=setup.twin.gpus_per_node,
         max_prewarm_gpus=setup.max_prewarm_gpus,
-        price_per_gpu_hour=setup.price_on_demand,
+        price_per_gpu_hour=setup.price_per_gpu_hour,
         stale_after_seconds=900,
         hold_seconds=900,
         allow_unlimited_nodepool=setup.twin.nodepool_limit_gpus is None,

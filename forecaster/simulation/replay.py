@@ -201,6 +201,20 @@ class ReplaySetup:
         )
 
     @property
+    def price_per_gpu_hour(self) -> float:
+        """What the planner charges a prewarm GPU-hour (the cost cap's price): the configured
+        pool's, else the on-demand price."""
+        return self.runtime.policy.price_per_gpu_hour if self.runtime else self.price_on_demand
+
+    @property
+    def capped_twin(self) -> TwinConfig:
+        """The twin with the planner's shared caps, so a tick above any of them counts as a
+        breach (``TwinConfig.budgets``)."""
+        return dataclasses.replace(
+            self.twin, budgets=self.budgets, price_per_gpu_hour=self.price_per_gpu_hour
+        )
+
+    @property
     def lead_seconds(self) -> int:
         """Provisioning + image pull (what prewarm must cover)."""
         return int(self.twin.provision_seconds + self.twin.image_pull_seconds)
@@ -238,7 +252,7 @@ def replay(
 ) -> ReplayResult:
     """Run one policy and measure it over the window after warm-up."""
     record = Twin(
-        jobs, policy, setup.twin, start=setup.start, end=setup.end, progress=progress
+        jobs, policy, setup.capped_twin, start=setup.start, end=setup.end, progress=progress
     ).run()
     metrics = measure(
         record,

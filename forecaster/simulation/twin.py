@@ -41,6 +41,7 @@ from forecaster.core.cluster import (
 )
 from forecaster.core.jobs import JobTrace
 from forecaster.core.kueue import KueueRoom
+from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
 
 ARRIVE, FINISH, READY, TICK, PROVISION, WAKE = range(6)
@@ -68,6 +69,12 @@ class TwinConfig:
     nodepool_limit_gpus: int | None = None
     max_prewarm_gpus: int | None = None
     """Cap on placeholder GPUs; a tick above it (or above the NodePool limit) is a breach."""
+    budgets: Budgets | None = None
+    """The shared caps the planner enforces (``core.policy.Budgets``); a tick above any of them
+    is a breach too: prewarm GPUs over the total, their cost an hour over the cost cap (at
+    ``price_per_gpu_hour``), or prewarm GPU-hours over the last 24 h over the daily cap -
+    counted on the nodes placeholders hold, as the ledger charges them."""
+    price_per_gpu_hour: float = 0.0
     capacity_buffer: bool = False
     """Prewarm is a CapacityBuffer, not placeholder pods: a real pod uses its capacity with no
     preemption grace (nothing is evicted), and the buffer refills at once - the autoscaler
@@ -439,6 +446,29 @@ class Twin:
         self._schedule()
         self._provision()
 
+    def _breached(self, minute: int) -> bool:
+        """Whether this minute's capacity or prewarm is over a cap (every cap the daemon keeps:
+        the NodePool limit, the pool's and the total prewarm GPUs, cost an hour and GPU-hours
+        over the last 24 h)."""
+        limit, cap, budgets = (
+            self.cfg.nodepool_limit_gpus,
+            self.cfg.max_prewarm_gpus,
+            self.cfg.budgets,
+        )
+        prewarm = float(self._prewarm[minute])
+        if (limit is not None and self._capacity[minute] > limit) or (
+            cap is not None and prewarm > cap
+        ):
+            return True
+        if budgets is None:
+            return False
+        day = self._prewarm[max(0, minute - 1439) : minute + 1]
+        return (
+            prewarm > budgets.max_total_prewarm_gpus
+            or prewarm * self.cfg.price_per_gpu_hour > budgets.max_cost_per_hour + 1e-9
+            or float(np.sum(day)) / 60 > budgets.max_prewarm_gpu_hours_per_day + 1e-9
+        )
+
     def _tick(self) -> None:
         minute = int((self.now - self._minute_start) // 60)
         self._decide()
@@ -447,11 +477,7 @@ class Twin:
             self._capacity[minute] = len(self.live) * self.cfg.gpus_per_node
             self._prewarm[minute] = len(self.live_placeholders) * self.cfg.gpus_per_node
             self._waiting[minute] = len(self.pending)
-            limit = self.cfg.nodepool_limit_gpus
-            cap = self.cfg.max_prewarm_gpus
-            if (limit is not None and self._capacity[minute] > limit) or (
-                cap is not None and self._prewarm[minute] > cap
-            ):
+            if self._breached(minute):
                 self.breaches += 1
                 self._breach_times.append(self.now)
         if self.progress is not None:

@@ -36,6 +36,7 @@ from forecaster.durations import DAY
 from forecaster.errors import SourceError
 from forecaster.forecasting.features import forward_filled
 from forecaster.settings import load_settings
+from forecaster.simulation.policies import Static
 from forecaster.simulation.replay import (
     Predictive,
     ReplaySetup,
@@ -119,6 +120,27 @@ def test_planned_policies_never_breach_their_caps(name: str) -> None:
     assert result.metrics.cap_breaches == 0
     assert result.record.prewarm.max() <= 16
     assert result.record.prewarm.max() > 0
+
+
+@pytest.mark.parametrize(
+    "tight",
+    [
+        {"max_total_prewarm_gpus": 8},
+        {"max_cost_per_hour": 8 * 4.1},
+        {"max_prewarm_gpu_hours_per_day": 8 * 24.0},
+    ],
+    ids=["total GPUs", "cost an hour", "GPU-hours a day"],
+)
+def test_the_twin_counts_a_breach_of_every_cap(tight: dict[str, float]) -> None:
+    """Each shared cap on its own, the others loose: static headroom (no planner) of 16 GPUs
+    breaches it, the planned oracle under it does not."""
+    jobs = synthetic(2, seed=3)
+    loose = setup(2, cap=64)
+    s = dataclasses.replace(loose, budgets=dataclasses.replace(loose.budgets, **tight))
+    assert replay(jobs, Static(16), setup=s).metrics.cap_breaches > 0
+    assert replay(jobs, Static(16), setup=loose).metrics.cap_breaches == 0
+    oracle = replay(jobs, replay_policy("oracle", s, jobs=jobs), setup=s)
+    assert oracle.metrics.cap_breaches == 0 and oracle.record.prewarm.max() > 0
 
 
 def test_series_become_pods_that_reproduce_it() -> None:
