@@ -25,14 +25,11 @@ import time
 
 import numpy as np
 
-from bench.replay import ROOT
+from bench.replay import trace_windows
 from forecaster.app.build_replay import replay_policy
-from forecaster.cli import build_parser
-from forecaster.cli.replay import load_trace, setup_from
 from forecaster.core.jobs import JobTrace
 from forecaster.core.planner import Mode
 from forecaster.durations import DAY
-from forecaster.simulation.frontier import parse_days
 from forecaster.simulation.metrics import measure
 from forecaster.simulation.replay import Predictive, ReplaySetup, replay
 from forecaster.simulation.workers import run_each, usable_cpus
@@ -59,16 +56,10 @@ def main() -> None:
     own.add_argument("--workers", type=int, default=usable_cpus())
     mine = own.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    args = build_parser().parse_args(
-        ["replay", "--jobs", str(ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv")]
+    jobs, epoch, setup, tune, evaluate = trace_windows(
+        mine.trace, tune_days=mine.tune_days, eval_days=mine.eval_days
     )
-    tune, evaluate = (
-        parse_days(mine.tune_days, "--tune-days"),
-        parse_days(mine.eval_days, "--eval-days"),
-    )
-    args.start_day, args.warmup_days, args.end_day = 0.0, tune[0], evaluate[1]
-    jobs, epoch = load_trace(args)
-    shipped = setup_from(args, epoch).at_point(mine.quantile, mine.floor_gpus)
+    shipped = setup.at_point(mine.quantile, mine.floor_gpus)
     slo = shipped.slo_policy
     never = dataclasses.replace(
         shipped,

@@ -32,10 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.replay import ROOT
+from bench.replay import trace_windows
 from forecaster.app.build_replay import replay_policy
-from forecaster.cli import build_parser
-from forecaster.cli.replay import load_trace, setup_from
 from forecaster.durations import DAY
 from forecaster.simulation.frontier import (
     BUDGETS_PERCENT,
@@ -43,7 +41,6 @@ from forecaster.simulation.frontier import (
     Run,
     from_document,
     measured,
-    parse_days,
     ratios,
 )
 from forecaster.simulation.metrics import ReplayMetrics
@@ -68,16 +65,9 @@ def main() -> None:
     chosen = {
         b: frontier["chosen"][str(b)] for b in BUDGETS_PERCENT if str(b) in frontier["chosen"]
     }
-    args = build_parser().parse_args(
-        ["replay", "--jobs", str(ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv")]
+    jobs, epoch, setup, tune, evaluate = trace_windows(
+        mine.trace, tune_days=mine.tune_days, eval_days=mine.eval_days
     )
-    tune, evaluate = (
-        parse_days(mine.tune_days, "--tune-days"),
-        parse_days(mine.eval_days, "--eval-days"),
-    )
-    args.start_day, args.warmup_days, args.end_day = 0.0, tune[0], evaluate[1]
-    jobs, epoch = load_trace(args)
-    setup = setup_from(args, epoch)
     tasks = [
         (
             budget,

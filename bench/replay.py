@@ -20,8 +20,27 @@ from threadpoolctl import threadpool_limits
 
 from forecaster.cli import build_parser
 from forecaster.cli.replay import against_static, load_trace, run_all, setup_from, table
+from forecaster.core.jobs import JobTrace
+from forecaster.simulation.frontier import parse_days
+from forecaster.simulation.replay import ReplaySetup
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def trace_windows(
+    trace: str, *, tune_days: str, eval_days: str
+) -> tuple[JobTrace, int, ReplaySetup, tuple[float, float], tuple[float, float]]:
+    """An ITP trace (``cluster04``...) replayed with the CLI's defaults from day 0 to the end of
+    the evaluation window, measured from the tuning window's start: its jobs, epoch, setup and
+    the two windows in days (what the benches that judge points on both windows share)."""
+    args = build_parser().parse_args(
+        ["replay", "--jobs", str(ROOT / f"data/samples/msr-itp-{trace}-jobs.csv")]
+    )
+    tune = parse_days(tune_days, "--tune-days")
+    evaluate = parse_days(eval_days, "--eval-days")
+    args.start_day, args.warmup_days, args.end_day = 0.0, tune[0], evaluate[1]
+    jobs, epoch = load_trace(args)
+    return jobs, epoch, setup_from(args, epoch), tune, evaluate
 
 
 def main() -> None:
