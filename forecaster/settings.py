@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.operating_point import CANDIDATE_FLOOR_NODES, CANDIDATE_QUANTILES, Budget
@@ -37,6 +45,29 @@ NodePoolName = Annotated[
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """``true`` where a number belongs is a typo, not 1 (pydantic's lax mode would take it)."""
+        if isinstance(value, bool) and info.field_name is not None:
+            annotation = str(cls.model_fields[info.field_name].annotation)
+            if "bool" not in annotation and ("int" in annotation or "float" in annotation):
+                raise ValueError(f"expected a number, got {str(value).lower()}")
+        return value
+
+
+DAY_SECONDS = 86400
+CAP_CEILING_GPUS = 10_000
+"""No pool or cluster prewarms more GPUs than this: a larger cap is a typo (an extra zero)."""
+KUBERNETES_NAME_LIMIT = 63
+"""Job names (they become the pods' ``job-name`` label value) and label values."""
+
+
+def longest_object_name(pool: str, max_prewarm_gpus: int) -> str:
+    """The longest name forecaster gives an object of ``pool``: a placeholder Job
+    ``forecaster-<pool>-<slot>-<epoch seconds>`` (``actuators.placeholders``)."""
+    return f"forecaster-{pool}-{'9' * len(str(max(max_prewarm_gpus, 1)))}-{'9' * 10}"
 
 
 class LeadTime(_Strict):
@@ -91,7 +122,7 @@ class PoolSettings(_Strict):
         " {pool} and {window} are filled in",
     )
     forecast_only: bool = Field(False, description="forecast and report, never act")
-    max_prewarm_gpus: int = Field(32, ge=0)
+    max_prewarm_gpus: int = Field(32, ge=0, le=CAP_CEILING_GPUS)
     floor_gpus: int = Field(
         0,
         ge=0,
@@ -117,6 +148,14 @@ class PoolSettings(_Strict):
     def _placeholder_fits(self) -> PoolSettings:
         if self.placeholder_gpus is not None and self.placeholder_gpus > self.gpus_per_node:
             raise ValueError("placeholder_gpus cannot exceed gpus_per_node")
+        longest = longest_object_name(self.name, self.max_prewarm_gpus)
+        if len(longest) > KUBERNETES_NAME_LIMIT:
+            room = KUBERNETES_NAME_LIMIT - (len(longest) - len(self.name))
+            raise ValueError(
+                f"name {self.name!r} is too long: its placeholder Jobs would be named like"
+                f" {longest} ({len(longest)} characters, Kubernetes allows"
+                f" {KUBERNETES_NAME_LIMIT}); use at most {room} characters"
+            )
         return self
 
     @property
@@ -133,9 +172,11 @@ class PoolSettings(_Strict):
 class BudgetSettings(_Strict):
     """Caps over all pools; the planner enforces each one itself."""
 
-    max_total_prewarm_gpus: int = Field(64, ge=0)
-    max_prewarm_gpu_hours_per_day: float = Field(200.0, ge=0, allow_inf_nan=False)
-    max_cost_per_hour: float = Field(200.0, ge=0, allow_inf_nan=False)
+    max_total_prewarm_gpus: int = Field(64, ge=0, le=CAP_CEILING_GPUS)
+    max_prewarm_gpu_hours_per_day: float = Field(
+        200.0, ge=0, le=CAP_CEILING_GPUS * 24, allow_inf_nan=False
+    )
+    max_cost_per_hour: float = Field(200.0, ge=0, le=1_000_000, allow_inf_nan=False)
 
 
 class PlaceholderSettings(_Strict):
@@ -146,7 +187,13 @@ class PlaceholderSettings(_Strict):
         "forecaster-placeholder",
         description="shipped in deploy/; must have -10 <= value < 0 and preemptionPolicy Never",
     )
-    ttl_seconds: int = Field(3600, ge=300, description="placeholders expire if not renewed")
+    ttl_seconds: int = Field(
+        3600,
+        ge=300,
+        le=DAY_SECONDS,
+        description="placeholders (and buffers) expire this long after their last renewal, with"
+        " or without the daemon: at most a day",
+    )
     renew_before_seconds: int = Field(600, ge=60)
     image: str = "registry.k8s.io/pause:3.10"
     pull_recent_images: int = Field(
@@ -185,9 +232,16 @@ class PlanningSettings(_Strict):
         False,
         description="opt-in: also pause consolidation NodePool-wide while prewarming",
     )
-    protect_consolidate_after: str = Field("30m", pattern=r"^(([0-9]+(s|m|h))+|Never)$")
+    protect_consolidate_after: str = Field(
+        "30m",
+        pattern=r"^([0-9]+(s|m|h))+$",
+        description="consolidateAfter while paused: a duration (Never would outlive a fault)",
+    )
     protect_seconds: int = Field(
-        3600, ge=300, description="deadline of a NodePool pause; cleanup --expired restores it"
+        3600,
+        ge=300,
+        le=DAY_SECONDS,
+        description="deadline of a NodePool pause (at most a day); cleanup --expired restores it",
     )
 
 
@@ -430,6 +484,12 @@ class Settings(_Strict):
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise ValueError(f"pool names must be unique; repeated: {duplicated}")
+        ttl = self.planning.placeholders.ttl_seconds
+        if self.reconcile_every_seconds >= ttl / 2:
+            raise ValueError(
+                f"reconcile_every_seconds ({self.reconcile_every_seconds}) must be under half of"
+                f" planning.placeholders.ttl_seconds ({ttl}): prewarm would lapse between ticks"
+            )
         longest = max(self.forecast.horizons_seconds)
         for i, pool in enumerate(self.pools):
             if pool.lead_time.total_seconds > longest:

@@ -168,3 +168,35 @@ def test_with_a_budget_models_are_fitted_for_every_quantile_it_may_choose(tmp_pa
     assert plain.model_quantiles == (0.5, 0.95)
     budget = minimal(operating_point={"budget_percent": 5, "quantiles": [0.8, 0.9]})
     assert load_settings(write(tmp_path, budget), env={}).model_quantiles == (0.5, 0.8, 0.9, 0.95)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "says"),
+    [
+        ({"planning": {"placeholders": {"ttl_seconds": 10 * 365 * 86400}}}, "ttl_seconds", "86400"),
+        ({"planning": {"protect_seconds": 10 * 365 * 86400}}, "protect_seconds", "86400"),
+        ({"planning": {"protect_consolidate_after": "Never"}}, "protect_consolidate_after", ""),
+        ({"reconcile_every_seconds": 1800}, "reconcile_every_seconds", "under half"),
+        ({"planning": {"budgets": {"max_total_prewarm_gpus": 10**7}}}, "max_total_prewarm", ""),
+        ({"planning": {"budgets": {"max_cost_per_hour": 10**9}}}, "max_cost_per_hour", ""),
+        ({"pools": [{"name": "gpu-a", "max_prewarm_gpus": 10**6}]}, "max_prewarm_gpus", ""),
+        ({"pools": [{"name": "gpu-a", "max_prewarm_gpus": True}]}, "max_prewarm_gpus", "number"),
+        ({"reconcile_every_seconds": True}, "reconcile_every_seconds", "expected a number"),
+        ({"pools": [{"name": "a" * 40}]}, "pools.0", "its placeholder Jobs would be named"),
+    ],
+)
+def test_hard_bounds_name_the_field(
+    tmp_path: Path, changes: dict[str, object], field: str, says: str
+) -> None:
+    """Nothing we hold may outlive a fault by more than a day, no cap is a typo's extra zeros,
+    and no pool's objects get names Kubernetes refuses."""
+    with pytest.raises(ConfigError, match=field) as raised:
+        load_settings(write(tmp_path, minimal(**changes)), env={})
+    assert says in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_longest_pool_name_that_fits_is_accepted(tmp_path: Path) -> None:
+    name = "a" * 37  # forecaster-<37>-99-9999999999 is 63 characters
+    settings = load_settings(write(tmp_path, minimal(pools=[{"name": name}])), env={})
+    assert settings.pools[0].name == name

@@ -1,9 +1,10 @@
 """Kubernetes Events for what an operator must see in ``kubectl describe``/``get events``.
 
-Only conflicts are recorded: a NodePool field that a person or a GitOps tool changed while our
-opt-in pause was on is left as they set it, and a Warning Event on that NodePool says so (besides
-``/api/v1/status`` and ``forecaster_reconcile_errors_total``). Events live in our namespace
-(the involved NodePool is cluster-scoped), so the RBAC stays namespaced. Best effort: an Event
+Recorded: a NodePool field that a person or a GitOps tool changed while our opt-in pause was on
+(left as they set it; a Warning Event on that NodePool says so, besides ``/api/v1/status`` and
+``forecaster_reconcile_errors_total``), and a state ConfigMap the daemon refuses to read (it
+then acts as if the GPU-hours budget were spent: ``actuators.state_store``). Events live in our
+namespace (a NodePool is cluster-scoped), so the RBAC stays namespaced. Best effort: an Event
 that cannot be written is logged, never fails the tick.
 """
 
@@ -14,7 +15,7 @@ from datetime import UTC, datetime
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.manifests import Event
+from forecaster.actuators.manifests import Event, ObjectReference
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
@@ -22,16 +23,29 @@ log = logging.getLogger(__name__)
 
 def nodepool_event(namespace: str, nodepool: str, *, reason: str, message: str, now: int) -> Event:
     """A Warning Event about ``nodepool`` at ``now``."""
+    involved: ObjectReference = {
+        "apiVersion": "karpenter.sh/v1",
+        "kind": "NodePool",
+        "name": nodepool,
+    }
+    return warning(namespace, involved, reason=reason, message=message, now=now)
+
+
+def warning(
+    namespace: str, involved: ObjectReference, *, reason: str, message: str, now: int
+) -> Event:
+    """A Warning Event about the object ``involved`` at ``now``."""
     stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    name = involved.get("name", "object")
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": f"{nodepool}.forecaster.{now}",
+            "name": f"{name}.forecaster.{now}",
             "namespace": namespace,
-            "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: nodepool},
+            "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: name[:63]},
         },
-        "involvedObject": {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "name": nodepool},
+        "involvedObject": involved,
         "reason": reason,
         "message": message,
         "type": "Warning",

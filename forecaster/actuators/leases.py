@@ -37,6 +37,8 @@ log = logging.getLogger(__name__)
 
 LEASE_NAME = "forecaster-leader"
 LEASE_SECONDS = 15
+CLEANUP_IDENTITY = "forecaster-cleanup"
+"""Who ``forecaster cleanup`` fences the Lease as: replicas say so, ``resume`` releases it."""
 
 
 def micro_time(seconds: float) -> str:
@@ -70,6 +72,10 @@ class LeaderElector:
         self._valid_until = 0.0
         self._observed: tuple[str, str, str] | None = None
         self._observed_at = 0.0
+        self._holder_until: str | None = None
+        self._first_seen: str | None = None  # the Lease as this process first read it
+        self._first_read = False
+        self._started_at = wall()
 
     def is_leader(self) -> bool:
         """May this replica act now?"""
@@ -96,6 +102,18 @@ class LeaderElector:
                 "is now" if won else "is no longer",
             )
         return won
+
+    def earlier_leader(self) -> str | None:
+        """Who held the Lease before this process first read it (None: nobody ever did - a
+        fresh install, or not read yet). Judged from that first read, not today's holder."""
+        return self._first_seen
+
+    def holder(self) -> tuple[str, str | None] | None:
+        """Another holder of the Lease, as last read: (identity, renew deadline as RFC 3339, when
+        the holder set a duration), or None when we hold it or nobody does."""
+        if self._observed is None or self._observed[0] in ("", self.identity):
+            return None
+        return self._observed[0], self._holder_until
 
     def step_down(self, reason: str) -> None:
         """Stop acting at once (e.g. a stuck tick); the Lease then lapses by itself."""
@@ -130,6 +148,9 @@ class LeaderElector:
     def _round(self, started: float) -> bool:
         lease = self.kube.get_lease(self.namespace, self.name)
         now = self.wall()
+        if not self._first_read:
+            self._first_read = True
+            self._first_seen = _earlier(lease, started_at=self._started_at)
         if lease is None:
             try:
                 self.kube.create_lease(self.namespace, self._body(now, transitions=0))
@@ -142,6 +163,7 @@ class LeaderElector:
         if record != self._observed:
             self._observed, self._observed_at = record, started
         duration = int(spec.get("leaseDurationSeconds") or self.lease_seconds)
+        self._holder_until = _deadline(spec.get("renewTime"), duration)
         free = holder == "" or started - self._observed_at > duration
         if holder != self.identity and not free:
             return False
@@ -200,6 +222,49 @@ def fence(
         )
         return wait
     raise ActuationError("fence: the leader Lease kept changing; try again")
+
+
+EARLIER_GRACE_SECONDS = 120
+"""A Lease acquired this long before this process started was held by an earlier leader; one
+acquired since is a replica started with us (a fresh install's first election)."""
+
+
+def _earlier(lease: Lease | None, *, started_at: float) -> str | None:
+    """The leader before this process, as the Lease shows it at our first read, or None."""
+    spec = (lease or {}).get("spec") or {}
+    acquired = _seconds(spec.get("acquireTime") or spec.get("renewTime"))
+    if acquired is None or acquired >= started_at - EARLIER_GRACE_SECONDS:
+        return None
+    return f"{spec.get('holderIdentity') or 'released'}, last renewed {spec.get('renewTime')}"
+
+
+def _seconds(stamp: object) -> float | None:
+    """A Kubernetes (Micro)Time as epoch seconds, or None."""
+    if not isinstance(stamp, str) or not stamp:
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _deadline(renew_time: object, duration: int) -> str | None:
+    """``renewTime + duration`` as RFC 3339, for people (expiry is never judged by it)."""
+    renewed = _seconds(renew_time)
+    return None if renewed is None else micro_time(renewed + duration)[:19] + "Z"
+
+
+def release_fence(kube: Kube, *, namespace: str, wall: Callable[[], float]) -> bool:
+    """Give back a Lease that ``forecaster cleanup`` holds (``fence``): the replicas may lead
+    again at their next election round. True if it was held by cleanup and is now free."""
+    lease = kube.get_lease(namespace, LEASE_NAME)
+    if lease is None or (lease.get("spec") or {}).get("holderIdentity") != CLEANUP_IDENTITY:
+        return False
+    lease["spec"]["holderIdentity"] = ""
+    lease["spec"]["leaseDurationSeconds"] = LEASE_SECONDS
+    lease["spec"]["renewTime"] = micro_time(wall())
+    kube.replace_lease(namespace, lease)
+    return True
 
 
 def lease_body(

@@ -31,7 +31,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from dataclasses import dataclass
 
@@ -187,9 +186,27 @@ class Placeholders:
         body = placeholder_job(
             spec, namespace=self.namespace, priority_class=self.priority_class, slot=slot, now=now
         )
-        with contextlib.suppress(ConflictError):  # created by an earlier try of this tick
+        name = str(body["metadata"]["name"])
+        try:
             self.kube.create_job(self.namespace, body)
-        return str(body["metadata"]["name"])
+        except ConflictError:  # created by an earlier try of this tick - or by someone else
+            self._require_existing_is_ours(name, spec.pool)
+        return name
+
+    def _require_existing_is_ours(self, name: str, pool: str) -> None:
+        """A Job of that name exists: it counts as created only if it is our placeholder of
+        ``pool``; anything else is this pool's actuation error, naming the conflict."""
+        existing = next(
+            (j for j in self.kube.list_jobs(namespace=self.namespace) if _name(j) == name), None
+        )
+        labels = (existing or {}).get("metadata", {}).get("labels") or {}
+        ours = {lbl.MANAGED_BY: lbl.MANAGER, lbl.ROLE: lbl.PLACEHOLDER, lbl.POOL: pool}
+        if existing is None or any(labels.get(k) != v for k, v in ours.items()):
+            owner = labels.get(lbl.MANAGED_BY, "no managed-by label")
+            raise ActuationError(
+                f"placeholder Job {self.namespace}/{name} already exists and is not ours"
+                f" ({owner}, pool {labels.get(lbl.POOL)!r}): not counting it as prewarm"
+            )
 
 
 def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> PodSpec:

@@ -183,12 +183,15 @@ def build_reconciler(
     observer: Observer | None = None,
     actuator: PrewarmActuator | None = None,
     watch: PodWatch | None = None,
+    earlier_leader: Callable[[], str | None] = lambda: None,
 ) -> Reconciler:
     """The loop, wired: with ``kube`` it observes and acts (other pods from ``watch`` while
     it is in sync), without it it only plans.
 
     ``what_if``: with no cluster, assume each NodePool's limit leaves room for the pool's
     ``max_prewarm_gpus`` above today's demand (otherwise the unknown limit allows nothing).
+    ``earlier_leader``: the Lease's word on whether a leader ran before (a lost state is then
+    refused, ``actuators.state_store``).
     """
     runtimes = [pool_runtime(settings, pool, what_if=what_if) for pool in settings.pools]
     models = ModelProvider(
@@ -210,6 +213,7 @@ def build_reconciler(
                 kube,
                 namespace=settings.planning.placeholders.namespace,
                 name=settings.state_config_map,
+                earlier_leader=earlier_leader,
             )
 
         # buffers of ours are charged whatever the configured backend (auto may switch)
@@ -329,10 +333,16 @@ def build_cluster_service(
     elif not kube.dry_run:
         raise ForecasterError("a replica without leader election must be dry-run")
     watch = PodWatch(kube) if settings.watch_pods else None
-    reconciler = build_reconciler(settings, kube=kube, watch=watch)
+    reconciler = build_reconciler(
+        settings,
+        kube=kube,
+        watch=watch,
+        earlier_leader=elector.earlier_leader if elector else lambda: None,
+    )
     daemon = Daemon(
         reconciler=reconciler,
         is_leader=elector.is_leader if elector else lambda: True,
+        lease_holder=elector.holder if elector else lambda: None,
         monotonic=clock.monotonic,
         stuck_after_seconds=stuck_after_seconds(settings.reconcile_every_seconds),
         guardrails=[f"{g.code}{f' ({g.pool})' if g.pool else ''}: {g.message}" for g in findings],

@@ -10,16 +10,13 @@ from forecaster.actuators import labels
 from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.leases import fence
+from forecaster.actuators.leases import CLEANUP_IDENTITY, fence
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.placeholders import Placeholders
 from forecaster.app.build import placeholder_spec
 from forecaster.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-UNINSTALL_IDENTITY = "forecaster-cleanup"
 
 
 UNINSTALL_HOLD_SECONDS = 3600  # replicas stay followers this long after `cleanup`
@@ -66,7 +63,7 @@ def cleanup(
     wait = fence(
         kube,
         namespace=ph.namespace,
-        identity=UNINSTALL_IDENTITY,
+        identity=CLEANUP_IDENTITY,
         hold_seconds=hold_seconds,
         wall=wall,
     )

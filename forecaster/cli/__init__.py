@@ -194,9 +194,19 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     _config_arg(pause)
     pause.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
     pause.add_argument("--reason", required=True, help="why (shown on the page and in logs)")
-    resume = sub.add_parser("resume", help="turn the kill switch off: prewarming resumes")
+    resume = sub.add_parser(
+        "resume",
+        help="turn the kill switch off and give back a Lease `forecaster cleanup` holds:"
+        " prewarming resumes",
+    )
     _config_arg(resume)
     resume.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+    resume.add_argument(
+        "--reset-state",
+        action="store_true",
+        help="also write a fresh state (a new daily GPU-hours budget): only when the daemon"
+        " refuses a lost or unreadable state and you accept starting over",
+    )
 
 
 def _instant(text: str) -> int:

@@ -14,7 +14,7 @@ from tqdm import tqdm
 
 from forecaster.actuators.control import CONTROL_CONFIG_MAP
 from forecaster.actuators.guardrails import Guardrail
-from forecaster.app import build, cleanup, doctor, model_sharing, training
+from forecaster.app import build, cleanup, doctor, model_sharing, takeover, training
 from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG
 from forecaster.cli.replay import replay_command
 from forecaster.cli.report import (
@@ -109,6 +109,9 @@ def _switch(settings: Settings, args: argparse.Namespace) -> int:
         )
     else:
         print(f"resumed ({where}{'' if changed else ', already clear'}): prewarming resumes")
+        now = int(SystemClock().now().timestamp())
+        for line in takeover.give_back(settings, kube, reset_state=args.reset_state, now=now):
+            print(line)
     return 0
 
 

@@ -236,14 +236,15 @@ class Reconciler:
         self.last: TickRecord | None = None
         self._planned: TickRecord | None = None  # the last tick that planned (not quiet)
 
-    def tick(self, now: int, *, act: bool = True) -> TickRecord:
+    def tick(self, now: int, *, act: bool = True, not_acting: str | None = None) -> TickRecord:
         """One reconcile pass at ``now`` (epoch seconds).
 
         ``act=False`` (a replica that is not the leader): forecast and plan, write nothing -
-        neither to the cluster nor to the persisted state.
+        neither to the cluster nor to the persisted state; ``not_acting`` says why on each
+        pool's line (e.g. who holds the Lease, until when).
         """
         errors: list[TickError] = []
-        self._load_state(errors)
+        self._load_state(errors, now=now)
         snapshots = self._observe(now, errors)
         halt, readable = self._halt(errors)
         if not readable:
@@ -321,15 +322,9 @@ class Reconciler:
             self._record(snapshots, now, errors, halted=halt is not None)
         if not act:
             self._loaded = False  # a follower re-reads each tick: fresh when it takes over
-        for pool_plan in decision.pools:
-            log.info(
-                "pool %s: %s, prewarm %d GPUs (%d placeholders): %s",
-                pool_plan.pool,
-                pool_plan.mode,
-                pool_plan.target_gpus,
-                pool_plan.placeholders,
-                "; ".join(pool_plan.reasons),
-            )
+        _log_decision(
+            decision, "" if act else f" [writes nothing: {not_acting or 'not the leader'}]"
+        )
         unattributed = snapshots.unattributed if isinstance(snapshots, Observation) else ()
         self.last = self._planned = TickRecord(
             now,
@@ -393,22 +388,24 @@ class Reconciler:
         )
 
     # ---- steps ---------------------------------------------------------------------------
-    def _load_state(self, errors: list[TickError]) -> None:
+    def _load_state(self, errors: list[TickError], *, now: int) -> None:
         if self._loaded:
             return
         try:
             saved = self.state_store.load()
-        except (ForecasterError, ValueError, KeyError, TypeError) as exc:
+            state = ServiceState() if saved is None else ServiceState.from_dict(saved)
+        except (ForecasterError, ValueError, KeyError, TypeError, AttributeError) as exc:
             message = (
                 f"could not read the persisted state ({exc}): acting as if the GPU-hours budget"
                 " were spent until it can be read"
             )
             errors.append(TickError("state", None, message))
             log.error("%s", message)
-            return  # fail closed: never "start from zero" on a transient read error
+            self.state_store.refused(message, now=now)
+            return  # fail closed: never "start from zero" on a damaged, newer or lost state
         self._saved_at = None  # the next record saves: what was read is all the store has
         if saved is not None:
-            self.state = ServiceState.from_dict(saved)
+            self.state = state
             for name, pool_state in self.state.pools.items():
                 if pool_state.budget.mode.value != "predictive":
                     log.warning(
@@ -672,6 +669,20 @@ class Reconciler:
         except ForecasterError as exc:
             errors.append(TickError("state", None, f"could not save state: {exc}"))
             log.error("could not save state: %s", exc)
+
+
+def _log_decision(decision: Plan, idle: str) -> None:
+    """The tick's line per pool: mode, prewarm and every reason (and why nothing is written)."""
+    for pool_plan in decision.pools:
+        log.info(
+            "pool %s: %s, prewarm %d GPUs (%d placeholders)%s: %s",
+            pool_plan.pool,
+            pool_plan.mode,
+            pool_plan.target_gpus,
+            pool_plan.placeholders,
+            idle,
+            "; ".join(pool_plan.reasons),
+        )
 
 
 _NOT_COMPARED = {"observed_at": 0, "measured_lead": None}

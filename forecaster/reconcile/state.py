@@ -8,6 +8,8 @@ Stored by a ``StateStore``: a ConfigMap in the cluster, or memory (dry-run, test
 
 from __future__ import annotations
 
+import functools
+import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,9 +17,15 @@ from forecaster.core.budget import SpendLedger
 from forecaster.core.error_budget import ErrorBudgetState
 from forecaster.core.planner import Mode
 
-FORMAT_VERSION = 2
-"""2: the ledger carries its own clock (``{"clock", "last_seen", "buckets"}``); format 1 (a bare
-bucket list keyed by wall time) is still read."""
+FORMAT_VERSION = 3
+"""3: per-minute tallies and pending forecasts stored as delta-coded columns (``_pack``) so the
+state of 150 pools fits a ConfigMap's 1 MiB; 2: the ledger carries its own clock (``{"clock",
+"last_seen", "buckets"}``); format 1 (a bare bucket list keyed by wall time). All are read."""
+
+
+class StateFormatError(ValueError):
+    """The persisted state cannot be trusted as a whole (empty, newer, or the wrong shape): the
+    daemon acts as if the GPU-hours budget were spent until an operator resets it."""
 
 
 @dataclass(frozen=True)
@@ -62,44 +70,99 @@ class ServiceState:
                 "last_seen": self.ledger.last_seen,
                 "buckets": [list(b) for b in self.ledger.buckets],
             },
-            "pools": {
-                name: {
-                    "budget": p.budget.to_dict(),
-                    "pending": [
-                        [f.origin, f.target_time, f.upper_gpus, *([True] if f.peak else [])]
-                        for f in p.pending
-                    ],
-                }
-                for name, p in self.pools.items()
-            },
+            "pools": {name: _pool_dict(p) for name, p in self.pools.items()},
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> ServiceState:
-        """Inverse of ``to_dict``; a newer format is refused rather than misread."""
-        if int(data.get("format_version", 0)) > FORMAT_VERSION:
-            raise ValueError(f"state format {data['format_version']} is newer than supported")
+    def from_dict(cls, data: Any) -> ServiceState:
+        """Inverse of ``to_dict``. Raises ``StateFormatError`` for a state that is empty, of a
+        newer format or the wrong shape - never read as "nothing spent yet"."""
+        if not isinstance(data, dict) or not data:
+            raise StateFormatError("the persisted state is empty")
+        version = data.get("format_version", 1)
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise StateFormatError(f"state format_version {version!r} is not a number")
+        if version > FORMAT_VERSION:
+            raise StateFormatError(
+                f"state format {version} is newer than this version reads ({FORMAT_VERSION}):"
+                " written by a newer forecaster"
+            )
+        pools, ledger, last_tick = data.get("pools"), data.get("ledger"), data.get("last_tick")
+        if not isinstance(pools, dict) or not isinstance(ledger, dict | list):
+            raise StateFormatError("the persisted state lacks its pools or ledger")
+        if last_tick is not None and (
+            not isinstance(last_tick, int) or isinstance(last_tick, bool)
+        ):
+            raise StateFormatError(f"state last_tick {last_tick!r} is not a time")
+        try:
+            ledger_state = _ledger(ledger, last_tick=last_tick)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise StateFormatError(f"the persisted ledger is unreadable ({exc})") from exc
         return cls(
-            pools={
-                name: _pool_state(p, now=data.get("last_tick"))
-                for name, p in data.get("pools", {}).items()
-            },
-            ledger=_ledger(data.get("ledger", []), last_tick=data.get("last_tick")),
-            last_tick=data.get("last_tick"),
+            pools={name: _pool_state(p, now=last_tick) for name, p in pools.items()},
+            ledger=ledger_state,
+            last_tick=last_tick,
         )
+
+
+def _pool_dict(pool: PoolState) -> dict[str, Any]:
+    """One pool's state in the compact format 3."""
+    budget = pool.budget.to_dict()
+    budget["points"] = _pack(budget["points"])
+    budget["waste"] = _pack([[t, round(v, 4)] for t, v in budget["waste"]])
+    pending = [
+        [f.origin, f.target_time - f.origin, round(f.upper_gpus, 3), int(f.peak)]
+        for f in pool.pending
+    ]
+    return {"budget": budget, "pending": _pack(pending)}
+
+
+def _pack(rows: list[list[Any]]) -> dict[str, Any]:
+    """Rows of (time, values...) as columns, times delta-coded in units of their common step:
+    ``{"s": step, "t": [t0 / step, dt1 / step, ...], "c": [[v...], ...]}`` - a day of 5-minute
+    tallies is then mostly ``1``s and short repeated numbers."""
+    times = [int(r[0]) for r in rows]
+    deltas = [b - a for a, b in zip([0, *times], times, strict=False)]
+    step = functools.reduce(math.gcd, deltas, 0) or 1
+    width = len(rows[0]) - 1 if rows else 0
+    return {
+        "s": step,
+        "t": [d // step for d in deltas],
+        "c": [[r[i + 1] for r in rows] for i in range(width)],
+    }
+
+
+def _unpack(packed: Any) -> list[list[Any]]:
+    """Inverse of ``_pack``; a list is format 2's rows, returned as they are."""
+    if isinstance(packed, list):
+        return [list(r) for r in packed]
+    step, times, t = int(packed["s"]), [], 0
+    for delta in packed["t"]:
+        t += int(delta) * step
+        times.append(t)
+    columns = packed["c"]
+    if any(len(c) != len(times) for c in columns):
+        raise ValueError("columns of unequal length")
+    return [[t, *(c[i] for c in columns)] for i, t in enumerate(times)]
 
 
 def _pool_state(data: Any, *, now: Any) -> PoolState:
     """One pool's saved state; a damaged entry hands that pool off (fail closed, others go on)."""
     try:
+        budget = dict(data["budget"])
+        budget["points"] = _unpack(budget["points"])
+        budget["waste"] = _unpack(budget["waste"])
+        packed = not isinstance(data["pending"], list)
         return PoolState(
-            budget=ErrorBudgetState.from_dict(data["budget"]),
+            budget=ErrorBudgetState.from_dict(budget),
             pending=[
-                PendingForecast(int(a), int(b), float(c), bool(peak and peak[0]))
-                for a, b, c, *peak in data["pending"]
+                PendingForecast(
+                    int(a), int(a) + int(b) if packed else int(b), float(c), bool(peak and peak[0])
+                )
+                for a, b, c, *peak in _unpack(data["pending"])
             ],
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         since = int(now) if isinstance(now, int) else 0
         reason = f"persisted state of this pool is unreadable ({type(exc).__name__}: {exc})"
         return PoolState(budget=ErrorBudgetState(mode=Mode.HANDED_OFF, since=since, reason=reason))
@@ -129,6 +192,10 @@ class StateStore(Protocol):
         """Persist ``data``."""
         ...
 
+    def refused(self, message: str, *, now: int) -> None:
+        """Say, where operators look, that the state was not read and why."""
+        ...
+
 
 class MemoryStateStore:
     """State kept in the process (dry-run, tests, replay)."""
@@ -143,3 +210,6 @@ class MemoryStateStore:
     def save(self, data: dict[str, Any]) -> None:
         """Keep ``data``."""
         self.data = data
+
+    def refused(self, message: str, *, now: int) -> None:
+        """Nothing to record beyond the tick's error (no cluster)."""

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from forecaster.actuators.leases import CLEANUP_IDENTITY
 from forecaster.core.error_budget import (
     Evaluation,
     Transition,
@@ -55,6 +56,9 @@ class Daemon:
     reconciler: Reconciler
     metrics: Metrics = field(default_factory=Metrics)
     is_leader: Callable[[], bool] = lambda: True
+    lease_holder: Callable[[], tuple[str, str | None] | None] = lambda: None
+    """Another holder of the leader Lease (identity, until) - e.g. ``forecaster cleanup``'s
+    hold - said on each tick's line, the status and the page while this replica cannot act."""
     guardrails: list[str] = field(default_factory=list)
     pools: tuple[str, ...] = ()
     trail: deque[TrailPoint] = field(default_factory=deque)
@@ -67,6 +71,10 @@ class Daemon:
     stuck_after_seconds: float | None = None
     """None: never judged stuck (the embedded twin, which runs ticks itself)."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _view_lock: threading.Lock = field(default_factory=threading.Lock)
+    """Guards ``trail``, ``scored`` and ``transitions``: the endpoint's threads copy them under
+    it (``trail_points`` ...) while ``_remember`` appends and pops under it - iterating a deque
+    another thread changes raises ``RuntimeError`` (a 500)."""
     _progress_at: float | None = None
 
     def stuck(self) -> bool:
@@ -89,7 +97,9 @@ class Daemon:
         began = time.perf_counter()
         try:
             with self._lock:
-                record = self.reconciler.tick(now, act=leader)
+                record = self.reconciler.tick(
+                    now, act=leader, not_acting=None if leader else self.not_acting()
+                )
         except Exception:
             log.exception("reconcile tick at %s failed; the next tick retries", now)
             self.metrics.errors.labels(kind="crash").inc()
@@ -105,6 +115,30 @@ class Daemon:
         self.metrics.observe_spend({pool: self.spend(pool) for pool in self.pools})
         return record
 
+    def not_acting(self) -> str:
+        """Why this replica writes nothing, for its tick line, status and page."""
+        holder = self.lease_holder()
+        if holder is None:
+            return "not the leader"
+        identity, until = holder
+        hint = " (`forecaster resume` gives it back)" if identity == CLEANUP_IDENTITY else ""
+        return f"the leader Lease is held by {identity}{f' until {until}' if until else ''}{hint}"
+
+    def trail_points(self) -> list[TrailPoint]:
+        """A copy of the 24 h trail, safe to read while ticks go on."""
+        with self._view_lock:
+            return list(self.trail)
+
+    def scored_for(self, pool: str) -> list[Evaluation]:
+        """A copy of the pool's forecasts scored in the last day."""
+        with self._view_lock:
+            return list(self.scored.get(pool, ()))
+
+    def transition_list(self) -> list[tuple[str, Transition]]:
+        """A copy of the last day's mode changes."""
+        with self._view_lock:
+            return list(self.transitions)
+
     def _runtime(self, pool: str) -> PoolRuntime | None:
         return next((r for r in self.reconciler.pools if r.policy.pool == pool), None)
 
@@ -118,7 +152,7 @@ class Daemon:
         runtime = self._runtime(pool)
         at = self.last.at if self.last else 0
         return pool_spend(
-            [p.spend[pool] for p in self.trail if pool in p.spend],
+            [p.spend[pool] for p in self.trail_points() if pool in p.spend],
             since=at - TRAIL_SECONDS,
             price_per_gpu_hour=runtime.policy.price_per_gpu_hour if runtime else 0.0,
             lead_seconds=self.lead_seconds(pool),
@@ -160,6 +194,13 @@ class Daemon:
             },
             spend=spend,
         )
+        with self._view_lock:
+            self._append(record, point)
+        self.last = record
+        self.ticks += 1
+
+    def _append(self, record: TickRecord, point: TrailPoint) -> None:
+        """Add a tick to the trail and forget what is older than a day (under ``_view_lock``)."""
         self.trail.append(point)
         horizon = record.at - TRAIL_SECONDS
         while self.trail and self.trail[0].at < horizon:
@@ -172,5 +213,3 @@ class Daemon:
         self.transitions.extend(record.transitions)
         while self.transitions and self.transitions[0][1].at < horizon:
             self.transitions.popleft()
-        self.last = record
-        self.ticks += 1

@@ -32,6 +32,7 @@ from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.reconcile.loop import PoolView
+from forecaster.reconcile.state import PoolState
 from forecaster.service.daemon import Daemon, TrailPoint
 from forecaster.service.page import PAGE
 
@@ -132,7 +133,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "upper_quantile": view.quantile,  # the quantile the plan prewarms for
                 "upper": [float(v) for v in f.values_at_origin(0, quantile=view.quantile)],
             }
-        trail = [p for p in daemon.trail if pool in p.prewarm_gpus]
+        trail = [p for p in daemon.trail_points() if pool in p.prewarm_gpus]
         return {
             "pool": pool,
             "generated_at": iso_utc(record.at),
@@ -156,8 +157,8 @@ def create_app(daemon: Daemon) -> FastAPI:
     def history(pool: PoolQuery) -> dict[str, Any]:
         known(pool)
         record = record_or_503()
-        trail = [p for p in daemon.trail if pool in p.modes]
-        scored = list(daemon.scored.get(pool, ()))
+        trail = [p for p in daemon.trail_points() if pool in p.modes]
+        scored = daemon.scored_for(pool)
         return {
             "pool": pool,
             "generated_at": iso_utc(record.at),
@@ -179,7 +180,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "missed": [e.exceeded for e in scored],
                 "quantile": record.pools[pool].quantile,
             },
-            "episodes": _episodes(trail, pool, daemon.transitions),
+            "episodes": _episodes(trail, pool, daemon.transition_list()),
         }
 
     @app.get(
@@ -224,7 +225,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         pools = {}
         actuation = record.actuation if record else None  # None on followers
         for name in daemon.pools:
-            pool_state = state.pool(name)
+            pool_state = state.pools.get(name) or PoolState()  # read only: never insert
             view = record.pools.get(name) if record else None
             plan_mode = (
                 next((p.mode.value for p in record.plan.pools if p.pool == name), None)
@@ -273,6 +274,7 @@ def create_app(daemon: Daemon) -> FastAPI:
         return {
             "version": __version__,
             "leader": daemon.is_leader(),
+            "not_acting": None if daemon.is_leader() else daemon.not_acting(),
             "ready": daemon.ready,
             "ticks": daemon.ticks,
             "last_tick": iso_utc(record.at) if record else None,

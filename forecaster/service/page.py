@@ -177,6 +177,7 @@ async function refresh() {
     $("mode").textContent = status.pools[pool].mode;
     const b = $("banner");
     if (status.halted) { b.style.display = "block"; b.textContent = "Kill switch on: " + status.halted.reason + " (by " + status.halted.by + ", since " + status.halted.since + ") - every prewarm withdrawn; `forecaster resume` undoes it"; }
+    else if (status.not_acting && status.not_acting !== "not the leader") { b.style.display = "block"; b.textContent = "This replica writes nothing: " + status.not_acting; }
     else b.style.display = "none";
     const p = plan.pools.find(x => x.pool === pool);
     $("plan").innerHTML = "<table><tr><th>prewarm target</th><td>" + p.target_gpus + " GPUs (" + p.placeholders + " placeholders)</td></tr>"

@@ -553,3 +553,40 @@ def test_new_placeholders_pull_the_images_the_pools_pods_ran(
     assert pod["containers"][0]["image"] == "registry.k8s.io/pause:3.10"
     assert pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "8"
     assert api.invalid == []  # the real Pod schema accepted it
+
+
+@pytest.mark.parametrize("labels", [{}, {"app.kubernetes.io/managed-by": "forecaster"}])
+def test_a_name_taken_by_a_job_not_ours_is_an_actuation_error_not_prewarm(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube, labels: dict[str, str]
+) -> None:
+    """A 409 on creating a placeholder counts as created only if the Job there is our
+    placeholder of this pool; anything else is the pool's actuation error naming the conflict."""
+    setup_cluster(sim)
+    now = now_of(api)
+    squatter = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": f"forecaster-{POOL}-0-{now}", "namespace": NS, "labels": labels},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}
+            }
+        },
+    }
+    api.put("jobs", squatter)
+    snap = observe(kube, pools=[POOL], now=now)[POOL]
+    report = actuator(kube).apply(commands(make_plan(snap, p95=40, now=now)), now=now)
+    assert f"forecaster-{POOL}-0-{now} already exists and is not ours" in report.errors[POOL]
+
+
+def test_a_409_on_our_own_placeholder_counts_as_created(
+    api: KubeApiDouble, sim: ClusterSim, kube: Kube
+) -> None:
+    """The earlier try of this tick created it (a timeout after the write): it is ours."""
+    setup_cluster(sim)
+    now = now_of(api)
+    placeholders = Placeholders(kube, namespace=NS, priority_class="forecaster-placeholder")
+    spec = PlaceholderSpec(pool=POOL, gpus=8)
+    first = placeholders._create(spec, slot=0, now=now)
+    assert placeholders._create(spec, slot=0, now=now) == first
+    assert len(api.objects("jobs", NS)) == 1

@@ -8,6 +8,7 @@ that matter for what we write, re-checked in code because jsonschema cannot run 
 from __future__ import annotations
 
 import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,41 @@ def crd_validator(api_version: str, kind: str) -> jsonschema.Draft7Validator:
     raise KeyError(f"{api_version} {kind} not in CRD")
 
 
+CONFIG_MAP_BYTES = 1024 * 1024
+"""A ConfigMap's data and binaryData together (the API server's validation)."""
+OBJECT_BYTES = 3 * 512 * 1024
+"""etcd's default request limit (1.5 MiB): a larger object is refused whatever its kind."""
+LABEL_LIMIT = 63
+NAME_LIMITS = {"Job": 63, "CronJob": 52, "Service": 63}
+"""Names that become label values or DNS labels; every other name: 253 (a DNS subdomain)."""
+
+
+def limits(obj: dict[str, Any]) -> list[str]:
+    """The API server's size and length limits, which no schema states."""
+    errors = []
+    if len(json.dumps(obj).encode()) > OBJECT_BYTES:
+        errors.append(f"object is larger than {OBJECT_BYTES} bytes")
+    if obj.get("kind") == "ConfigMap":
+        size = sum(len(str(v).encode()) for part in ("data", "binaryData")
+                   for v in (obj.get(part) or {}).values())  # fmt: skip
+        if size > CONFIG_MAP_BYTES:
+            errors.append(f"data: Too long: must have at most {CONFIG_MAP_BYTES} bytes")
+    metadata = obj.get("metadata") or {}
+    name = str(metadata.get("name") or "")
+    limit = NAME_LIMITS.get(str(obj.get("kind")), 253)
+    if len(name) > limit:
+        errors.append(f"metadata.name: must be no more than {limit} characters")
+    for key, value in (metadata.get("labels") or {}).items():
+        if len(key.rpartition("/")[2]) > LABEL_LIMIT or len(str(value)) > LABEL_LIMIT:
+            errors.append(f"metadata.labels: {key}: must be no more than {LABEL_LIMIT} characters")
+    return errors
+
+
 def validate(obj: dict[str, Any]) -> list[str]:
     """Problems with ``obj`` (empty list when valid)."""
+    too_big = limits(obj)
+    if too_big:
+        return too_big
     key = (obj.get("apiVersion", ""), obj.get("kind", ""))
     if key in CRD_FILES:
         errors = [

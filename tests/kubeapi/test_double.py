@@ -173,3 +173,40 @@ def test_watch_applies_selectors_to_each_write_and_expires_compacted_versions() 
         api.store.compact()
         with pytest.raises(WatchExpiredError, match="too old resource version"):
             list(kube.watch_pods(resource_version=version, timeout_seconds=1))
+
+
+@pytest.mark.parametrize(
+    ("obj", "says"),
+    [
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "big", "namespace": "forecaster"},
+                "data": {"state.json": "x" * (1024 * 1024 + 1)},
+            },
+            "must have at most 1048576 bytes",
+        ),
+        (
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "j" * 64, "namespace": "forecaster"},
+                "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}},
+            },
+            "no more than 63 characters",
+        ),
+        (
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "c", "namespace": "forecaster", "labels": {"p": "v" * 64}},
+            },
+            "no more than 63 characters",
+        ),
+    ],
+)
+def test_the_api_servers_size_and_length_limits(obj: dict[str, object], says: str) -> None:
+    """An object over 1 MiB of data, a Job name or a label value over 63 characters: 422."""
+    with KubeApiDouble() as api, pytest.raises(ApiError, match=says):
+        api.put("configmaps" if obj["kind"] == "ConfigMap" else "jobs", obj)

@@ -43,7 +43,7 @@ def test_one_tick_prewarms_a_forecast_ramp(
     assert "annotations" not in api.objects("nodepools")[0]["metadata"]  # no NodePool write
     state = json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"])
     assert state["pools"][POOL]["budget"]["mode"] == "predictive"
-    assert len(state["pools"][POOL]["pending"]) == 1
+    assert len(state["pools"][POOL]["pending"]["t"]) == 1  # format 3: packed columns
 
 
 def test_misses_hand_off_withdraw_and_survive_a_restart(
