@@ -371,8 +371,8 @@ MUTATIONS = (
     Mutation(
         "expired CapacityBuffer not zeroed without the daemon",
         "forecaster/actuators/capacitybuffers.py",
-        'if int(buffer["spec"].get("replicas", 0)) > 0 and _expires_at(buffer) <= now:',
-        "if False:",
+        'if int(b["spec"].get("replicas", 0)) > 0 and _expires_at(b) <= now',
+        "if False",
         ("tests/faults/test_daemon_gone.py",),
     ),
     Mutation(
@@ -748,6 +748,152 @@ MUTATIONS = (
         (
             "tests/simulation/test_replay.py::test_replay_with_a_config_runs_the_configured_daemons_decision_path",
         ),
+    ),
+    Mutation(
+        "a tick appends to the trail while the endpoint iterates it",
+        "forecaster/service/daemon.py",
+        "        with self._view_lock:\n            self._append(record, point)",
+        "        self._append(record, point)",
+        (
+            "tests/service/test_endpoint_race.py::test_a_trail_changed_during_iteration_never_fails_an_endpoint",
+        ),
+    ),
+    Mutation(
+        "an empty state is read as a fresh daily budget",
+        "forecaster/reconcile/state.py",
+        "        if not isinstance(data, dict) or not data:",
+        "        if not isinstance(data, dict):",
+        (
+            "tests/faults/test_fail_closed_state.py::test_an_untrusted_state_stops_prewarm_and_says_why",
+        ),
+    ),
+    Mutation(
+        "a state of the wrong shape crashes the tick",
+        "forecaster/reconcile/loop.py",
+        "            state = ServiceState() if saved is None else ServiceState.from_dict(saved)\n",
+        "            state = ServiceState()\n",
+        (
+            "tests/faults/test_fail_closed_state.py::test_an_untrusted_state_stops_prewarm_and_says_why",
+        ),
+    ),
+    Mutation(
+        "a lost state after an earlier leader starts a fresh budget",
+        "forecaster/actuators/state_store.py",
+        "            self._refuse_fresh_start(",
+        "            (lambda _: None)(",
+        (
+            "tests/faults/test_fail_closed_state.py::test_a_lost_state_after_an_earlier_leader_is_refused_with_an_event",
+        ),
+    ),
+    Mutation(
+        "no leader before this process is ever seen",
+        "forecaster/actuators/leases.py",
+        "    if acquired is None or acquired >= started_at - EARLIER_GRACE_SECONDS:",
+        "    if True:",
+        (
+            "tests/faults/test_fail_closed_state.py::test_a_lost_state_after_an_earlier_leader_is_refused_with_an_event",
+        ),
+    ),
+    Mutation(
+        "a replica started with us is taken for an earlier leader",
+        "forecaster/actuators/leases.py",
+        "    if acquired is None or acquired >= started_at - EARLIER_GRACE_SECONDS:",
+        "    if acquired is None:",
+        ("tests/faults/test_fail_closed_state.py::test_a_fresh_install_starts_with_a_fresh_state",),
+    ),
+    Mutation(
+        "a placeholder TTL of years accepted",
+        "forecaster/settings.py",
+        '        ge=300,\n        le=DAY_SECONDS,\n        description="placeholders',
+        '        ge=300,\n        description="placeholders',
+        ("tests/test_settings.py::test_hard_bounds_name_the_field",),
+    ),
+    Mutation(
+        "a pool whose Job names Kubernetes refuses is accepted",
+        "forecaster/settings.py",
+        "        if len(longest) > KUBERNETES_NAME_LIMIT:",
+        "        if False:",
+        ("tests/test_settings.py::test_hard_bounds_name_the_field",),
+    ),
+    Mutation(
+        "a tick interval longer than half the TTL accepted",
+        "forecaster/settings.py",
+        "        if self.reconcile_every_seconds >= ttl / 2:",
+        "        if False:",
+        ("tests/test_settings.py::test_hard_bounds_name_the_field",),
+    ),
+    Mutation(
+        "true taken as the number 1",
+        "forecaster/settings.py",
+        "        if isinstance(value, bool) and info.field_name is not None:",
+        "        if False:",
+        ("tests/test_settings.py::test_hard_bounds_name_the_field",),
+    ),
+    Mutation(
+        "a 409 on someone else's Job counted as our placeholder",
+        "forecaster/actuators/placeholders.py",
+        "            self._require_existing_is_ours(name, spec.pool)",
+        "            pass",
+        (
+            "tests/actuators/test_actuation.py::test_a_name_taken_by_a_job_not_ours_is_an_actuation_error_not_prewarm",
+        ),
+    ),
+    Mutation(
+        "one NodePool the expiry cannot restore stops the rest",
+        "forecaster/app/cleanup.py",
+        '        undone.attempt(f"NodePool {name}", restore)',
+        "        restore()",
+        ("tests/faults/test_expiry_isolation.py",),
+    ),
+    Mutation(
+        "cleanup exits 0 with objects it could not undo",
+        "forecaster/cli/commands.py",
+        '        return 1\n    print(f"cleanup: {changed}")',
+        '        return 0\n    print(f"cleanup: {changed}")',
+        (
+            "tests/faults/test_expiry_isolation.py::test_one_expiry_run_undoes_all_it_can_and_exits_1_naming_the_rest",
+        ),
+    ),
+    Mutation(
+        "uninstall withdraws only what the config names",
+        "forecaster/app/cleanup.py",
+        "    for job in placeholders.jobs(None):",
+        '    for job in placeholders.jobs("gpu-a"):',
+        (
+            "tests/faults/test_expiry_isolation.py::test_uninstall_withdraws_a_pool_that_left_the_config",
+        ),
+    ),
+    Mutation(
+        "resume does not give back the Lease cleanup holds",
+        "forecaster/app/takeover.py",
+        "    if release_fence(kube, namespace=namespace, wall=lambda: float(now)):",
+        "    if False:",
+        ("tests/service/test_cluster_service.py::test_uninstall_cleanup_fences_a_running_leader",),
+    ),
+    Mutation(
+        "a stray sample from 1970 sizes the grid",
+        "forecaster/sources/prometheus.py",
+        "                window=(first - shift, last - shift),",
+        "                window=None,",
+        (
+            "tests/sources/test_prometheus.py::test_a_sample_stamped_outside_the_window_is_dropped_and_counted",
+        ),
+    ),
+    Mutation(
+        "Ctrl-C prints a traceback",
+        "forecaster/cli/__init__.py",
+        "    except KeyboardInterrupt:\n"
+        '        print("forecaster: interrupted", file=sys.stderr)\n'
+        "        return 130\n",
+        "",
+        ("tests/cli/test_interrupt.py::test_ctrl_c_in_the_embedded_default",),
+    ),
+    Mutation(
+        "SIGTERM kills the replica without releasing the Lease",
+        "forecaster/cli/__init__.py",
+        "        signal.SIGTERM: signal.signal(signal.SIGTERM, _terminated),",
+        "",
+        ("tests/cli/test_interrupt.py::test_sigterm_releases_the_lease",),
     ),
 )
 

@@ -100,20 +100,6 @@ class Actuator:
                 report.errors[pool] = f"{type(exc).__name__}: {exc}"
         return report
 
-    def withdraw(self, pool: str) -> list[str]:
-        """Remove all prewarm of ``pool`` and restore its NodePool (uninstall); idempotent.
-
-        Returns what was changed, for the operator.
-        """
-        changed = []
-        config = self.pools[pool]
-        if self.buffers is not None and self.buffers.apply(config.spec, replicas=0, now=0):
-            changed.append(f"CapacityBuffer of {pool} set to 0 replicas")
-        changed += [f"deleted placeholder {name}" for name in self.placeholders.remove_all(pool)]
-        if self.nodepools.restore(pool):
-            changed.append(f"NodePool {pool} restored to its recorded original")
-        return changed
-
     def _converge_placeholders(
         self, name: str, config: PoolActuation, target: int, report: ActuationReport, *, now: int
     ) -> None:

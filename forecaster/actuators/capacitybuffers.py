@@ -8,8 +8,8 @@ with ``Kube.serves_capacity_buffers``.
 
 A buffer has no TTL of its own, so every write stamps ``forecaster.io/expires-at`` (now + the
 placeholder TTL, renewed when less than half is left); past it, ``forecaster cleanup --expired``
-(a CronJob, independent of the daemon) sets ``replicas`` to 0 - zero first, never delete,
-because deleting a buffer on an idle cluster can leave Karpenter's nodes stuck.
+(a CronJob, independent of the daemon and of its config) sets ``replicas`` to 0 - zero first,
+never delete, because deleting a buffer on an idle cluster can leave Karpenter's nodes stuck.
 """
 
 from __future__ import annotations
@@ -116,19 +116,28 @@ class CapacityBuffers:
         self.kube.delete_pod_template(self.namespace, name)
         return True
 
-    def zero_expired(self, *, now: int) -> list[str]:
-        """Set ``replicas: 0`` on every buffer of ours whose deadline has passed."""
-        zeroed = []
-        for buffer in self.kube.list_capacity_buffers(self.namespace, labels=lbl.owned_selector()):
-            name = buffer["metadata"]["name"]
-            if int(buffer["spec"].get("replicas", 0)) > 0 and _expires_at(buffer) <= now:
-                patch = {
-                    "metadata": {"resourceVersion": buffer["metadata"]["resourceVersion"]},
-                    "spec": {"replicas": 0},
-                }
-                self.kube.patch_capacity_buffer(self.namespace, name, patch)
-                zeroed.append(name)
-        return zeroed
+    def expired(self, *, now: int) -> list[CapacityBuffer]:
+        """Our buffers still holding replicas past their ``expires-at`` deadline."""
+        return [
+            b
+            for b in self.kube.list_capacity_buffers(self.namespace, labels=lbl.owned_selector())
+            if int(b["spec"].get("replicas", 0)) > 0 and _expires_at(b) <= now
+        ]
+
+    def zero(self, name: str) -> bool:
+        """Set ``replicas: 0`` on our buffer ``name`` (never delete first: see the module
+        docstring); True if a patch was sent, False if it was at 0 or is gone."""
+        buffer = self.kube.get_capacity_buffer(self.namespace, name)
+        if buffer is None or int(buffer["spec"].get("replicas", 0)) == 0:
+            return False
+        if buffer["metadata"].get("labels", {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
+            raise ActuationError(f"CapacityBuffer {self.namespace}/{name} exists but is not ours")
+        patch = {
+            "metadata": {"resourceVersion": buffer["metadata"]["resourceVersion"]},
+            "spec": {"replicas": 0},
+        }
+        self.kube.patch_capacity_buffer(self.namespace, name, patch)
+        return True
 
     def _ensure_template(self, spec: PlaceholderSpec) -> None:
         name = buffer_name(spec.pool)

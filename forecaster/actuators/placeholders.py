@@ -133,11 +133,11 @@ class Placeholders:
                     used += _gpus(job)
                 else:
                     wasted += _gpus(job) * min(age, spec.ttl_seconds) / 3600  # expired unused
-                deleted.append(self._delete(job))
+                deleted.append(self.delete(job))
             elif due and renewals < spec.max_renewals_per_tick:
                 renewals += 1
                 wasted += _gpus(job) * age / 3600  # renewed: its lifetime went unused
-                deleted.append(self._delete(job))
+                deleted.append(self.delete(job))
             else:
                 live.append(job)
         # scale down: pending ones first (they hold no node yet), then the youngest
@@ -145,7 +145,7 @@ class Placeholders:
         while len(live) > target:
             job = live.pop(0)
             wasted += _gpus(job) * max(0, now - _created_at(job, default=now)) / 3600
-            deleted.append(self._delete(job))
+            deleted.append(self.delete(job))
         taken = {int(j["metadata"]["labels"].get(lbl.SLOT, -1)) for j in live}
         free_slots = [s for s in range(target) if s not in taken][: max(0, target - len(live))]
         if free_slots:
@@ -158,7 +158,13 @@ class Placeholders:
 
         Also deletes bare placeholder pods left by versions before placeholders were Jobs.
         """
-        removed = [self._delete(job) for job in self.jobs(pool)]
+        removed = [self.delete(job) for job in self.jobs(pool)]
+        return removed + self.remove_bare_pods(pool)
+
+    def remove_bare_pods(self, pool: str | None = None) -> list[str]:
+        """Delete placeholder pods without an owner (left by versions before placeholders
+        were Jobs)."""
+        removed = []
         for pod in self.kube.list_pods(
             namespace=self.namespace, labels=lbl.placeholder_selector(pool)
         ):
@@ -177,7 +183,8 @@ class Placeholders:
             if p.get("status", {}).get("phase") == "Running"
         }
 
-    def _delete(self, job: Job) -> str:
+    def delete(self, job: Job) -> str:
+        """Delete one of our placeholder Jobs (never one without our label); its name."""
         _require_ours(job)
         self.kube.delete_job(self.namespace, _name(job))
         return _name(job)

@@ -302,6 +302,11 @@ def connect(settings: Settings, *, host: str | None = None) -> Kube:
     return Kube(api_client(host=host), dry_run=settings.dry_run)
 
 
+def connect_writer(*, host: str | None = None) -> Kube:
+    """A Kube client that writes, with no config at all (``cleanup``)."""
+    return Kube(api_client(host=host), dry_run=False)
+
+
 def build_cluster_service(
     settings: Settings,
     kube: Kube,

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from forecaster import __version__
 from forecaster.cli.config_paths import DEFAULT_CONFIG
@@ -158,9 +161,19 @@ def _add_train_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``cleanup``, ``doctor``, ``pause`` and ``resume``: commands that talk to a cluster."""
     cleanup = sub.add_parser(
-        "cleanup", help="uninstall: remove our placeholders and buffers, restore NodePools"
+        "cleanup",
+        help="uninstall: remove our placeholders and buffers, restore NodePools (needs no"
+        " config: finds our objects by label and record; exit 1 if any could not be undone)",
     )
-    _config_arg(cleanup)
+    cleanup.add_argument(
+        "--namespace",
+        help="forecaster's namespace: where its placeholders, buffers and Lease live (default:"
+        " planning.placeholders.namespace of --config, read without validating the rest, else"
+        " $POD_NAMESPACE, else forecaster)",
+    )
+    cleanup.add_argument(
+        "--config", type=Path, help="only its namespace is read; the file need not validate"
+    )
     cleanup.add_argument(
         "--kube-host", help="API server URL (default: in-cluster, else kubeconfig)"
     )
@@ -241,9 +254,40 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from forecaster.cli.commands import dispatch
 
+    previous = _handle_signals()
     try:
         with threadpool_limits(limits=1):  # 2-core machines: BLAS threads only contend
             return dispatch(args)
     except ForecasterError as exc:
         print(f"forecaster: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("forecaster: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        logging.disable(logging.NOTSET)
+
+
+def _handle_signals() -> dict[int, Any]:
+    """Install ``_interrupted`` and ``_terminated`` (main thread only); the handlers before."""
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {
+        signal.SIGINT: signal.signal(signal.SIGINT, _interrupted),
+        signal.SIGTERM: signal.signal(signal.SIGTERM, _terminated),
+    }
+
+
+def _interrupted(signum: int, frame: object) -> None:
+    """Ctrl-C: quiet the shutdown's own log lines (the work stops where it is; what finished is
+    kept) and unwind, so ``main`` says it in one line and exits 130 - no traceback."""
+    logging.disable(logging.WARNING)
+    raise KeyboardInterrupt
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM (a pod being stopped): unwind like Ctrl-C, so ``finally`` blocks run - the
+    scheduler waits for its tick and the Lease is released - but keep the shutdown's logs."""
+    raise SystemExit(128 + signum)

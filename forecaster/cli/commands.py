@@ -15,7 +15,7 @@ from tqdm import tqdm
 from forecaster.actuators.control import CONTROL_CONFIG_MAP
 from forecaster.actuators.guardrails import Guardrail
 from forecaster.app import build, cleanup, doctor, model_sharing, takeover, training
-from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG
+from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG, namespace_of
 from forecaster.cli.replay import replay_command
 from forecaster.cli.report import (
     backtest_header,
@@ -44,7 +44,7 @@ from forecaster.sources.files import CsvSource
 
 def dispatch(args: argparse.Namespace) -> int:
     """Run the parsed command; ``ForecasterError`` propagates to ``cli.main``."""
-    without_config = {"backtest": _backtest, "replay": replay_command}
+    without_config = {"backtest": _backtest, "replay": replay_command, "cleanup": _cleanup}
     if args.command in without_config:
         return without_config[args.command](args)
     handlers: dict[str, Callable[[Settings, argparse.Namespace], int]] = {
@@ -54,7 +54,6 @@ def dispatch(args: argparse.Namespace) -> int:
         "run": _run,
         "train": _train_command,
         "doctor": _doctor,
-        "cleanup": _cleanup,
         "check-query": _check_query,
         "pause": _switch,
         "resume": _switch,
@@ -62,14 +61,25 @@ def dispatch(args: argparse.Namespace) -> int:
     return handlers[args.command](_settings(args.config), args)
 
 
-def _cleanup(settings: Settings, args: argparse.Namespace) -> int:
-    """Withdraw everything forecaster changed in the cluster; idempotent."""
-    kube = build.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
-    expired_at = int(SystemClock().now().timestamp()) if args.expired else None
-    changed = cleanup.cleanup(settings, kube, expired_at=expired_at)
-    for line in changed:
+def _cleanup(args: argparse.Namespace) -> int:
+    """Withdraw everything forecaster changed in the cluster; idempotent. Needs no config: the
+    namespace comes from ``--namespace`` (what the shipped Jobs pass)."""
+    kube = build.connect_writer(host=args.kube_host)
+    namespace = args.namespace or namespace_of(args.config)
+    if args.expired:
+        now = int(SystemClock().now().timestamp())
+        undone = cleanup.expire(kube, namespace=namespace, now=now)
+    else:
+        undone = cleanup.cleanup(kube, namespace=namespace)
+    for line in undone.changed:
         print(line)
-    print(f"cleanup: {len(changed)} change(s) undone" if changed else "cleanup: nothing to undo")
+    for line in undone.failed:
+        print(f"FAILED {line}", file=sys.stderr)
+    changed = f"{len(undone.changed)} change(s) undone" if undone.changed else "nothing to undo"
+    if undone.failed:
+        print(f"cleanup: {changed}; {len(undone.failed)} object(s) could not be undone (above)")
+        return 1
+    print(f"cleanup: {changed}")
     return 0
 
 
@@ -216,15 +226,17 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
         local = args.forecast_only
         listen = args.listen or ("127.0.0.1" if local else "0.0.0.0")
         ensure_port_free(listen, args.port)  # before building: a taken port fails at once
-        service = build.build_cluster_service(
-            settings, build.connect(settings, host=args.kube_host), elect=not local
-        )
-        return serve_cluster(
-            service,
-            port=args.port,
-            listen=listen,
-            duration_seconds=args.duration,
-        )
+        kube = build.connect(settings, host=args.kube_host)
+        service = build.build_cluster_service(settings, kube, elect=not local)
+        try:
+            return serve_cluster(
+                service, port=args.port, listen=listen, duration_seconds=args.duration
+            )
+        finally:  # Ctrl-C included: say what this run leaves held, and until when
+            if not local:
+                namespace = settings.planning.placeholders.namespace
+                for line in cleanup.still_held(kube, namespace=namespace):
+                    print(line, flush=True)
     if settings.source.kind == "prometheus":
         raise ConfigError(
             "source.kind is prometheus: the embedded demo replays CSV samples on the twin;"

@@ -41,6 +41,9 @@ class QualityReport:
     outages: tuple[Window, ...]
     usable_points: int
     step_seconds: int
+    outside_window: int = 0
+    """Samples stamped outside the asked window, dropped before gridding (a sample from 1970
+    would otherwise make a grid of millions of points)."""
 
     @property
     def missing_points(self) -> int:
@@ -56,7 +59,8 @@ class QualityReport:
     def clean(self) -> bool:
         """True when nothing had to be fixed or excluded."""
         return not (
-            self.non_finite
+            self.outside_window
+            or self.non_finite
             or self.negative
             or self.unsorted
             or self.duplicates
@@ -68,6 +72,8 @@ class QualityReport:
     def describe(self) -> list[str]:
         """One human sentence per problem found (empty when the data was clean)."""
         lines: list[str] = []
+        if self.outside_window:
+            lines.append(f"{self.outside_window} sample(s) outside the asked window dropped")
         if self.non_finite:
             lines.append(f"{self.non_finite} NaN/infinite value(s) treated as gaps")
         if self.negative:
@@ -93,6 +99,10 @@ class QualityReport:
         return lines
 
 
+MAX_GRID_POINTS = 2_000_000
+"""About 3.8 years of minutes (16 MB of float64): no history we forecast from is longer."""
+
+
 def regularize(
     timestamps: IntArray | npt.ArrayLike,
     values: FloatArray | npt.ArrayLike,
@@ -100,14 +110,32 @@ def regularize(
     step_seconds: int,
     name: str = "",
     outage_min_seconds: int = 3600,
+    window: tuple[int, int] | None = None,
 ) -> tuple[DemandSeries, QualityReport]:
-    """Clean raw ``(timestamps, values)`` onto a regular grid; see the module docstring."""
+    """Clean raw ``(timestamps, values)`` onto a regular grid; see the module docstring.
+
+    ``window`` (first, last): samples stamped outside it are dropped and counted first. Without
+    one, a span of more than ``MAX_GRID_POINTS`` steps is refused rather than allocated."""
     ts = np.asarray(timestamps, dtype=np.int64)
     vals = np.asarray(values, dtype=np.float64).copy()
     if ts.shape != vals.shape or ts.ndim != 1:
         raise ValueError("timestamps and values must be one-dimensional and of equal length")
+    outside = 0
+    if window is not None:
+        inside = (ts >= window[0]) & (ts <= window[1])
+        outside = int(ts.size - np.count_nonzero(inside))
+        ts, vals = ts[inside], vals[inside]
     if ts.size == 0:
-        raise ValueError("no samples")
+        raise ValueError(
+            "no samples" + (f" ({outside} outside the asked window)" if outside else "")
+        )
+    span = (int(ts.max()) - int(ts.min())) // step_seconds + 1
+    if span > MAX_GRID_POINTS:
+        raise ValueError(
+            f"{name or 'series'}: samples from {iso_utc(int(ts.min()))} to {iso_utc(int(ts.max()))}"
+            f" would make {span} points of {step_seconds}s (at most {MAX_GRID_POINTS}):"
+            " a wrong timestamp?"
+        )
 
     non_finite = ~np.isfinite(vals)
     vals[non_finite] = np.nan
@@ -142,6 +170,7 @@ def regularize(
         outages=outages,
         usable_points=int(np.count_nonzero(~np.isnan(grid))),
         step_seconds=step_seconds,
+        outside_window=outside,
     )
     return series, report
 

@@ -141,9 +141,7 @@ def serve_embedded(run: EmbeddedRun, *, port: int, duration_seconds: float | Non
                 print(summary(run), flush=True)
                 next_summary = run.twin.now + 3600
             time.sleep(max(0.0, REAL_STEP_SECONDS - (time.monotonic() - tick_began)))
-    except KeyboardInterrupt:
-        print("forecaster: stopping", flush=True)
-    finally:
+    finally:  # Ctrl-C unwinds to ``cli.main``: one line, exit 130
         server.should_exit = True
         thread.join(timeout=5)
     return 0

@@ -139,15 +139,20 @@ class CsvSource:
         )
 
     def fetch_all(self, pool: str, *, step_seconds: int) -> tuple[DemandSeries, QualityReport]:
-        """The whole file of ``pool``, regularized."""
-        samples = self._samples(self._files[pool])
-        return regularize(
-            samples.timestamps,
-            samples.values,
-            step_seconds=step_seconds,
-            name=pool,
-            outage_min_seconds=self._outage_min_seconds,
-        )
+        """The whole file of ``pool``, regularized (a file spanning more than
+        ``MAX_GRID_POINTS`` steps - one row stamped 1970 - is refused naming its span)."""
+        path = self._files[pool]
+        samples = self._samples(path)
+        try:
+            return regularize(
+                samples.timestamps,
+                samples.values,
+                step_seconds=step_seconds,
+                name=pool,
+                outage_min_seconds=self._outage_min_seconds,
+            )
+        except ValueError as exc:
+            raise SourceError(f"{path}: {exc}") from exc
 
     def _samples(self, path: Path) -> CsvSamples:
         try:

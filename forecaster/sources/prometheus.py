@@ -275,13 +275,17 @@ class PrometheusSource:
                 f"Prometheus {self.url}: query for pool {pool!r} returned no samples between"
                 f" {iso_utc(first)} and {iso_utc(last)}"
             )
-        return regularize(
-            all_ts - shift,
-            np.concatenate(values),
-            step_seconds=step_seconds,
-            name=pool,
-            outage_min_seconds=self._outage_min_seconds if outages is None else outages,
-        )
+        try:
+            return regularize(
+                all_ts - shift,
+                np.concatenate(values),
+                step_seconds=step_seconds,
+                name=pool,
+                outage_min_seconds=self._outage_min_seconds if outages is None else outages,
+                window=(first - shift, last - shift),  # a stray sample must not size the grid
+            )
+        except ValueError as exc:
+            raise SourceError(f"Prometheus {self.url}: pool {pool!r}: {exc}") from exc
 
     def retention(self) -> str | None:
         """The server's ``storage.tsdb.retention.time`` (None where it does not say: Thanos,

@@ -175,9 +175,11 @@ def uninstall_after_a_prewarm(
     (buffer,) = api.objects("capacitybuffers", NS)
     assert buffer["status"]["replicas"] > 0
     kube = Kube(api_client(host=api.url), dry_run=False)
-    return cleanup.cleanup(
-        settings(tmp_path), kube, wall=lambda: float(T0), sleep=lambda s: sleep(sim, s)
+    undone = cleanup.cleanup(
+        kube, namespace=NS, wall=lambda: float(T0), sleep=lambda s: sleep(sim, s)
     )
+    assert undone.failed == []
+    return undone.changed
 
 
 def test_uninstall_zeroes_the_buffer_and_deletes_it_once_drained(

@@ -102,7 +102,9 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     service.reconcile()  # hand-off: placeholders deleted, NodePool restored
     service.stop()
     kube = Kube(api_client(host=api.url), dry_run=settings.dry_run, backoff_seconds=0.01)
-    cleanup.cleanup(settings, kube, expired_at=T0 + 7 * 86400)  # the cleanup --expired CronJob
+    namespace = settings.planning.placeholders.namespace
+    expired = cleanup.cleanup(kube, namespace=namespace, expired_at=T0 + 7 * 86400)  # CronJob
+    assert expired.failed == []
     legacy = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -119,7 +121,8 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     }
     api.store.objects.pop(("pods", "forecaster", legacy["metadata"]["name"]), None)
     api.put("pods", legacy)  # a bare placeholder from before placeholders were Jobs
-    cleanup.cleanup(settings, kube, wall=lambda: T0 + 90.0)  # uninstall (fences the Lease first)
+    undone = cleanup.cleanup(kube, namespace=namespace, wall=lambda: T0 + 90.0)  # uninstall
+    assert undone.failed == []
 
 
 @pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])

@@ -92,17 +92,20 @@ def test_nothing_of_ours_outlives_its_deadline_without_the_daemon(
         # the daemon is gone. Before any deadline the CronJob leaves everything alone ...
         assert (
             cleanup.cleanup(
-                config, Kube(api_client(host=api.url), dry_run=False), expired_at=T0 + 600
-            )
+                Kube(api_client(host=api.url), dry_run=False), namespace=NS, expired_at=T0 + 600
+            ).changed
             == []
         )
         # ... and past every deadline nothing of ours is left, with no daemon running
         for _ in range(3):
             api.clock += 3600
             sim.step()
-            cleanup.cleanup(
-                config, Kube(api_client(host=api.url), dry_run=False), expired_at=int(api.clock)
+            done = cleanup.cleanup(
+                Kube(api_client(host=api.url), dry_run=False),
+                namespace=NS,
+                expired_at=int(api.clock),
             )
+            assert done.failed == []
         assert api.objects("jobs", NS) == [] and api.objects("pods", NS) == []
         assert all(b["spec"]["replicas"] == 0 for b in api.objects("capacitybuffers", NS))
         for nodepool in api.objects("nodepools"):

@@ -171,8 +171,8 @@ class DaemonMachine(RuleBasedStateMachine):
         for replica in self.replicas.values():
             replica.elector.step_down("uninstall")
         cleanup.cleanup(
-            self._settings(),
             Kube(api_client(host=self.api.url), dry_run=False),
+            namespace=NS,
             wall=lambda: self.api.clock,
             sleep=self._wait,  # the old leader's deadline is waited out in simulated time
         )

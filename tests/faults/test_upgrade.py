@@ -83,8 +83,8 @@ def test_cleanup_undoes_what_0_1_left(tmp_path: Path, cluster: KubeApiDouble, ba
     original = json.loads(nodepool["metadata"]["annotations"][RECORD])["original"]
     kube = Kube(api_client(host=cluster.url), dry_run=False, backoff_seconds=0.01)
     changed = cleanup.cleanup(
-        _config(tmp_path, backend), kube, wall=lambda: float(T0 + 120), sleep=lambda s: None
-    )
+        kube, namespace=NS, wall=lambda: float(T0 + 120), sleep=lambda s: None
+    ).changed
     assert any("restored" in line for line in changed), changed
     assert cluster.objects("jobs", NS) == []
     restored = cluster.objects("nodepools")[0]

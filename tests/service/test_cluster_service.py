@@ -11,14 +11,16 @@ a new pending GPU pod, seen by the pod watch, starts a tick within seconds, not 
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.app import cleanup
+from forecaster.app import cleanup, takeover
 from forecaster.app.build import build_cluster_service
 from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.reconcile.loop import TickRecord
@@ -131,7 +133,7 @@ def test_a_stuck_leader_fails_liveness_and_lets_its_lease_lapse(
 
 
 def test_uninstall_cleanup_fences_a_running_leader(
-    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Helm's pre-delete hook (or `forecaster cleanup`) runs while the Deployment still does:
     after it, the still-running replicas must not prewarm again."""
@@ -153,7 +155,9 @@ def test_uninstall_cleanup_fences_a_running_leader(
         b.renew()
 
     kube = Kube(api_client(host=api.url), dry_run=False)
-    changed = cleanup.cleanup(settings(tmp_path), kube, wall=lambda: T0 + 1.0, sleep=sleep)
+    changed = cleanup.cleanup(
+        kube, namespace="forecaster", wall=lambda: T0 + 1.0, sleep=sleep
+    ).changed
     assert waited == [15] and changed
     assert api.objects("jobs", "forecaster") == []
     for _ in range(20):  # ten minutes of both replicas trying to lead and prewarm
@@ -165,6 +169,22 @@ def test_uninstall_cleanup_fences_a_running_leader(
         b.reconcile()
     assert not a.daemon.is_leader() and not b.daemon.is_leader()
     assert api.objects("jobs", "forecaster") == []
+    # each replica says who holds the Lease and until when: log line, status, page banner
+    said = a.daemon.not_acting()
+    assert said.startswith("the leader Lease is held by forecaster-cleanup until 2027-")
+    assert "`forecaster resume` gives it back" in said
+    with caplog.at_level(logging.INFO, logger="forecaster.reconcile.loop"):
+        a.reconcile()
+    assert f"[writes nothing: {said}]" in caplog.text
+    status = TestClient(create_app(a.daemon)).get("/api/v1/status").json()
+    assert status["not_acting"] == said and status["leader"] is False
+    # `forecaster resume` gives the Lease back: a replica leads and acts again at once
+    now = int(clock_a.now().timestamp())
+    assert takeover.give_back(settings(tmp_path), kube, reset_state=False, now=now)
+    a.renew()
+    a.reconcile()
+    assert a.daemon.is_leader()
+    assert TestClient(create_app(a.daemon)).get("/api/v1/status").json()["not_acting"] is None
 
 
 def test_a_new_pending_gpu_pod_wakes_a_tick_before_the_interval(

@@ -52,7 +52,9 @@ class TickingTrail(deque[TrailPoint]):
         yield first
         if self.daemon is not None:
             TickingTrail.at += 60
-            tick = threading.Thread(target=self.daemon.reconcile, args=(TickingTrail.at,))
+            tick = threading.Thread(
+                target=self.daemon.reconcile, args=(TickingTrail.at,), daemon=True
+            )
             tick.start()
             tick.join(timeout=0.2)  # a tick blocked on the view lock: fine, it runs afterwards
         yield from items

@@ -103,3 +103,10 @@ def test_a_file_is_parsed_once_until_it_changes(
     path.write_text("timestamp,gpus_requested\n0,1\n60,2\n120,3\n180,9\n")
     series, _ = source.fetch_all("a", step_seconds=60)
     assert len(reads) == 2 and series.values[-1] == 9
+
+
+def test_a_file_with_a_row_from_1970_is_refused_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "demand.csv"
+    path.write_text("timestamp,gpus_requested\n1970-01-01T00:01:00Z,8\n2026-11-30T00:00:00Z,8\n")
+    with pytest.raises(SourceError, match=r"demand\.csv: .*from 1970-01-01T00:01:00Z to 2026"):
+        CsvSource({"a": path}).fetch_all("a", step_seconds=60)

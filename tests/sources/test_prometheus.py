@@ -209,3 +209,32 @@ def test_pod_history_before_any_pod_is_empty(prometheus_url: str) -> None:
         "gpu-a", start=KSM_START - 3 * 86400, end=KSM_START - 2 * 86400, step_seconds=60
     )
     assert len(pods) == 0
+
+
+def test_a_sample_stamped_outside_the_window_is_dropped_and_counted(
+    prometheus_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One sample stamped 1970 (a proxy or federation gone wrong) once made a 30-million-point
+    grid and a ~1.2 GB peak: it is dropped before gridding and said in the data quality."""
+    start, _, values = expected_helios()
+    source = PrometheusSource(url=prometheus_url, queries=EARTH, outage_min_seconds=0)
+    real = source._client.custom_query_range
+
+    def stray(*args: object, **kwargs: object) -> list[dict[str, object]]:
+        result = real(*args, **kwargs)
+        result[0]["values"] = [[60.0, "8"], *result[0]["values"]]  # 1970-01-01T00:01Z
+        return result
+
+    monkeypatch.setattr(source._client, "custom_query_range", stray)
+    series, report = source.fetch("earth", start=start, end=start + 86400, step_seconds=60)
+    assert (series.start, len(series)) == (start, 1441)
+    np.testing.assert_array_equal(series.values, values[:1441])
+    assert report.outside_window == 1
+    assert "1 sample(s) outside the asked window dropped" in report.describe()
+
+
+def test_a_span_no_history_has_is_refused_not_allocated() -> None:
+    with pytest.raises(
+        ValueError, match=r"from 1970-01-01T00:01:00Z to 2026-.*\(at most 2000000\)"
+    ):
+        regularize([60, 1_796_000_000], [1.0, 2.0], step_seconds=60, name="earth")
