@@ -135,9 +135,7 @@ def test_the_uninstall_hook_cleans_up_what_the_daemon_created(tmp_path: Path) ->
     settings = config_settings(config_map, tmp_path, "helm")
     pod = hook["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    mount = container["volumeMounts"][0]
-    assert mount["mountPath"] == "/etc/forecaster"
-    assert pod["volumes"][0]["configMap"]["name"] == "forecaster-config"
+    assert "volumes" not in pod  # no config: one that does not validate cannot stop it
     assert hook["spec"]["activeDeadlineSeconds"] <= 600  # a stuck cleanup cannot hang uninstall
 
     with KubeApiDouble() as api:
@@ -153,11 +151,7 @@ def test_the_uninstall_hook_cleans_up_what_the_daemon_created(tmp_path: Path) ->
         service.reconcile()
         assert api.objects("jobs", "forecaster"), "the daemon prewarmed"
         service.stop()  # (a running leader is fenced: test_cluster_service.py)
-        mounted = tmp_path / "etc"  # the ConfigMap as the kubelet mounts it
-        mounted.mkdir()
-        for key, text in config_map["data"].items():
-            (mounted / key).write_text(text)
-        args = [a.replace(mount["mountPath"], str(mounted)) for a in container["args"]]
+        args = container["args"]
         assert args[0] == "cleanup" and "--expired" not in args
         assert main([*args, "--kube-host", api.url]) == 0
         assert api.objects("jobs", "forecaster") == []

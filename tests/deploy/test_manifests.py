@@ -207,7 +207,7 @@ def test_no_shared_volume_is_needed() -> None:
         spec = (
             workload["spec"].get("template") or workload["spec"]["jobTemplate"]["spec"]["template"]
         )
-        for volume in spec["spec"]["volumes"]:
+        for volume in spec["spec"].get("volumes", []):
             assert "persistentVolumeClaim" not in volume, workload["metadata"]["name"]
 
 
@@ -353,3 +353,35 @@ def test_the_image_is_one_value_in_kustomize_and_helm(tmp_path: Path) -> None:
         images = set(re.findall(r"image: (\S+)", text))
         images.discard("registry.k8s.io/pause:3.10")
         assert images == {mine}, images
+
+
+@pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])
+def test_the_expiry_and_uninstall_arguments_are_pinned(name: str) -> None:
+    """What carries the safety: the expiry Job runs ``--expired`` (never a full uninstall every
+    5 minutes) with only the namespace (no config to fail validation); the uninstall hook
+    withdraws everything."""
+    objects = RENDERS[name]()
+    (expire,) = [
+        c for c in by_kind(objects, "CronJob") if c["metadata"]["name"] == "forecaster-expire"
+    ]
+    pod = expire["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"] == ["cleanup", "--expired", "--namespace", "forecaster"]
+    assert "volumes" not in pod and "volumeMounts" not in container
+    assert expire["spec"]["concurrencyPolicy"] == "Forbid"
+    assert expire["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] <= 300
+    hooks = by_kind(objects, "Job")
+    if name.startswith("helm"):
+        (hook,) = hooks
+        (container,) = hook["spec"]["template"]["spec"]["containers"]
+        assert container["args"] == ["cleanup", "--namespace", "forecaster"]
+    else:
+        assert hooks == []  # Kustomize: README's uninstall runs `forecaster cleanup` first
+
+
+@pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])
+def test_a_failed_expiry_job_alerts(name: str) -> None:
+    (rule,) = by_kind(RENDERS[name](), "PrometheusRule")
+    alerts = {r.get("alert"): r for g in rule["spec"]["groups"] for r in g["rules"]}
+    expr = alerts["ForecasterExpiryFailed"]["expr"]
+    assert 'kube_job_failed{condition="true"}' in expr and 'owner_name="forecaster-expire"' in expr

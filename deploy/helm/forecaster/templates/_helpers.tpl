@@ -62,7 +62,8 @@ checkov.io/skip3: "CKV_K8S_38=this pod talks to the API server (placeholders, Le
   configMap: {name: forecaster-config}
 {{- end }}
 
-{{/* Pod spec of the cleanup commands (expiry CronJob, uninstall hook): root, args. */}}
+{{/* Pod spec of the cleanup commands (expiry CronJob, uninstall hook): root, args. They read
+no config - only the namespace - so a config that does not validate cannot stop them. */}}
 {{- define "forecaster.cleanupPod" -}}
 serviceAccountName: forecaster
 restartPolicy: Never
@@ -75,14 +76,10 @@ containers:
   - name: {{ if has "--expired" .args }}expire{{ else }}cleanup{{ end }}
     image: {{ include "forecaster.image" .root }}
     imagePullPolicy: {{ .root.Values.image.pullPolicy }}
-    args: {{ concat .args (list "--config" "/etc/forecaster/forecaster.yaml") | toJson }}
+    args: {{ concat .args (list "--namespace" .root.Release.Namespace) | toJson }}
     resources:
       requests: {cpu: 50m, memory: 128Mi}
       limits: {memory: 256Mi}
     securityContext:
       {{- include "forecaster.containerSecurity" .root | nindent 6 }}
-    volumeMounts:
-      - {name: config, mountPath: /etc/forecaster, readOnly: true}
-volumes:
-  {{- include "forecaster.configVolume" .root | nindent 2 }}
 {{- end }}
