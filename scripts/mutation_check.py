@@ -895,6 +895,58 @@ MUTATIONS = (
         "",
         ("tests/cli/test_interrupt.py::test_sigterm_releases_the_lease",),
     ),
+    Mutation(
+        "our placeholders counted as demand",
+        "forecaster/sources/prometheus.py",
+        '    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}\n'
+        "  )\n  * on (namespace, pod) group_left()\n    max by",
+        '    kube_pod_container_resource_requests{resource="nvidia_com_gpu"}\n'
+        "  )\n  * on (namespace, pod) group_left()\n    max by",
+        ("tests/sources/test_prometheus.py",),
+    ),
+    Mutation(
+        "our placeholders counted as arrivals",
+        "forecaster/sources/prometheus.py",
+        'ARRIVALS_QUERY = """sum(\n  sum by (namespace, pod) (\n'
+        '    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}',
+        'ARRIVALS_QUERY = """sum(\n  sum by (namespace, pod) (\n'
+        '    kube_pod_container_resource_requests{resource="nvidia_com_gpu"}',
+        ("tests/sources/test_prometheus.py",),
+    ),
+    Mutation(
+        "our placeholders in the operating point's pod history",
+        "forecaster/sources/prometheus.py",
+        'kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}",{exclude}}[{window}]',
+        'kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"}[{window}]',
+        ("tests/sources/test_prometheus.py",),
+    ),
+    Mutation(
+        "the recording rule counts our placeholders",
+        "deploy/base/prometheusrule.yaml",
+        ',namespace!="forecaster"})',
+        "})",
+        (
+            "tests/deploy/test_manifests.py::test_the_demand_recording_rule_counts_what_the_default_query_counts",
+        ),
+    ),
+    Mutation(
+        "the daemon may rewrite its own kill switch",
+        "deploy/base/rbac.yaml",
+        '  - apiGroups: [""]\n    resources: [configmaps]\n    verbs: [get]\n',
+        '  - apiGroups: [""]\n    resources: [configmaps]\n    verbs: [get, update]\n',
+        (
+            "tests/deploy/test_rbac.py::test_each_service_account_holds_exactly_what_its_workload_uses",
+        ),
+    ),
+    Mutation(
+        "the expiry job runs as the daemon",
+        "deploy/helm/forecaster/templates/_helpers.tpl",
+        'serviceAccountName: {{ if has "--expired" .args }}forecaster-expire{{ else }}',
+        'serviceAccountName: {{ if has "--expired" .args }}forecaster{{ else }}',
+        (
+            "tests/deploy/test_rbac.py::test_each_service_account_holds_exactly_what_its_workload_uses",
+        ),
+    ),
 )
 
 

@@ -48,12 +48,14 @@ KSM_START = 1_768_000_000 - 1_768_000_000 % 3600  # 2026-01-09T22:00Z: far older
 BACKFILL_DAYS = 16
 
 
+OUR_NAMESPACE = "forecaster"
 KSM_CREATED = {
     "a": KSM_START - 3600,
     "b": KSM_START + 10 * 60 + 20,
     "c": KSM_START - 600,
     "d": KSM_START + 30 * 60 + 5,
     "e": KSM_START + 45 * 60 + 59,
+    "forecaster-gpu-a-0-1": KSM_START + 5 * 60,  # created in the window: not an arrival either
 }
 """Creation time of each pod (``kube_pod_created``): b, d and e within the two hours."""
 
@@ -62,6 +64,7 @@ KSM_STARTED = {
     "b": KSM_START + 30 * 60,
     "c": KSM_CREATED["c"] + 30,
     "d": KSM_CREATED["d"],
+    "forecaster-gpu-a-0-1": KSM_CREATED["forecaster-gpu-a-0-1"] + 30,
 }
 """When a node took each pod (``kube_pod_start_time``): e never left Pending."""
 
@@ -80,10 +83,12 @@ def ksm_series() -> list[Series]:
         "c": ("gpu-a", [8], lambda m: "Running" if m < 60 else "Succeeded"),
         "d": ("gpu-b", [1], lambda m: "Running"),
         "e": ("gpu-a", [1, 1], lambda m: "Pending" if m < 90 else "Failed"),
+        # our own placeholder (forecaster's namespace): held all along, never demand
+        "forecaster-gpu-a-0-1": ("gpu-a", [8], lambda m: "Running"),
     }
     out: list[Series] = []
     for pod, (pool, containers, phase_of) in pods.items():
-        ident = {"namespace": "ml", "pod": pod}
+        ident = {"namespace": OUR_NAMESPACE if pod.startswith("forecaster-") else "ml", "pod": pod}
         for i, gpus in enumerate(containers):
             out.append(
                 Series(

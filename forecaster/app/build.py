@@ -58,6 +58,7 @@ from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.base import DemandSource
 from forecaster.sources.files import CsvSource, read_job_trace
 from forecaster.sources.prometheus import (
+    EXCLUDE,
     PrometheusSource,
 )
 
@@ -73,6 +74,15 @@ def build_source(settings: Settings) -> DemandSource:
             files, value_column=settings.source.csv_value_column, outage_min_seconds=outage
         )
     prom = settings.source.prometheus
+    for pool in settings.pools:
+        for key in ("query", "arrivals_query", "pods_query"):
+            custom = getattr(pool, key)
+            if custom and EXCLUDE not in custom and "nodepool:forecaster_gpu_demand" not in custom:
+                log.warning(
+                    "pool %s: its %s has no %s: forecaster's own placeholders may be counted as"
+                    " demand (put %s inside the pod selector)",
+                    pool.name, key, EXCLUDE, EXCLUDE,
+                )  # fmt: skip
     return PrometheusSource(
         url=prom.url,
         queries={p.name: p.query for p in settings.pools if p.query},
@@ -82,6 +92,7 @@ def build_source(settings: Settings) -> DemandSource:
         retries=prom.retries,
         backoff_seconds=prom.backoff_seconds,
         outage_min_seconds=outage,
+        exclude_namespace=settings.planning.placeholders.namespace,
     )
 
 

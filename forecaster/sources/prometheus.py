@@ -40,16 +40,21 @@ MAX_POINTS_PER_SERIES = 11_000
 """Prometheus's hard limit of points per series in one range query."""
 
 DEFAULT_QUERY = """sum(
-  sum by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"})
+  sum by (namespace, pod) (
+    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
+  )
   * on (namespace, pod) group_left()
     max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)
   * on (namespace, pod) group_left()
     max by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
 )"""
-"""GPUs requested by Pending + Running pods that select NodePool ``{pool}``."""
+"""GPUs requested by Pending + Running pods that select NodePool ``{pool}``, our own
+(placeholders, in forecaster's namespace: ``{exclude}``) never counted as demand."""
 
 ARRIVALS_QUERY = """sum(
-  sum by (namespace, pod) (kube_pod_container_resource_requests{resource="nvidia_com_gpu"})
+  sum by (namespace, pod) (
+    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
+  )
   * on (namespace, pod) group_left()
     group by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
   * on (namespace, pod) group_left()
@@ -62,7 +67,9 @@ step, so the value at ``t`` counts the pods created in (t - step, t]. No pod cre
 gap."""
 
 POD_SELECTOR = """group by (namespace, pod) (
-  last_over_time(kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"}[{window}])
+  last_over_time(
+    kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}",{exclude}}[{window}]
+  )
 )"""
 """The pods of NodePool ``{pool}`` seen within ``{window}`` before the evaluation time, one
 series per (namespace, pod); a pool's ``pods_query`` overrides it."""
@@ -124,11 +131,21 @@ def prometheus_duration_seconds(text: str) -> float | None:
     return sum(int(n) * _PROM_UNITS[u] for n, u in parts)
 
 
-def render_query(template: str, pool: str) -> str:
-    """Substitute the pool name (and only it: PromQL braces are left alone)."""
+EXCLUDE = "{exclude}"
+"""The placeholder every shipped query (and a custom one) puts inside a pod selector: filled
+with ``namespace!="<forecaster's namespace>"`` so our placeholders are never demand."""
+
+
+def exclusion(namespace: str | None) -> str:
+    """The label matcher that leaves out forecaster's own pods (every pod has a namespace)."""
+    return f'namespace!="{namespace}"' if namespace else 'namespace!=""'
+
+
+def render_query(template: str, pool: str, *, exclude_namespace: str | None = None) -> str:
+    """Substitute the pool name and ``{exclude}`` (and only them: PromQL braces stay)."""
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", pool):
         raise SourceError(f"pool name {pool!r} is not a valid NodePool name")
-    return template.replace("{pool}", pool)
+    return template.replace("{pool}", pool).replace(EXCLUDE, exclusion(exclude_namespace))
 
 
 class PrometheusSource:
@@ -148,7 +165,9 @@ class PrometheusSource:
         arrival_queries: dict[str, str] | None = None,
         pod_selectors: dict[str, str] | None = None,
         pod_window_seconds: int = POD_WINDOW_SECONDS,
+        exclude_namespace: str = "forecaster",
     ) -> None:
+        """``exclude_namespace``: forecaster's own namespace, left out of every query's pods."""
         if not 1 < max_points_per_request < MAX_POINTS_PER_SERIES:
             raise ValueError(f"max_points_per_request must be below {MAX_POINTS_PER_SERIES}")
         self.url = url.rstrip("/")
@@ -156,6 +175,7 @@ class PrometheusSource:
         self._arrival_queries = dict(arrival_queries or {})
         self._pod_selectors = dict(pod_selectors or {})
         self._pod_window = pod_window_seconds
+        self._exclude = exclude_namespace
         self._timeout = timeout_seconds
         self._max_points = max_points_per_request
         self._outage_min_seconds = outage_min_seconds
@@ -174,7 +194,8 @@ class PrometheusSource:
 
     def query_for(self, pool: str) -> str:
         """The PromQL used for ``pool``: its override, else the default template."""
-        return render_query(self._queries.get(pool, DEFAULT_QUERY), pool)
+        template = self._queries.get(pool, DEFAULT_QUERY)
+        return render_query(template, pool, exclude_namespace=self._exclude)
 
     def fetch(
         self, pool: str, *, start: int, end: int, step_seconds: int
@@ -187,7 +208,8 @@ class PrometheusSource:
     ) -> tuple[DemandSeries, QualityReport]:
         """GPUs of the pool's pods created in (t - step, t] for every grid point ``t``
         (``ARRIVALS_QUERY``; an ``ArrivalSource``)."""
-        query = render_query(self._arrival_queries.get(pool, ARRIVALS_QUERY), pool)
+        template = self._arrival_queries.get(pool, ARRIVALS_QUERY)
+        query = render_query(template, pool, exclude_namespace=self._exclude)
         query = query.replace("{twice_step}", str(2 * step_seconds))
         query = query.replace("{step}", str(step_seconds))
         return self._fetch(query, pool, start, end, step_seconds, shift=step_seconds, outages=0)
@@ -197,7 +219,8 @@ class PrometheusSource:
         one window at a time, joined by pod. A pod seen in several windows is one pod (same
         namespace, name and creation time), its start time taken from whichever window knew
         it; one never seen Pending or Running, or without a creation time, is left out."""
-        selector = render_query(self._pod_selectors.get(pool, POD_SELECTOR), pool)
+        template = self._pod_selectors.get(pool, POD_SELECTOR)
+        selector = render_query(template, pool, exclude_namespace=self._exclude)
         rows: dict[tuple[str, str, float], list[float]] = {}  # -> [gpus, started, last alive]
         at = start
         while at < end:

@@ -90,11 +90,20 @@ def by_kind(objects: Objects, kind: str) -> Objects:
     return [o for o in objects if o["kind"] == kind]
 
 
-def grants(objects: Objects) -> set[tuple[str, str, str, str]]:
-    """(apiGroup, resource, verb, scope) granted; scope is 'cluster' or the Role's namespace."""
+def grants(objects: Objects, *, account: str | None = None) -> set[tuple[str, str, str, str]]:
+    """(apiGroup, resource, verb, scope) granted (to ServiceAccount ``account`` only, when
+    given); scope is 'cluster' or the Role's namespace."""
     out = set()
+    bound = {
+        (b["roleRef"]["kind"], b["roleRef"]["name"])
+        for b in objects
+        if b["kind"].endswith("RoleBinding")
+        and any(s.get("name") == account for s in b.get("subjects") or [])
+    }
     for obj in objects:
         if obj["kind"] not in ("ClusterRole", "Role"):
+            continue
+        if account is not None and (obj["kind"], obj["metadata"]["name"]) not in bound:
             continue
         scope = "cluster" if obj["kind"] == "ClusterRole" else obj["metadata"]["namespace"]
         for rule in obj["rules"]:

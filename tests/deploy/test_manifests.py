@@ -116,7 +116,11 @@ def test_workloads_are_locked_down(name: str) -> None:
     (deployment,) = by_kind(objects, "Deployment")
     cronjobs = by_kind(objects, "CronJob")
     assert deployment["spec"]["replicas"] >= 2
-    assert {c["metadata"]["name"] for c in cronjobs} == {"forecaster-train", "forecaster-expire"}
+    assert {c["metadata"]["name"] for c in cronjobs} == {
+        "forecaster-train",
+        "forecaster-expire",
+        "forecaster-uninstall",
+    }
     for spec in (
         deployment["spec"]["template"]["spec"],
         *(c["spec"]["jobTemplate"]["spec"]["template"]["spec"] for c in cronjobs),
@@ -156,7 +160,7 @@ def test_forecast_only_cannot_write(name: str) -> None:
         and by_kind(objects, "Deployment")[0]["spec"]["template"]["spec"]["containers"][0]["env"]
     )
     assert {"name": "FORECASTER_DRY_RUN", "value": "true"} in env
-    granted = grants(objects)
+    granted = grants(objects, account="forecaster")  # the daemon (expiry/uninstall still undo)
     for group, resource, verb, _ in granted:
         if resource in ("nodepools", "priorityclasses", "pods"):
             assert verb in ("get", "list", "watch"), (group, resource, verb)
@@ -269,10 +273,12 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
         "c": ("gpu-a", [8], "Succeeded"),
         "d": ("gpu-b", [1], "Running"),
         "e": ("gpu-a", [1, 1], "Pending"),
+        "forecaster-gpu-a-0-1": ("gpu-a", [8], "Running"),  # ours: never demand
     }
     series = []
     for pod, (pool, containers, phase) in pods.items():
-        ident = f'namespace="ml",pod="{pod}"'
+        namespace = "forecaster" if pod.startswith("forecaster-") else "ml"
+        ident = f'namespace="{namespace}",pod="{pod}"'
         for i, gpus in enumerate(containers):
             series.append(
                 {
@@ -301,7 +307,7 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
         for template in (DEFAULT_QUERY, RECORDED_QUERY):
             exprs.append(
                 {
-                    "expr": render_query(template, pool),
+                    "expr": render_query(template, pool, exclude_namespace="forecaster"),
                     "eval_time": "10m",
                     "exp_samples": [{"labels": "{}", "value": gpus}],
                 }

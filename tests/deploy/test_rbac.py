@@ -1,13 +1,16 @@
-"""RBAC is exactly what the code uses: run the daemon's whole repertoire against the API double,
-turn every request into (apiGroup, resource, verb, scope) and compare with the live overlay.
+"""RBAC is exactly what the code uses, per ServiceAccount: run each workload's whole repertoire
+against the API double, turn every request into (apiGroup, resource, verb, scope, name) and
+compare with the rules bound to the ServiceAccount that workload runs as.
 
-The scenario covers start-up (guardrails, PriorityClass read, Lease), the pod watch, ticks
-that prewarm (placeholder Jobs, the opt-in NodePool pause, state ConfigMap), a hand-off
-(deletes, restore), the CapacityBuffer backend (buffer and PodTemplate), the ``cleanup
---expired`` CronJob and an uninstall ``cleanup`` that also removes a bare placeholder pod left
-by an older version.
-Nothing used may be missing from the manifests and nothing granted may go unused; NodePool
-access stays within the configured names.
+The manifests create the state and kill-switch ConfigMaps and the leader Lease (``create``
+cannot be limited by name), so the double starts with those objects as rendered. Phases: the
+daemon (``forecaster``: start-up guardrails, PriorityClass read, Lease, pod watch, ticks that
+prewarm with placeholder Jobs and the opt-in NodePool pause, state, a hand-off, the
+CapacityBuffer backend, reading the models' ConfigMaps); training (``forecaster-train``: fetch
+and publish the models); the ``cleanup --expired`` CronJob (``forecaster-expire``); the uninstall
+``cleanup`` (``forecaster-cleanup``), which also removes a bare placeholder pod left by an older
+version. Nothing used may be missing from the rules bound to that ServiceAccount, nothing granted
+to it may go unused, and a rule limited by ``resourceNames`` must name every object used.
 """
 
 from __future__ import annotations
@@ -15,22 +18,29 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from forecaster.actuators.capacitybuffers import CapacityBuffers
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.app import cleanup
 from forecaster.app.build import build_cluster_service
+from forecaster.app.model_sharing import fetch_models
 from forecaster.core.planner import Mode
 from forecaster.service.clock import FakeClock
 from forecaster.settings import KueuePoolSettings, Settings, load_settings
-from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT, grants
+from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT
 from tests.factories import cluster_queue, flavor
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import _PATH, RESOURCES, KubeApiDouble, Request
 from tests.service.fakes import T0, LiveSource, calm_history
 
 POOL = "gpu-a100"
+PRIORITY = "forecaster-placeholder"
 KUEUE = KueuePoolSettings()  # a Kueue-gated pool reads quota, flavors and workloads
 SETUP_WRITES = {
     # what the test itself (and the double's scheduler/Karpenter) writes, not the daemon
@@ -41,9 +51,16 @@ SETUP_WRITES = {
     ("", "nodes", "update", "cluster"),
 }
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+MANIFEST_OBJECTS = {("Lease", "forecaster-leader"), ("ConfigMap", "forecaster-state"),
+                    ("ConfigMap", "forecaster-control")}  # fmt: skip
+"""What the manifests create for the daemon, which may then only get and update them by name."""
+Use = tuple[str, str, str, str, str | None]
+"""(apiGroup, resource, verb, scope, name): scope is 'cluster' or the namespace; name None for
+create, list and watch (which resourceNames cannot limit)."""
+Rule = tuple[str, str, str, str, frozenset[str] | None]
 
 
-def used(requests: list[Request]) -> set[tuple[str, str, str, str]]:
+def used(requests: list[Request]) -> set[Use]:
     out = set()
     for request in requests:
         match = _PATH.match(request.path)
@@ -53,8 +70,42 @@ def used(requests: list[Request]) -> set[tuple[str, str, str, str]]:
         group = RESOURCES[resource].group_version.rpartition("/")[0]
         verb = VERBS.get(request.method) or ("get" if match.group("name") else "list")
         verb = "watch" if request.query.get("watch") in ("true", "1") else verb
-        out.add((group, resource, verb, match.group("ns") or "cluster"))
+        name = match.group("name") if verb not in ("create", "list", "watch") else None
+        out.add((group, resource, verb, match.group("ns") or "cluster", name))
     return out
+
+
+def bound(objects: list[dict[str, Any]], account: str) -> set[Rule]:
+    """The rules of every Role and ClusterRole bound to ServiceAccount ``account``."""
+    roles = {(o["kind"], o["metadata"]["name"]): o for o in objects if o["kind"].endswith("Role")}
+    rules: set[Rule] = set()
+    for binding in objects:
+        if not binding["kind"].endswith("RoleBinding"):
+            continue
+        if not any(
+            s["kind"] == "ServiceAccount" and s["name"] == account for s in binding["subjects"]
+        ):
+            continue
+        ref = binding["roleRef"]
+        role = roles[(ref["kind"], ref["name"])]
+        namespaced = binding["kind"] == "RoleBinding"
+        scope = binding["metadata"].get("namespace", "forecaster") if namespaced else "cluster"
+        for rule in role["rules"]:
+            names = frozenset(rule["resourceNames"]) if "resourceNames" in rule else None
+            for group in rule["apiGroups"]:
+                for resource in rule["resources"]:
+                    for verb in rule["verbs"]:
+                        rules.add((group, resource, verb, scope, names))
+    return rules
+
+
+def allows(rule: Rule, use: Use) -> bool:
+    group, resource, verb, scope, names = rule
+    return (
+        (group, resource, verb) == use[:3]
+        and scope in ("cluster", use[3])
+        and (names is None or use[4] in names)
+    )
 
 
 def deploy_settings(tmp_path: Path, **changes: object) -> Settings:
@@ -68,9 +119,22 @@ def deploy_settings(tmp_path: Path, **changes: object) -> Settings:
     )
 
 
-def scenario(api: KubeApiDouble, settings: Settings) -> None:
+def install(api: KubeApiDouble, objects: list[dict[str, Any]]) -> None:
+    """What the manifests create for the daemon, as rendered (a new install)."""
+    for obj in objects:
+        kind, name = obj["kind"], obj["metadata"]["name"]
+        if (kind, name) in MANIFEST_OBJECTS:
+            resource = {"Lease": "leases", "ConfigMap": "configmaps"}[kind]
+            api.store.objects.pop((resource, "forecaster", name), None)
+            api.put(resource, {**obj, "metadata": {**obj["metadata"], "namespace": "forecaster"}})
+
+
+def scenario(
+    api: KubeApiDouble, settings: Settings, objects: list[dict[str, Any]]
+) -> dict[str, list[Request]]:
+    """Each workload's requests, by the ServiceAccount it runs as."""
     sim = ClusterSim(api)
-    api.store.objects.pop(("leases", "forecaster", "forecaster-leader"), None)  # a new install
+    install(api, objects)
     if api.kueue and ("resourceflavors", "", "a100") not in api.store.objects:
         api.put("resourceflavors", flavor("a100", POOL))
         api.put("clusterqueues", cluster_queue("research", "all", 64, 8))
@@ -79,6 +143,8 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
         sim.add_node(POOL)
         sim.submit("job", POOL, 8)
         sim.step()
+    phases: dict[str, list[Request]] = {}
+    began = len(api.requests)
     clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
     kube = Kube(api_client(host=api.url), dry_run=settings.dry_run, backoff_seconds=0.01)
     service = build_cluster_service(settings, kube, identity="replica-a", clock=clock)
@@ -100,11 +166,22 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     clock.set(datetime.fromtimestamp(T0 + 60, tz=UTC))
     service.renew()
     service.reconcile()  # hand-off: placeholders deleted, NodePool restored
+    assert service.reload_models is not None
+    service.reload_models()  # models_store: configmap - every replica installs the champions
     service.stop()
-    kube = Kube(api_client(host=api.url), dry_run=settings.dry_run, backoff_seconds=0.01)
-    namespace = settings.planning.placeholders.namespace
-    expired = cleanup.cleanup(kube, namespace=namespace, expired_at=T0 + 7 * 86400)  # CronJob
+    phases["forecaster"] = api.requests[began:]
+    began = len(api.requests)
+    writer = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    mirror = ModelConfigMaps(writer, namespace="forecaster")  # the training CronJob
+    fetch_models(settings, mirror)
+    mirror.publish(POOL, version="20261130T000000Z-1ecaccdb", text="{}")
+    mirror.publish(POOL, version="20261207T000000Z-2ecaccdb", text="{}")  # an update
+    phases["forecaster-train"] = api.requests[began:]
+    held(writer, now=T0)  # what the daemon held when it died: past its deadlines a week later
+    began = len(api.requests)
+    expired = cleanup.cleanup(writer, namespace="forecaster", expired_at=T0 + 7 * 86400)
     assert expired.failed == []
+    phases["forecaster-expire"] = api.requests[began:]
     legacy = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -121,62 +198,103 @@ def scenario(api: KubeApiDouble, settings: Settings) -> None:
     }
     api.store.objects.pop(("pods", "forecaster", legacy["metadata"]["name"]), None)
     api.put("pods", legacy)  # a bare placeholder from before placeholders were Jobs
-    undone = cleanup.cleanup(kube, namespace=namespace, wall=lambda: T0 + 90.0)  # uninstall
+    held(writer, now=T0 + 7 * 86400)  # what a running daemon holds at uninstall
+    began = len(api.requests)
+    undone = cleanup.cleanup(writer, namespace="forecaster", wall=lambda: T0 + 90.0)  # uninstall
     assert undone.failed == []
+    phases["forecaster-cleanup"] = api.requests[began:]
+    return phases
+
+
+def held(kube: Kube, *, now: int) -> None:
+    """Prewarm as the daemon holds it: a placeholder, a buffer (where served), a NodePool pause."""
+    NodePools(kube).protect(POOL, consolidate_after="30m", now=now, seconds=3600)
+    spec = PlaceholderSpec(pool=POOL, gpus=8)
+    if kube.serves_capacity_buffers("forecaster"):
+        buffers = CapacityBuffers(kube, namespace="forecaster", priority_class=PRIORITY)
+        buffers.apply(spec, replicas=1, now=now)
+    Placeholders(kube, namespace="forecaster", priority_class=PRIORITY).apply(
+        spec, target=1, now=now
+    )
+
+
+def live_phases(tmp_path: Path, objects: list[dict[str, Any]]) -> dict[str, set[Use]]:
+    """Both backends' whole repertoire, by ServiceAccount."""
+    need: dict[str, set[Use]] = {}
+    with KubeApiDouble(capacity_buffers=True, kueue=True) as api:
+        for backend in ("placeholders", "capacitybuffer"):
+            settings = deploy_settings(tmp_path, backend=backend, kueue=KUEUE)
+            for account, requests in scenario(api, settings, objects).items():
+                need.setdefault(account, set()).update(u for u in used(requests))
+    return need
+
+
+ACCOUNTS = ("forecaster", "forecaster-train", "forecaster-expire", "forecaster-cleanup")
 
 
 @pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])
-def test_live_rbac_is_exactly_what_the_code_uses(name: str, tmp_path: Path) -> None:
-    with KubeApiDouble(capacity_buffers=True, kueue=True) as api:
-        scenario(api, deploy_settings(tmp_path, backend="placeholders", kueue=KUEUE))
-        buffers = deploy_settings(tmp_path, backend="capacitybuffer")
-        scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
-        need = used(api.requests) - SETUP_WRITES
-        nodepool_names = {r.path.rsplit("/", 1)[1] for r in api.requests if "/nodepools/" in r.path}
+def test_each_service_account_holds_exactly_what_its_workload_uses(
+    name: str, tmp_path: Path
+) -> None:
     objects = RENDERS[name]()
-    granted = grants(objects)
-    missing = {u for u in need if u not in granted and (u[0], u[1], u[2], "cluster") not in granted}
-    assert missing == set(), f"the code uses permissions the manifests do not grant: {missing}"
-    unused = {
-        g
-        for g in granted
-        if not any(u[:3] == g[:3] and (g[3] == "cluster" or u[3] == g[3]) for u in need)
-    }
-    assert unused == set(), f"the manifests grant permissions the code never uses: {unused}"
-    (nodepools,) = [
-        r
-        for o in objects
-        if o["kind"] == "ClusterRole"
-        for r in o["rules"]
-        if "nodepools" in r["resources"] and "patch" in r["verbs"]
-    ]
+    need = live_phases(tmp_path, objects)
+    workloads = {spec["serviceAccountName"] for spec in pod_specs(objects)}
+    assert workloads == set(ACCOUNTS)  # each workload runs as its own ServiceAccount
+    for account in ACCOUNTS:
+        rules = bound(objects, account)
+        missing = {u for u in need[account] if not any(allows(r, u) for r in rules)}
+        assert missing == set(), f"{account} uses what it is not granted: {missing}"
+        unused = {r for r in rules if not any(allows(r, u) for u in need[account])}
+        assert unused == set(), f"{account} is granted what it never uses: {unused}"
+    nodepool_rules = [r for r in bound(objects, "forecaster-expire") if r[1] == "nodepools"]
     # no resourceNames: a pool that left the config is restored too (the guard is in the code)
-    assert "resourceNames" not in nodepools and nodepool_names
+    assert nodepool_rules and all(r[4] is None for r in nodepool_rules)
+    daemon = bound(objects, "forecaster")
+    writes = {(r[1], r[2], r[4]) for r in daemon if r[1] in ("configmaps", "leases")}
+    assert writes == {
+        ("configmaps", "get", None),  # the kill switch and the models, read only
+        ("configmaps", "update", frozenset({"forecaster-state"})),
+        ("leases", "get", frozenset({"forecaster-leader"})),
+        ("leases", "update", frozenset({"forecaster-leader"})),
+    }
+
+
+def pod_specs(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for obj in objects:
+        if obj["kind"] == "Deployment" or obj["kind"] == "Job":
+            out.append(obj["spec"]["template"]["spec"])
+        elif obj["kind"] == "CronJob":
+            out.append(obj["spec"]["jobTemplate"]["spec"]["template"]["spec"])
+    return out
 
 
 @pytest.mark.parametrize("name", FORECAST_ONLY)
 def test_forecast_only_rbac_covers_a_dry_run_replica(name: str, tmp_path: Path) -> None:
+    objects = RENDERS[name]()
     with KubeApiDouble() as api:
         settings = deploy_settings(tmp_path).model_copy(update={"dry_run": True})
-        scenario(api, settings)
-        need = used(api.requests) - SETUP_WRITES
-    granted = grants(RENDERS[name]())
-    missing = {u for u in need if u not in granted and (u[0], u[1], u[2], "cluster") not in granted}
+        requests = scenario(api, settings, objects)["forecaster"]
+    rules = bound(objects, "forecaster")
+    missing = {u for u in used(requests) if not any(allows(r, u) for r in rules)}
     assert missing == set()
 
 
 def test_every_write_names_forecaster_as_field_manager(tmp_path: Path) -> None:
     """GitOps: managedFields then name exactly our fields (README: the ignoreDifferences
     recipe), across the daemon's whole repertoire."""
+    objects = RENDERS["kustomize-live"]()
     with KubeApiDouble(capacity_buffers=True, kueue=True) as api:
-        scenario(api, deploy_settings(tmp_path, backend="placeholders", kueue=KUEUE))
-        buffers = deploy_settings(tmp_path, backend="capacitybuffer")
-        scenario(api, buffers.model_copy(update={"state_config_map": "forecaster-state-2"}))
-        ours = [
-            r
-            for r in api.requests
-            if r.method in ("POST", "PUT", "PATCH") and not used([r]) <= SETUP_WRITES
-        ]
-    assert {used([r]).pop()[1] for r in ours} >= {"jobs", "nodepools", "capacitybuffers", "leases"}
+        ours = []
+        for backend in ("placeholders", "capacitybuffer"):
+            settings = deploy_settings(tmp_path, backend=backend, kueue=KUEUE)
+            for requests in scenario(api, settings, objects).values():
+                ours += [r for r in requests if r.method in ("POST", "PUT", "PATCH")]
+    assert {next(iter(used([r])))[1] for r in ours} >= {
+        "jobs",
+        "nodepools",
+        "capacitybuffers",
+        "leases",
+    }
     unnamed = [(r.method, r.path) for r in ours if r.query.get("fieldManager") != "forecaster"]
     assert unnamed == []

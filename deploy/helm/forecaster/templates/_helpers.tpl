@@ -65,7 +65,7 @@ checkov.io/skip3: "CKV_K8S_38=this pod talks to the API server (placeholders, Le
 {{/* Pod spec of the cleanup commands (expiry CronJob, uninstall hook): root, args. They read
 no config - only the namespace - so a config that does not validate cannot stop them. */}}
 {{- define "forecaster.cleanupPod" -}}
-serviceAccountName: forecaster
+serviceAccountName: {{ if has "--expired" .args }}forecaster-expire{{ else }}forecaster-cleanup{{ end }}
 restartPolicy: Never
 securityContext:
   runAsNonRoot: true
