@@ -947,6 +947,25 @@ MUTATIONS = (
             "tests/deploy/test_rbac.py::test_each_service_account_holds_exactly_what_its_workload_uses",
         ),
     ),
+    Mutation(
+        "the daemon's own demand export counts our placeholders",
+        "forecaster/service/metrics.py",
+        "            self.observed_demand.labels(pool=name).set(snapshot.real_demand_gpus)",
+        "            self.observed_demand.labels(pool=name).set(\n"
+        "                snapshot.real_demand_gpus + snapshot.prewarm_gpus\n            )",
+        (
+            "tests/sources/test_own_demand.py::test_every_replica_exports_the_real_demand_it_observes",
+        ),
+    ),
+    Mutation(
+        "replicas' exports of the same demand are added up",
+        "forecaster/sources/prometheus.py",
+        'DEFAULT_QUERY = """max(forecaster_observed_demand_gpus{pool="{pool}"}) or sum(',
+        'DEFAULT_QUERY = """sum(forecaster_observed_demand_gpus{pool="{pool}"}) or sum(',
+        (
+            "tests/sources/test_own_demand.py::test_default_metrics_and_the_own_export_read_the_real_demand",
+        ),
+    ),
 )
 
 

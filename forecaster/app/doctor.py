@@ -18,6 +18,7 @@ from forecaster.errors import ConfigError
 from forecaster.settings import Settings
 from forecaster.sources.base import DemandSource
 from forecaster.sources.prometheus import (
+    NODESELECTORS_OPT_IN,
     PrometheusSource,
     QueryCheck,
     prometheus_duration_seconds,
@@ -117,6 +118,7 @@ def history_findings(
                     " demand level rebuilt as pods instead (job sizes guessed)",
                 )
             )
+        findings += _demand_sources(check, now=now)
         if check.problem or check.series > 1:  # none now is fine: no GPU pod asks right now
             why = check.problem or f"it returns {check.series} series now, not exactly one"
             findings.append(Guardrail("bad-query", check.pool, f"the pool's query fails: {why}"))
@@ -133,3 +135,41 @@ def history_findings(
                 )
             )
     return findings
+
+
+def _demand_sources(check: QueryCheck, *, now: int) -> list[Guardrail]:
+    """Where the pool's demand history can come from: the daemon's own export, kube-state-metrics'
+    opt-in ``kube_pod_nodeselectors`` (the bootstrap), or neither - then no history at all."""
+    if check.nodeselectors_exported is None:  # a custom query: not judged here
+        return []
+    own, exported = check.own_first_at, check.nodeselectors_exported
+    if own is None and not exported:
+        return [
+            Guardrail(
+                "no-demand-metric",
+                check.pool,
+                "no demand history: neither forecaster_observed_demand_gpus (the daemon's own,"
+                f" exported once it runs) nor kube_pod_nodeselectors is in Prometheus;"
+                f" {NODESELECTORS_OPT_IN}",
+            )
+        ]
+    if not exported:
+        days = (now - own) / DAY if own is not None else 0.0
+        return [
+            Guardrail(
+                "no-bootstrap",
+                check.pool,
+                f"history from the daemon's own forecaster_observed_demand_gpus only ({days:.1f}"
+                f" days); history from before it ran needs {NODESELECTORS_OPT_IN}",
+            )
+        ]
+    if check.series == 0 and check.first_sample_at is None:
+        return [
+            Guardrail(
+                "no-series",
+                check.pool,
+                "the pool's query returned no series in the whole lookback: no pod selected"
+                f" NodePool {check.pool} (is the name right?)",
+            )
+        ]
+    return []

@@ -83,6 +83,10 @@ def _cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+QUERY_ERRORS = {"bad-query", "no-demand-metric", "no-series"}
+"""Findings that make ``check-query`` exit 1: the pool has no usable demand history."""
+
+
 def _check_query(settings: Settings, args: argparse.Namespace) -> int:
     """Each pool's query as Prometheus answers it; exit 1 when a query is unusable."""
     now = args.at if args.at is not None else int(SystemClock().now().timestamp())
@@ -96,8 +100,9 @@ def _check_query(settings: Settings, args: argparse.Namespace) -> int:
     findings = doctor.history_findings(settings, retention, checks=checks, now=now)
     for finding in findings:
         where = f" [{finding.pool}]" if finding.pool else ""
-        print(f"WARN {finding.code}{where}: {finding.message}")
-    return 1 if any(f.code == "bad-query" for f in findings) else 0
+        level = "ERROR" if finding.code in QUERY_ERRORS else "WARN"
+        print(f"{level} {finding.code}{where}: {finding.message}")
+    return 1 if any(f.code in QUERY_ERRORS for f in findings) else 0
 
 
 def _switch(settings: Settings, args: argparse.Namespace) -> int:

@@ -144,6 +144,8 @@ def query_check_report(
             )
         else:
             lines.append("  history: no sample in the lookback")
+        if check.nodeselectors_exported is not None:
+            lines.append(f"  reads: {_sources(check, now=now)}")
         if check.recent is not None:
             problems = check.recent.describe() or ["clean"]
             lines.append(
@@ -157,3 +159,15 @@ def query_check_report(
         elif check.pods_last_day is not None:
             lines.append(f"  pod history: {check.pods_last_day} GPU pods in the last day")
     return lines
+
+
+def _sources(check: QueryCheck, *, now: int) -> str:
+    """Which demand history a pool reads: the daemon's own export and the bootstrap, in days."""
+
+    def days(first: int | None) -> str:
+        return "none" if first is None else f"{(now - first) / 86400:.1f} days"
+
+    own = f"forecaster_observed_demand_gpus {days(check.own_first_at)}"
+    if not check.nodeselectors_exported:
+        return f"{own}; kube_pod_nodeselectors not exported (kube-state-metrics opt-in)"
+    return f"{own}; kube-state-metrics kube_pod_nodeselectors {days(check.nodeselectors_first_at)}"

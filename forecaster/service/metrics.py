@@ -30,6 +30,14 @@ class Metrics:
             ["pool", "quantile", "horizon_seconds"],
             registry=r,
         )
+        self.observed_demand = Gauge(
+            "forecaster_observed_demand_gpus",
+            "GPUs requested by real Pending + Running pods of the pool as the daemon observes"
+            " them (our placeholders excluded, node affinity attributed): the demand history"
+            " the default query reads once it exists",
+            ["pool"],
+            registry=r,
+        )
         self.prewarm = Gauge(
             "forecaster_prewarm_target_gpus", "Prewarm GPUs planned", ["pool"], registry=r
         )
@@ -182,6 +190,8 @@ class Metrics:
 
     def _observe_snapshot(self, snapshot: PoolSnapshot) -> None:
         name = snapshot.pool
+        if snapshot.problem is None:
+            self.observed_demand.labels(pool=name).set(snapshot.real_demand_gpus)
         self.launch_failed.labels(pool=name).set(1 if snapshot.launch_problem else 0)
         if snapshot.ready_placeholder_gpus is not None:
             self.ready.labels(pool=name).set(snapshot.ready_placeholder_gpus)

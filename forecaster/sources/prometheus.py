@@ -39,7 +39,17 @@ from forecaster.errors import SourceError
 MAX_POINTS_PER_SERIES = 11_000
 """Prometheus's hard limit of points per series in one range query."""
 
-DEFAULT_QUERY = """sum(
+OWN_DEMAND_QUERY = 'max(forecaster_observed_demand_gpus{pool="{pool}"})'
+"""The daemon's own export of the demand it observes (every replica; ``max`` over them)."""
+
+NODESELECTORS = "kube_pod_nodeselectors"
+NODESELECTORS_OPT_IN = (
+    "kube-state-metrics exports kube_pod_nodeselectors only when opted in:"
+    " --metric-opt-in-list=kube_pod_nodeselectors (kube-prometheus-stack:"
+    " kube-state-metrics.extraArgs)"
+)
+
+DEFAULT_QUERY = """max(forecaster_observed_demand_gpus{pool="{pool}"}) or sum(
   sum by (namespace, pod) (
     kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
   )
@@ -48,8 +58,11 @@ DEFAULT_QUERY = """sum(
   * on (namespace, pod) group_left()
     max by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
 )"""
-"""GPUs requested by Pending + Running pods that select NodePool ``{pool}``, our own
-(placeholders, in forecaster's namespace: ``{exclude}``) never counted as demand."""
+"""GPUs requested by Pending + Running pods of NodePool ``{pool}``: the daemon's own export
+(``forecaster_observed_demand_gpus``: our placeholders excluded, node affinity attributed) where
+it exists, else - history from before the daemon ran, the bootstrap - kube-state-metrics' pods
+that select the NodePool (``kube_pod_nodeselectors``, an opt-in metric), our own (placeholders,
+in forecaster's namespace: ``{exclude}``) never counted as demand."""
 
 ARRIVALS_QUERY = """sum(
   sum by (namespace, pod) (
@@ -117,6 +130,12 @@ class QueryCheck:
     """GPU pods the pod history (``POD_QUERIES``) finds in the last day (None: not read)."""
     pods_problem: str | None = None
     """Why the pod history could not be read."""
+    own_first_at: int | None = None
+    """The first hour with the daemon's own ``forecaster_observed_demand_gpus`` for the pool."""
+    nodeselectors_first_at: int | None = None
+    """The first hour with a pod selecting the pool in ``kube_pod_nodeselectors``."""
+    nodeselectors_exported: bool | None = None
+    """Whether ``kube_pod_nodeselectors`` (kube-state-metrics, opt-in) exists at all."""
 
 
 _PROM_DURATION = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
@@ -352,9 +371,37 @@ class PrometheusSource:
             pods = len(self.fetch_pods(pool, start=now - 86400, end=now, step_seconds=step_seconds))
         except SourceError as exc:
             pods_problem = str(exc)
-        return QueryCheck(
+        check = QueryCheck(
             pool, query, len(instant), last, first, recent, problem, pods, pods_problem
         )
+        if pool in self._queries:  # a custom query: its sources are the operator's
+            return check
+        start = now - lookback_seconds
+        selects = f'{NODESELECTORS}{{nodeselector_karpenter_sh_nodepool="{pool}"}}'
+        return QueryCheck(
+            pool,
+            query,
+            len(instant),
+            last,
+            first,
+            recent,
+            problem,
+            pods,
+            pods_problem,
+            own_first_at=self._first_hour(render_query(OWN_DEMAND_QUERY, pool), start, now),
+            nodeselectors_first_at=self._first_hour(f"count({selects})", start, now),
+            nodeselectors_exported=self._first_hour(f"count({NODESELECTORS})", start, now)
+            is not None,
+        )
+
+    def _first_hour(self, query: str, start: int, end: int) -> int | None:
+        """The first hour in [start, end] at which ``query`` has a sample (None: none, or the
+        query failed - ``check`` reports the pool's own query's errors)."""
+        try:
+            hourly, _ = self._query_range(query, start, end, 3600)
+        except SourceError:
+            return None
+        return int(hourly[0]) if hourly.size else None
 
     def _query_range(
         self, query: str, start: int, end: int, step_seconds: int

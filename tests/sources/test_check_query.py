@@ -54,7 +54,7 @@ def test_a_good_query_shows_series_value_history_and_quality(
     assert f"1 series, value {expected:g} GPUs" in out
     assert "retention 10y" in out  # 3650d as Prometheus prints it
     assert "history: 15.0 days" in out
-    assert "WARN short-retention" not in out and "WARN bad-query" not in out
+    assert "WARN short-retention" not in out and "bad-query" not in out
     assert "last day at 60s: 1441 usable points; clean" in out
 
 
@@ -84,7 +84,7 @@ def test_a_bad_query_is_named_and_exits_1(  # noqa: PLR0917 (pytest passes fixtu
 ) -> None:
     code, out = _run(_config(tmp_path, prometheus_url, query), helios.start + 15 * DAY, capsys)
     assert code == 1
-    assert "WARN bad-query [earth]" in out and said in out
+    assert "ERROR bad-query [earth]" in out and said in out
 
 
 @pytest.fixture(scope="module")
