@@ -22,7 +22,6 @@ from fastapi.testclient import TestClient
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.leases import LEASE_NAME, LeaderElector, lease_body
 from forecaster.actuators.state_store import ConfigMapStateStore
-from forecaster.app import build
 from forecaster.cli import main
 from forecaster.core.error_budget import ErrorBudgetState
 from forecaster.core.planner import Mode
@@ -30,27 +29,19 @@ from forecaster.errors import ActuationError
 from forecaster.reconcile.state import MemoryStateStore, PendingForecast, PoolState, ServiceState
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from forecaster.settings import Settings
 from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from tests.service.conftest import what_if_daemon
+from tests.service.fakes import POOL, T0
 
 NS = "forecaster"
 
 
 def daemon(tmp_path: Path, saved: Any) -> tuple[Daemon, MemoryStateStore]:
-    settings = Settings.model_validate(
-        {
-            "source": {"kind": "prometheus"},
-            "models_dir": str(tmp_path / "models"),
-            "pools": [{"name": POOL, "max_prewarm_gpus": 32}],
-        }
-    )
-    source = LiveSource(T0 - 2 * 86400, calm_history())
-    reconciler = build.build_reconciler(settings, source=source, what_if=True)
+    running = what_if_daemon(tmp_path)
     store = MemoryStateStore()
     store.data = saved
-    reconciler.state_store = store
-    return Daemon(reconciler=reconciler, pools=(POOL,)), store
+    running.reconciler.state_store = store
+    return running, store
 
 
 @pytest.mark.parametrize(

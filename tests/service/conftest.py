@@ -14,6 +14,11 @@ from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Daemon:
+    return what_if_daemon(tmp_path)
+
+
+def what_if_daemon(tmp_path: Path) -> Daemon:
+    """One pool planned from a calm two-day history, no cluster (state in memory)."""
     settings = Settings.model_validate(
         {
             "source": {"kind": "prometheus"},

@@ -130,5 +130,8 @@ def test_a_hammer_over_every_endpoint_during_ticks_sees_no_5xx(tmp_path: Path) -
         server.should_exit = True
         served.join(timeout=10)
     failures = [(path, status) for path, status in answers if status >= 500]
+    print(
+        f"hammer: {len(answers)} requests, {run.daemon.ticks - ticks_before} ticks, 5xx {failures}"
+    )
     assert len(answers) >= 2000 and run.daemon.ticks - ticks_before >= 50
     assert failures == []
