@@ -966,6 +966,15 @@ MUTATIONS = (
             "tests/sources/test_own_demand.py::test_default_metrics_and_the_own_export_read_the_real_demand",
         ),
     ),
+    Mutation(
+        "a second pause overwrites the first incident's reason",
+        "forecaster/cli/commands.py",
+        "        if earlier is not None and not args.force:",
+        "        if False:",
+        (
+            "tests/service/test_kill_switch.py::test_pause_withdraws_everything_in_one_tick_then_writes_nothing",
+        ),
+    ),
 )
 
 

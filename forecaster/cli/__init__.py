@@ -207,6 +207,12 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     _config_arg(pause)
     pause.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
     pause.add_argument("--reason", required=True, help="why (shown on the page and in logs)")
+    pause.add_argument(
+        "--force",
+        action="store_true",
+        help="replace the reason (and who, since) of a pause already on; without it the first"
+        " pause's reason is kept",
+    )
     resume = sub.add_parser(
         "resume",
         help="turn the kill switch off and give back a Lease `forecaster cleanup` holds:"

@@ -109,12 +109,20 @@ def _switch(settings: Settings, args: argparse.Namespace) -> int:
     """``pause`` / ``resume``: set the kill switch the leader reads every tick."""
     kube = build.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
     control = build.control(settings, kube)
+    where = f"ConfigMap {control.namespace}/{CONTROL_CONFIG_MAP}"
     halt = None
     if args.command == "pause":
+        earlier = control.read()
+        if earlier is not None and not args.force:  # one incident's reason is not overwritten
+            since = iso_utc(earlier.since) if earlier.since else "an unknown time"
+            print(
+                f"already paused ({where}) by {earlier.by or 'someone'} since {since}:"
+                f" {earlier.reason}; kept (--force replaces the reason)"
+            )
+            return 0
         now = int(SystemClock().now().timestamp())
         halt = Halt(reason=args.reason, by=_who(), since=now)
     changed = control.set(halt)
-    where = f"ConfigMap {control.namespace}/{CONTROL_CONFIG_MAP}"
     every = settings.reconcile_every_seconds
     if halt is not None:
         print(

@@ -15,8 +15,11 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
+from forecaster.actuators.control import Control
+from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build
 from forecaster.cli import main
+from forecaster.core.actions import Halt
 from forecaster.core.planner import Mode
 from forecaster.reconcile.loop import Reconciler
 from forecaster.service.daemon import Daemon
@@ -59,6 +62,19 @@ def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
     assert main(["pause", "--reason", "INC-42 bad forecast", "--config", str(config),
                  "--kube-host", api.url]) == 0  # fmt: skip
     assert "withdraws every prewarm within one tick" in capsys.readouterr().out
+    # a second pause (another on-call, the same incident) keeps the first reason ...
+    assert main(["pause", "--reason", "me too", "--config", str(config),
+                 "--kube-host", api.url]) == 0  # fmt: skip
+    assert "already paused" in capsys.readouterr().out
+    switch = Control(Kube(api_client(host=api.url), dry_run=True), namespace=NS)
+    assert (switch.read() or Halt("", "")).reason == "INC-42 bad forecast"
+    # ... unless it says --force
+    assert main(["pause", "--reason", "INC-43", "--force", "--config", str(config),
+                 "--kube-host", api.url]) == 0  # fmt: skip
+    assert (switch.read() or Halt("", "")).reason == "INC-43"
+    assert main(["pause", "--reason", "INC-42 bad forecast", "--force", "--config", str(config),
+                 "--kube-host", api.url]) == 0  # fmt: skip
+    capsys.readouterr()
     record = daemon.reconcile(T0 + 30)
     assert record is not None and record.halt is not None
     assert record.halt.reason == "INC-42 bad forecast"
