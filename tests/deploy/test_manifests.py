@@ -15,6 +15,7 @@ against Kustomize: test_helm.py.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import shutil
@@ -254,6 +255,7 @@ def test_dockerfile_builds_what_the_manifests_run() -> None:
             for name in line.split()[1:-1]:
                 assert (ROOT / name).exists(), name
     assert 'ENTRYPOINT ["forecaster"]' in text
+    assert "ARG BASE=python:3.11-slim" in text and text.count("FROM ${BASE}") == 2
     (deployment,) = by_kind(render("live"), "Deployment")
     assert deployment["spec"]["template"]["spec"]["securityContext"]["runAsUser"] == 10001
     assert deployment["spec"]["template"]["spec"]["containers"][0]["args"][:2] == [
@@ -391,3 +393,27 @@ def test_a_failed_expiry_job_alerts(name: str) -> None:
     alerts = {r.get("alert"): r for g in rule["spec"]["groups"] for r in g["rules"]}
     expr = alerts["ForecasterExpiryFailed"]["expr"]
     assert 'kube_job_failed{condition="true"}' in expr and 'owner_name="forecaster-expire"' in expr
+
+
+def test_the_build_context_leaves_out_virtualenvs_history_and_caches() -> None:
+    """``docker build .`` from the root would otherwise send ~900 MB of virtualenvs; nothing
+    the Dockerfile copies may be left out."""
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+
+    def ignored(path: str) -> bool:
+        return any(
+            fnmatch.fnmatch(path, p.rstrip("/")) or fnmatch.fnmatch(path, p.rstrip("/") + "/*")
+            for p in patterns
+        )
+
+    for path in (".venv", ".venv-tools", "out/frontier.json", ".git", ".pytest_cache",
+                 ".mypy_cache", ".ruff_cache", "forecaster/__pycache__/x.pyc"):  # fmt: skip
+        assert ignored(path), path
+    for line in (ROOT / "deploy" / "Dockerfile").read_text().splitlines():
+        if line.startswith("COPY ") and "--from" not in line:
+            for name in line.split()[1:-1]:
+                assert not ignored(name), name
