@@ -76,12 +76,15 @@ def render_helm(*, values: tuple[str, ...] = (), sets: tuple[str, ...] = ()) -> 
 
 
 FULL_VALUES = str(CHART / "ci" / "full-values.yaml")
+POOL_VALUES = str(CHART / "ci" / "pool-values.yaml")
+"""One pool and every other default: the smallest install (forecast-only)."""
+LIVE = "forecastOnly=false"
 RENDERS: dict[str, Callable[[], Objects]] = {
     "kustomize-live": lambda: render("live"),
     "kustomize-forecast-only": lambda: render("forecast-only"),
-    "helm-default": render_helm,
-    "helm-full": lambda: render_helm(values=(FULL_VALUES,)),
-    "helm-forecast-only": lambda: render_helm(sets=("forecastOnly=true",)),
+    "helm-default": lambda: render_helm(values=(POOL_VALUES,), sets=(LIVE,)),
+    "helm-full": lambda: render_helm(values=(FULL_VALUES,), sets=(LIVE,)),
+    "helm-forecast-only": lambda: render_helm(values=(POOL_VALUES,)),
 }
 FORECAST_ONLY = ("kustomize-forecast-only", "helm-forecast-only")
 

@@ -27,7 +27,17 @@ from forecaster.app.build import build_cluster_service
 from forecaster.cli import main
 from forecaster.service.clock import FakeClock
 from forecaster.settings import Settings, load_settings
-from tests.deploy.renders import CHART, FULL_VALUES, Objects, by_kind, helm, render, render_helm
+from tests.deploy.renders import (
+    CHART,
+    FULL_VALUES,
+    LIVE,
+    POOL_VALUES,
+    Objects,
+    by_kind,
+    helm,
+    render,
+    render_helm,
+)
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import T0, LiveSource, calm_history
@@ -45,7 +55,9 @@ def helm_cmd(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([helm(), *args], capture_output=True, text=True, timeout=120, check=False)
 
 
-@pytest.mark.parametrize("values", [(), ("-f", FULL_VALUES)], ids=["default", "full"])
+@pytest.mark.parametrize(
+    "values", [("-f", POOL_VALUES), ("-f", FULL_VALUES)], ids=["one-pool", "full"]
+)
 def test_helm_lint_passes(values: tuple[str, ...]) -> None:
     result = helm_cmd("lint", str(CHART), "--strict", *values)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -62,7 +74,7 @@ def test_helm_lint_passes(values: tuple[str, ...]) -> None:
     ],
 )
 def test_bad_values_are_refused_with_the_field_named(item: str, field: str) -> None:
-    result = helm_cmd("template", "forecaster", str(CHART), "--set", item)
+    result = helm_cmd("template", "forecaster", str(CHART), "-f", POOL_VALUES, "--set", item)
     assert result.returncode != 0
     assert f"at '{field}'" in result.stderr, result.stderr
 
@@ -103,15 +115,15 @@ def normalized(objects: Objects, tmp_path: Path, side: str) -> dict[tuple[str, s
 @pytest.mark.parametrize(
     ("overlay", "sets"),
     [
-        ("live", ("namespace.create=true",)),
-        ("forecast-only", ("namespace.create=true", "forecastOnly=true")),
+        ("live", ("namespace.create=true", LIVE)),
+        ("forecast-only", ("namespace.create=true",)),
     ],
 )
 def test_chart_and_kustomize_render_the_same_objects(
     overlay: str, sets: tuple[str, ...], tmp_path: Path
 ) -> None:
     kustomize = normalized(render(overlay), tmp_path, "kustomize")
-    chart = normalized(render_helm(sets=sets), tmp_path, "helm")
+    chart = normalized(render_helm(values=(POOL_VALUES,), sets=sets), tmp_path, "helm")
     hooks = {
         key
         for key, obj in chart.items()
@@ -126,7 +138,7 @@ def test_chart_and_kustomize_render_the_same_objects(
 
 
 def test_the_uninstall_hook_cleans_up_what_the_daemon_created(tmp_path: Path) -> None:
-    objects = render_helm()
+    objects = render_helm(values=(POOL_VALUES,), sets=(LIVE,))
     (hook,) = by_kind(objects, "Job")
     assert hook["metadata"]["annotations"]["helm.sh/hook"] == "pre-delete"
     (config_map,) = [
@@ -158,4 +170,22 @@ def test_the_uninstall_hook_cleans_up_what_the_daemon_created(tmp_path: Path) ->
 
 
 def test_forecast_only_renders_no_uninstall_hook() -> None:
-    assert by_kind(render_helm(sets=("forecastOnly=true",)), "Job") == []
+    assert by_kind(render_helm(values=(POOL_VALUES,)), "Job") == []
+
+
+@pytest.mark.parametrize("command", ["template", "lint"])
+def test_no_pools_is_refused_naming_pools(command: str) -> None:
+    """No example pool is ever deployed: the chart needs the operator's pools."""
+    args = ["template", "forecaster"] if command == "template" else ["lint", "--strict"]
+    result = helm_cmd(*args, str(CHART))
+    assert result.returncode != 0
+    assert "pools" in result.stdout + result.stderr
+
+
+def test_the_default_render_is_forecast_only() -> None:
+    """Prewarming is an explicit choice: given only its pools, the chart writes nothing."""
+    objects = render_helm(values=(POOL_VALUES,))
+    (deployment,) = by_kind(objects, "Deployment")
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "FORECASTER_DRY_RUN", "value": "true"} in env
+    assert by_kind(objects, "Job") == []  # no uninstall hook: nothing to undo

@@ -32,6 +32,7 @@ from forecaster.settings import load_settings
 from forecaster.sources.prometheus import DEFAULT_QUERY, RECORDED_QUERY, render_query
 from tests.deploy.renders import (
     FORECAST_ONLY,
+    POOL_VALUES,
     RENDERS,
     ROOT,
     by_kind,
@@ -351,6 +352,7 @@ def test_the_image_is_one_value_in_kustomize_and_helm(tmp_path: Path) -> None:
     ).stdout
     helm_rendered = subprocess.run(
         [helm(), "template", "forecaster", str(ROOT / "deploy" / "helm" / "forecaster"),
+         "-f", POOL_VALUES, "--set", "forecastOnly=false",
          "--set", "image.repository=registry.example.com/forecaster", "--set",
          "image.tag=0.2.0"],
         capture_output=True,
