@@ -975,12 +975,19 @@ MUTATIONS = (
             "tests/service/test_kill_switch.py::test_pause_withdraws_everything_in_one_tick_then_writes_nothing",
         ),
     ),
+    Mutation(
+        "the chart's values schema drifts from the config's",
+        "forecaster/settings.py",
+        "    gpus_per_node: int = Field(8, gt=0, le=64)",
+        "    gpus_per_node: int = Field(8, gt=0, le=128)",
+        ("tests/deploy/test_helm.py::test_the_values_schema_follows_the_config_schema",),
+    ),
 )
 
 
 def scratch_copy() -> Path:
     target = Path(tempfile.mkdtemp(prefix="forecaster-mutant-"))
-    for name in ("forecaster", "tests", "data", "config", "deploy", "pyproject.toml"):
+    for name in ("forecaster", "tests", "data", "config", "deploy", "scripts", "pyproject.toml"):
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))

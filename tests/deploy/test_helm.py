@@ -16,6 +16,7 @@ import copy
 import json
 import re
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,9 @@ def test_helm_lint_passes(values: tuple[str, ...]) -> None:
         ("image.digest=latest", "/image/digest"),
         ("actuation=buffers", "/actuation"),
         ("pools[0].name=GPU_A100", "/pools/0/name"),
+        ("pools[0].max_prewarm_gpu=3", "/pools/0"),  # a typo the daemon would crash-loop on
+        ("pools[0].gpus_per_node=128", "/pools/0/gpus_per_node"),
+        ("budgets.max_cost_per_hour=-1", "/budgets/max_cost_per_hour"),
     ],
 )
 def test_bad_values_are_refused_with_the_field_named(item: str, field: str) -> None:
@@ -189,3 +193,13 @@ def test_the_default_render_is_forecast_only() -> None:
     env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "FORECASTER_DRY_RUN", "value": "true"} in env
     assert by_kind(objects, "Job") == []  # no uninstall hook: nothing to undo
+
+
+def test_the_values_schema_follows_the_config_schema() -> None:
+    """``pools`` and ``budgets`` in values.schema.json are generated from the config's pydantic
+    models (scripts/values_schema.py): the two cannot drift."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "values_schema.py"
+    result = subprocess.run(
+        [sys.executable, str(script), "--check"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
