@@ -982,6 +982,13 @@ MUTATIONS = (
         "    gpus_per_node: int = Field(8, gt=0, le=128)",
         ("tests/deploy/test_helm.py::test_the_values_schema_follows_the_config_schema",),
     ),
+    Mutation(
+        "Prometheus' default retention read as 0s",
+        "forecaster/sources/prometheus.py",
+        '        if value in ("", "0s"):',
+        "        if False:",
+        ("tests/sources/test_check_query.py::test_the_default_retention_is_read_as_15_days",),
+    ),
 )
 
 

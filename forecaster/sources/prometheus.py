@@ -36,6 +36,10 @@ from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries, iso_utc
 from forecaster.errors import SourceError
 
+DEFAULT_RETENTION = "15d"
+"""What Prometheus keeps when ``--storage.tsdb.retention.time`` is not set (its flag then reads
+``0s``) and no size limit is either."""
+
 MAX_POINTS_PER_SERIES = 11_000
 """Prometheus's hard limit of points per series in one range query."""
 
@@ -342,8 +346,12 @@ class PrometheusSource:
         )
         if flags.status_code != 200:
             return None
-        value = flags.json().get("data", {}).get("storage.tsdb.retention.time")
-        return str(value) if value else None
+        data = flags.json().get("data", {})
+        value = str(data.get("storage.tsdb.retention.time") or "")
+        if value in ("", "0s"):  # not set: 15d by default, unless only a size limit is set
+            size = str(data.get("storage.tsdb.retention.size") or "")
+            return DEFAULT_RETENTION if size in ("", "0B") else None
+        return value
 
     def check(self, pool: str, *, now: int, lookback_seconds: int, step_seconds: int) -> QueryCheck:
         """Run the pool's query now, over the lookback (hourly) and over the last day (on the

@@ -106,6 +106,19 @@ def test_a_retention_shorter_than_the_training_window_is_reported(
     assert "WARN short-retention: Prometheus keeps 10d" in out and "reads 28 days" in out
 
 
+def test_the_default_retention_is_read_as_15_days(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Without --storage.tsdb.retention.time the flag reads 0s: Prometheus keeps 15 days."""
+    samples = [(NOW - 3600 * h, 8.0) for h in range(48, -1, -1)]
+    series = [Series("gpus_requested", {"pool": "earth"}, samples)]
+    with running_prometheus(tmp_path / "p", series, retention="0s") as url:
+        code, out = _run(_config(tmp_path, url, 'gpus_requested{pool="earth"}'), NOW, capsys)
+    assert code == 0, out
+    assert "retention 15d" in out and "keeps 0s" not in out
+    assert "WARN short-retention: Prometheus keeps 15d" in out
+
+
 def test_with_an_operating_point_a_pod_history_that_finds_nothing_is_reported(
     tmp_path: Path, prometheus_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
