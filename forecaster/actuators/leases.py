@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
 from forecaster.actuators.manifests import Lease
+from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
@@ -239,11 +240,11 @@ def _earlier(lease: Lease | None, *, started_at: float) -> str | None:
 
 
 def _seconds(stamp: object) -> float | None:
-    """A Kubernetes (Micro)Time as epoch seconds, or None."""
+    """A Kubernetes (Micro)Time as epoch seconds (``quantities.timestamp_seconds``), or None."""
     if not isinstance(stamp, str) or not stamp:
         return None
     try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        return timestamp_seconds(stamp)
     except ValueError:
         return None
 
