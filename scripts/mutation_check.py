@@ -899,9 +899,9 @@ MUTATIONS = (
         "our placeholders counted as demand",
         "forecaster/sources/prometheus.py",
         '    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}\n'
-        "  )\n  * on (namespace, pod) group_left()\n    max by",
+        "  ))\n  * on (namespace, pod) group_left()\n    max by",
         '    kube_pod_container_resource_requests{resource="nvidia_com_gpu"}\n'
-        "  )\n  * on (namespace, pod) group_left()\n    max by",
+        "  ))\n  * on (namespace, pod) group_left()\n    max by",
         ("tests/sources/test_prometheus.py",),
     ),
     Mutation(
@@ -923,8 +923,8 @@ MUTATIONS = (
     Mutation(
         "the recording rule counts our placeholders",
         "deploy/base/prometheusrule.yaml",
-        ',namespace!="forecaster"})',
-        "})",
+        ',namespace!="forecaster"}))',
+        "}))",
         (
             "tests/deploy/test_manifests.py::test_the_demand_recording_rule_counts_what_the_default_query_counts",
         ),
@@ -958,10 +958,44 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "the closed loop: the daemon's own demand export counts our placeholders",
+        "forecaster/service/metrics.py",
+        "            self.observed_demand.labels(pool=name).set(snapshot.real_demand_gpus)",
+        "            self.observed_demand.labels(pool=name).set(\n"
+        "                snapshot.real_demand_gpus + snapshot.prewarm_gpus\n            )",
+        ("tests/service/test_closed_loop.py::test_demand_read_back_is_the_real_pods_gpus",),
+    ),
+    Mutation(
+        "the closed loop: the shipped queries count our namespace",
+        "forecaster/sources/prometheus.py",
+        "    return f'namespace!=\"{namespace}\"' if namespace else 'namespace!=\"\"'",
+        "    return 'namespace!=\"\"'",
+        ("tests/service/test_closed_loop.py::test_arrivals_count_only_real_pods",),
+    ),
+    Mutation(
+        "a pod bound mid-window counts its GPUs twice in the pod history",
+        "forecaster/sources/prometheus.py",
+        '    "gpus": """sum by (namespace, pod) (max by (namespace, pod, container) (\n',
+        '    "gpus": """sum by (namespace, pod) ((\n',
+        (
+            "tests/sources/test_prometheus.py::test_pod_history_has_each_pods_creation_run_time_and_gpus",
+        ),
+    ),
+    Mutation(
+        "a pod just bound counts its GPUs twice in the bootstrap demand",
+        "forecaster/sources/prometheus.py",
+        'BOOTSTRAP_QUERY = """sum(\n'
+        "  sum by (namespace, pod) (max by (namespace, pod, container) (",
+        'BOOTSTRAP_QUERY = """sum(\n  sum by (namespace, pod) ((',
+        (
+            "tests/sources/test_prometheus.py::test_default_query_counts_pending_and_running_gpus_per_pool",
+        ),
+    ),
+    Mutation(
         "replicas' exports of the same demand are added up",
         "forecaster/sources/prometheus.py",
-        'DEFAULT_QUERY = """max(forecaster_observed_demand_gpus{pool="{pool}"}) or sum(',
-        'DEFAULT_QUERY = """sum(forecaster_observed_demand_gpus{pool="{pool}"}) or sum(',
+        "OWN_DEMAND_QUERY = 'max(forecaster_observed_demand_gpus{pool=\"{pool}\"})'",
+        "OWN_DEMAND_QUERY = 'sum(forecaster_observed_demand_gpus{pool=\"{pool}\"})'",
         (
             "tests/sources/test_own_demand.py::test_default_metrics_and_the_own_export_read_the_real_demand",
         ),

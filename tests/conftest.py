@@ -90,18 +90,20 @@ def ksm_series() -> list[Series]:
     for pod, (pool, containers, phase_of) in pods.items():
         ident = {"namespace": OUR_NAMESPACE if pod.startswith("forecaster-") else "ml", "pod": pod}
         for i, gpus in enumerate(containers):
-            out.append(
-                Series(
-                    "kube_pod_container_resource_requests",
-                    {
+            # kube-state-metrics labels ``node`` once the pod is bound: a new series from then
+            bound = {m: phase_of(m) != "Pending" for m in minutes}
+            for on_node in (False, True):
+                samples = [(at(m), float(gpus)) for m in minutes if bound[m] == on_node]
+                if samples:
+                    labels = {
                         **ident,
                         "container": f"c{i}",
                         "resource": "nvidia_com_gpu",
                         "unit": "integer",
-                    },
-                    [(at(m), float(gpus)) for m in minutes],
-                )
-            )
+                    }
+                    if on_node:
+                        labels["node"] = f"{pool}-node-1"
+                    out.append(Series("kube_pod_container_resource_requests", labels, samples))
         for phase in ("Pending", "Running", "Succeeded", "Failed", "Unknown"):
             out.append(
                 Series(

@@ -220,7 +220,7 @@ def _snapshot(
     for node in own:
         capacity[_ready(node)] += _allocatable(node)
     running = pending = placeholders = 0
-    created: list[tuple[float, int]] = []  # (age, GPUs) of the pool's real pods
+    created: list[tuple[float, int, str]] = []  # (age, GPUs, uid) of the pool's real pods
     images: dict[str, int] = {}  # image -> GPUs of the last hour's pods that ran it
     used_on: dict[str, int] = {}
     ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
@@ -291,21 +291,29 @@ def _snapshot(
         ),
         arrivals=RecentArrivals(
             tuple(
-                sum(g for age, g in created if age < window) for window in ARRIVAL_WINDOWS_SECONDS
-            )
+                sum(g for age, g, _ in created if age < window)
+                for window in ARRIVAL_WINDOWS_SECONDS
+            ),
+            tuple((uid, g) for age, g, uid in created if age < ARRIVAL_WINDOWS_SECONDS[-1]),
         ),
     )
 
 
 def _note_created(
-    pod: Pod, gpus: int, *, now: int, created: list[tuple[float, int]], images: dict[str, int]
+    pod: Pod,
+    gpus: int,
+    *,
+    now: int,
+    created: list[tuple[float, int, str]],
+    images: dict[str, int],
 ) -> None:
     """Count a real GPU pod's age (arrivals) and, within the hour, its images (prewarm pulls)."""
-    stamp = pod["metadata"].get("creationTimestamp")
+    meta = pod["metadata"]
+    stamp = meta.get("creationTimestamp")
     if not stamp or not gpus:
         return
     age = now - timestamp_seconds(stamp)
-    created.append((age, gpus))
+    created.append((age, gpus, meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"))
     if age < ARRIVAL_WINDOWS_SECONDS[-1] and not pod["spec"].get("imagePullSecrets"):
         for container in pod["spec"].get("containers") or []:
             image = container.get("image")

@@ -41,6 +41,9 @@ class RecentArrivals:
     server at each decision (a scrape every 30-60 s is too slow for a 15 s decision)."""
 
     gpus: tuple[int, ...]
+    pods: tuple[tuple[str, int], ...] = ()
+    """(uid or namespace/name, GPUs) of each real pod created in the longest window: what the
+    daemon's arrivals counter counts once per pod (``service.metrics``)."""
 
     def __post_init__(self) -> None:
         if len(self.gpus) != len(ARRIVAL_WINDOWS_SECONDS):

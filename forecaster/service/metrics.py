@@ -38,6 +38,15 @@ class Metrics:
             ["pool"],
             registry=r,
         )
+        self.arrived = Counter(
+            "forecaster_arrived_gpus",
+            "GPUs requested by real pods of the pool created, each counted once by the tick"
+            " that first sees it (our placeholders excluded; a pod that ends between two ticks"
+            " is not seen)",
+            ["pool"],
+            registry=r,
+        )
+        self._counted: dict[str, dict[str, None]] = {}  # pool -> pods counted in the last hour
         self.prewarm = Gauge(
             "forecaster_prewarm_target_gpus", "Prewarm GPUs planned", ["pool"], registry=r
         )
@@ -192,6 +201,8 @@ class Metrics:
         name = snapshot.pool
         if snapshot.problem is None:
             self.observed_demand.labels(pool=name).set(snapshot.real_demand_gpus)
+        if snapshot.arrivals is not None:
+            self._count_arrivals(name, snapshot.arrivals.pods)
         self.launch_failed.labels(pool=name).set(1 if snapshot.launch_problem else 0)
         if snapshot.ready_placeholder_gpus is not None:
             self.ready.labels(pool=name).set(snapshot.ready_placeholder_gpus)
@@ -200,6 +211,16 @@ class Metrics:
             self.lead.labels(pool=name, part="provisioning").set(lead.provisioning_seconds)
             if lead.startup_seconds is not None:
                 self.lead.labels(pool=name, part="startup").set(lead.startup_seconds)
+
+    def _count_arrivals(self, pool: str, pods: tuple[tuple[str, int], ...]) -> None:
+        """Add the GPUs of pods not counted before; forget pods that left the hour's window
+        (they cannot come back: a pod's creation time never changes). The first observation
+        only learns what exists: pods created before this replica started are not its arrivals
+        (a restart would count the last hour again)."""
+        counted = self._counted.get(pool)
+        fresh = 0 if counted is None else sum(g for uid, g in pods if uid not in counted)
+        self.arrived.labels(pool=pool).inc(fresh)
+        self._counted[pool] = dict.fromkeys(uid for uid, _ in pods)
 
     def observe_tick(
         self,

@@ -53,15 +53,21 @@ NODESELECTORS_OPT_IN = (
     " kube-state-metrics.extraArgs)"
 )
 
-DEFAULT_QUERY = """max(forecaster_observed_demand_gpus{pool="{pool}"}) or sum(
-  sum by (namespace, pod) (
+BOOTSTRAP_QUERY = """sum(
+  sum by (namespace, pod) (max by (namespace, pod, container) (
     kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
-  )
+  ))
   * on (namespace, pod) group_left()
     max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)
   * on (namespace, pod) group_left()
     max by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
 )"""
+"""GPUs requested by Pending + Running pods that select NodePool ``{pool}`` (kube-state-metrics:
+``kube_pod_nodeselectors`` is opt-in), our own (``{exclude}``) left out: the history from before
+the daemon ran. ``max by`` container first: kube-state-metrics starts a new series when it
+labels a bound pod's ``node`` (and two exporters would duplicate every series)."""
+
+DEFAULT_QUERY = OWN_DEMAND_QUERY + " or " + BOOTSTRAP_QUERY
 """GPUs requested by Pending + Running pods of NodePool ``{pool}``: the daemon's own export
 (``forecaster_observed_demand_gpus``: our placeholders excluded, node affinity attributed) where
 it exists, else - history from before the daemon ran, the bootstrap - kube-state-metrics' pods
@@ -69,9 +75,9 @@ that select the NodePool (``kube_pod_nodeselectors``, an opt-in metric), our own
 in forecaster's namespace: ``{exclude}``) never counted as demand."""
 
 ARRIVALS_QUERY = """sum(
-  sum by (namespace, pod) (
+  sum by (namespace, pod) (max by (namespace, pod, container) (
     kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
-  )
+  ))
   * on (namespace, pod) group_left()
     group by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
   * on (namespace, pod) group_left()
@@ -92,9 +98,9 @@ POD_SELECTOR = """group by (namespace, pod) (
 series per (namespace, pod); a pool's ``pods_query`` overrides it."""
 
 POD_QUERIES = {
-    "gpus": """sum by (namespace, pod) (
+    "gpus": """sum by (namespace, pod) (max by (namespace, pod, container) (
   max_over_time(kube_pod_container_resource_requests{resource="nvidia_com_gpu"}[{window}])
-) and on (namespace, pod) ({pods})""",
+)) and on (namespace, pod) ({pods})""",
     "created": "max by (namespace, pod) (last_over_time(kube_pod_created[{window}]))"
     " and on (namespace, pod) ({pods})",
     "started": "max by (namespace, pod) (last_over_time(kube_pod_start_time[{window}]))"
@@ -104,7 +110,9 @@ POD_QUERIES = {
 )) and on (namespace, pod) ({pods})""",
 }
 """Per pod of the pool, over one window (instant queries at its end): GPUs requested (summed
-over containers), creation and start times (``kube_pod_start_time``: when a node took it), and
+over containers; one series per container and node, as kube-state-metrics labels ``node`` once
+the pod is bound, so the largest per container), creation and start times
+(``kube_pod_start_time``: when a node took it), and
 the last step it was Pending or Running (``timestamp`` inside the subquery is the step's time).
 ``fetch_pods`` runs them one window at a time and joins them by pod."""
 

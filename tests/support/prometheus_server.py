@@ -69,30 +69,33 @@ def require_binaries() -> tuple[str, str]:
 
 @contextmanager
 def running_prometheus(
-    workdir: Path, series: list[Series], *, retention: str = "3650d"
+    workdir: Path,
+    series: list[Series],
+    *,
+    retention: str = "3650d",
+    scrape: dict[str, str] | None = None,
+    scrape_interval: str = "1m",
 ) -> Iterator[str]:
-    """Backfill ``series``, start Prometheus (keeping ``retention``), yield its URL, stop it."""
+    """Backfill ``series``, start Prometheus (keeping ``retention``), yield its URL, stop it.
+
+    ``scrape``: job name -> ``host:port`` of a live ``/metrics`` to scrape every
+    ``scrape_interval`` (the closed-loop test scrapes its kube-state-metrics stand-in and the
+    daemon each second)."""
     prometheus, promtool = require_binaries()
     data_dir = workdir / "tsdb"
     data_dir.mkdir(parents=True)
-    source = workdir / "backfill.om"
-    write_openmetrics(source, series)
-    subprocess.run(
-        [
-            promtool,
-            "tsdb",
-            "create-blocks-from",
-            "openmetrics",
-            "--max-block-duration=24h",
-            "--quiet",
-            str(source),
-            str(data_dir),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    if series:
+        _backfill(promtool, workdir, series, data_dir)
     config = workdir / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n")
+    jobs = "".join(
+        f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
+        for job, target in (scrape or {}).items()
+    )
+    config.write_text(
+        f"global:\n  scrape_interval: {scrape_interval}\n"
+        f"  scrape_timeout: {scrape_interval}\n"
+        f"scrape_configs:{' []' if not jobs else ''}\n{jobs}"
+    )
     port = free_port()
     log = (workdir / "prometheus.log").open("w")
     process = subprocess.Popen(
@@ -117,6 +120,25 @@ def running_prometheus(
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
+
+
+def _backfill(promtool: str, workdir: Path, series: list[Series], data_dir: Path) -> None:
+    source = workdir / "backfill.om"
+    write_openmetrics(source, series)
+    subprocess.run(
+        [
+            promtool,
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            "--max-block-duration=24h",
+            "--quiet",
+            str(source),
+            str(data_dir),
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
