@@ -847,7 +847,7 @@ MUTATIONS = (
     ),
     Mutation(
         "cleanup exits 0 with objects it could not undo",
-        "forecaster/cli/commands.py",
+        "forecaster/cli/oneshot.py",
         '        return 1\n    print(f"cleanup: {changed}")',
         '        return 0\n    print(f"cleanup: {changed}")',
         (
@@ -907,9 +907,11 @@ MUTATIONS = (
     Mutation(
         "our placeholders counted as arrivals",
         "forecaster/sources/prometheus.py",
-        'ARRIVALS_QUERY = """sum(\n  sum by (namespace, pod) (\n'
+        'ARRIVALS_QUERY = """sum(\n'
+        "  sum by (namespace, pod) (max by (namespace, pod, container) (\n"
         '    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}',
-        'ARRIVALS_QUERY = """sum(\n  sum by (namespace, pod) (\n'
+        'ARRIVALS_QUERY = """sum(\n'
+        "  sum by (namespace, pod) (max by (namespace, pod, container) (\n"
         '    kube_pod_container_resource_requests{resource="nvidia_com_gpu"}',
         ("tests/sources/test_prometheus.py",),
     ),
@@ -992,6 +994,22 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "doctor exits 1 on warnings alone",
+        "forecaster/cli/oneshot.py",
+        "    return 1 if errors else 0",
+        "    return 1 if unique else 0",
+        (
+            "tests/cli/test_one_shot_imports.py::test_doctor_prints_each_check_once_and_exits_0_on_warnings",
+        ),
+    ),
+    Mutation(
+        "the one-shot commands go through the model-loading dispatcher",
+        "forecaster/cli/__init__.py",
+        "        if args.command in oneshot.ONE_SHOT:",
+        "        if args.command == 'pause':",
+        ("tests/cli/test_one_shot_imports.py::test_one_shot_commands_load_no_model_library",),
+    ),
+    Mutation(
         "replicas' exports of the same demand are added up",
         "forecaster/sources/prometheus.py",
         "OWN_DEMAND_QUERY = 'max(forecaster_observed_demand_gpus{pool=\"{pool}\"})'",
@@ -1002,7 +1020,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a second pause overwrites the first incident's reason",
-        "forecaster/cli/commands.py",
+        "forecaster/cli/oneshot.py",
         "        if earlier is not None and not args.force:",
         "        if False:",
         (

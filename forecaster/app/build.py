@@ -4,8 +4,10 @@ Every object graph is wired here - the demand source, the reconcile loop with it
 observer, actuator, state store and kill switch (``build_reconciler``), the daemon of one replica
 (``build_cluster_service``), the embedded default on the twin (``build_embedded``) and the
 replay's pool (``replay_runtime``) - so the CLI, the cluster service, the embedded default and
-replay all run the same wiring. Nothing here runs anything: the one-shot operations are
-``app.training``, ``app.cleanup`` and ``app.doctor``; the running daemon is ``service/``.
+replay all run the same wiring (the light part the one-shot commands need - Kubernetes client,
+demand source, kill switch - is ``app.connect``). Nothing here runs anything: the one-shot
+operations are ``app.training``, ``app.cleanup`` and ``app.doctor``; the running daemon is
+``service/``.
 """
 
 from __future__ import annotations
@@ -25,8 +27,7 @@ from forecaster.actuators.backends import (
     BackendDetector,
 )
 from forecaster.actuators.capacitybuffers import CapacityBuffers
-from forecaster.actuators.control import Control
-from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.kube import Kube
 from forecaster.actuators.kueue import KueueScope
 from forecaster.actuators.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
 from forecaster.actuators.model_configmaps import ModelConfigMaps
@@ -35,6 +36,7 @@ from forecaster.actuators.observer import observe
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.actuators.pod_watch import PodWatch
 from forecaster.actuators.state_store import ConfigMapStateStore
+from forecaster.app.connect import build_source, control
 from forecaster.app.doctor import run_guardrails
 from forecaster.app.model_sharing import fetch_models, model_store
 from forecaster.core.cluster import PoolSnapshot
@@ -56,58 +58,9 @@ from forecaster.settings import PoolSettings, Settings
 from forecaster.simulation.live import LiveTwin
 from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.base import DemandSource
-from forecaster.sources.files import CsvSource, read_job_trace
-from forecaster.sources.prometheus import (
-    EXCLUDE,
-    PrometheusSource,
-)
+from forecaster.sources.files import read_job_trace
 
 log = logging.getLogger(__name__)
-
-
-def build_source(settings: Settings) -> DemandSource:
-    """The configured demand source."""
-    outage = settings.forecast.outage_min_seconds
-    if settings.source.kind == "csv":
-        files = {p.name: p.csv for p in settings.pools if p.csv is not None}
-        return CsvSource(
-            files, value_column=settings.source.csv_value_column, outage_min_seconds=outage
-        )
-    prom = settings.source.prometheus
-    for pool in settings.pools:
-        for key in ("query", "arrivals_query", "pods_query"):
-            custom = getattr(pool, key)
-            if custom and EXCLUDE not in custom and "nodepool:forecaster_gpu_demand" not in custom:
-                log.warning(
-                    "pool %s: its %s has no %s: forecaster's own placeholders may be counted as"
-                    " demand (put %s inside the pod selector)",
-                    pool.name, key, EXCLUDE, EXCLUDE,
-                )  # fmt: skip
-    return PrometheusSource(
-        url=prom.url,
-        queries={p.name: p.query for p in settings.pools if p.query},
-        arrival_queries={p.name: p.arrivals_query for p in settings.pools if p.arrivals_query},
-        pod_selectors={p.name: p.pods_query for p in settings.pools if p.pods_query},
-        timeout_seconds=prom.timeout_seconds,
-        retries=prom.retries,
-        backoff_seconds=prom.backoff_seconds,
-        outage_min_seconds=outage,
-        exclude_namespace=settings.planning.placeholders.namespace,
-    )
-
-
-def csv_source(settings: Settings, *, pool: str, path: Path) -> CsvSource:
-    """One pool's history from ``path`` (``plan --data``), cleaned as the config says."""
-    return CsvSource(
-        {pool: path},
-        value_column=settings.source.csv_value_column,
-        outage_min_seconds=settings.forecast.outage_min_seconds,
-    )
-
-
-def control(settings: Settings, kube: Kube) -> Control:
-    """The kill switch in our namespace."""
-    return Control(kube, namespace=settings.planning.placeholders.namespace)
 
 
 def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:
@@ -306,16 +259,6 @@ def model_mirror(settings: Settings, kube: Kube) -> ModelConfigMaps | None:
     if settings.models_store != "configmap":
         return None
     return ModelConfigMaps(kube, namespace=settings.planning.placeholders.namespace)
-
-
-def connect(settings: Settings, *, host: str | None = None) -> Kube:
-    """A Kube client: ``host`` (tests), in-cluster config, else kubeconfig."""
-    return Kube(api_client(host=host), dry_run=settings.dry_run)
-
-
-def connect_writer(*, host: str | None = None) -> Kube:
-    """A Kube client that writes, with no config at all (``cleanup``)."""
-    return Kube(api_client(host=host), dry_run=False)
 
 
 def build_cluster_service(

@@ -35,8 +35,11 @@ def backend_choice(settings: Settings, kube: Kube) -> BackendChoice:
     )
 
 
-def run_guardrails(settings: Settings, kube: Kube, *, now: int) -> list[Guardrail]:
-    """Start-up checks at ``now``, each logged as a warning; returned for the status endpoint."""
+def run_guardrails(
+    settings: Settings, kube: Kube, *, now: int, log_findings: bool = True
+) -> list[Guardrail]:
+    """Start-up checks at ``now``, each logged as a warning (``log_findings``: not where the
+    caller prints them itself, as ``doctor`` does); returned for the status endpoint."""
     findings = guardrails.check(
         kube,
         [
@@ -51,7 +54,7 @@ def run_guardrails(settings: Settings, kube: Kube, *, now: int) -> list[Guardrai
         ],
         now=now,
     )
-    for finding in findings:
+    for finding in findings if log_findings else ():
         where = f" ({finding.pool})" if finding.pool else ""
         log.warning("guardrail %s%s: %s", finding.code, where, finding.message)
     return findings

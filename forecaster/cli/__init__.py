@@ -258,10 +258,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("urllib3").setLevel(logging.ERROR)
     from threadpoolctl import threadpool_limits
 
-    from forecaster.cli.commands import dispatch
+    from forecaster.cli import oneshot
 
     previous = _handle_signals()
     try:
+        if args.command in oneshot.ONE_SHOT:  # no model library loaded: answers at once
+            return oneshot.dispatch(args)
+        from forecaster.cli.commands import dispatch
+
         with threadpool_limits(limits=1):  # 2-core machines: BLAS threads only contend
             return dispatch(args)
     except ForecasterError as exc:

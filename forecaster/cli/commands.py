@@ -5,30 +5,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import getpass
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tqdm import tqdm
 
-from forecaster.actuators.control import CONTROL_CONFIG_MAP
-from forecaster.actuators.guardrails import Guardrail
-from forecaster.app import build, cleanup, doctor, model_sharing, takeover, training
-from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG, namespace_of
+from forecaster.app import build, cleanup, connect, model_sharing, training
+from forecaster.cli.oneshot import settings_from
 from forecaster.cli.replay import replay_command
 from forecaster.cli.report import (
     backtest_header,
     plan_report,
-    query_check_report,
     score_table,
     selection_line,
     training_report,
 )
-from forecaster.core.actions import Halt
 from forecaster.core.cluster import quantile_label
 from forecaster.core.series import iso_utc
-from forecaster.errors import ConfigError, SourceError
+from forecaster.errors import ConfigError
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun
 from forecaster.forecasting.registry import FALLBACK, known_names
 from forecaster.forecasting.selection import select
@@ -37,105 +32,23 @@ from forecaster.service.clock import SystemClock
 from forecaster.service.embedded import serve_embedded
 from forecaster.service.http import ensure_port_free
 from forecaster.service.scheduler import serve_cluster
-from forecaster.settings import Settings, load_settings
+from forecaster.settings import Settings
 from forecaster.sources.base import DemandSource
 from forecaster.sources.files import CsvSource
 
 
 def dispatch(args: argparse.Namespace) -> int:
     """Run the parsed command; ``ForecasterError`` propagates to ``cli.main``."""
-    without_config = {"backtest": _backtest, "replay": replay_command, "cleanup": _cleanup}
+    without_config = {"backtest": _backtest, "replay": replay_command}
     if args.command in without_config:
         return without_config[args.command](args)
     handlers: dict[str, Callable[[Settings, argparse.Namespace], int]] = {
-        "validate-config": _validate,
         "models": _models,
         "plan": lambda s, a: _plan(s, data=a.data, pool=a.pool),
         "run": _run,
         "train": _train_command,
-        "doctor": _doctor,
-        "check-query": _check_query,
-        "pause": _switch,
-        "resume": _switch,
     }
-    return handlers[args.command](_settings(args.config), args)
-
-
-def _cleanup(args: argparse.Namespace) -> int:
-    """Withdraw everything forecaster changed in the cluster; idempotent. Needs no config: the
-    namespace comes from ``--namespace`` (what the shipped Jobs pass)."""
-    kube = build.connect_writer(host=args.kube_host)
-    namespace = args.namespace or namespace_of(args.config)
-    if args.expired:
-        now = int(SystemClock().now().timestamp())
-        undone = cleanup.expire(kube, namespace=namespace, now=now)
-    else:
-        undone = cleanup.cleanup(kube, namespace=namespace)
-    for line in undone.changed:
-        print(line)
-    for line in undone.failed:
-        print(f"FAILED {line}", file=sys.stderr)
-    changed = f"{len(undone.changed)} change(s) undone" if undone.changed else "nothing to undo"
-    if undone.failed:
-        print(f"cleanup: {changed}; {len(undone.failed)} object(s) could not be undone (above)")
-        return 1
-    print(f"cleanup: {changed}")
-    return 0
-
-
-QUERY_ERRORS = {"bad-query", "no-demand-metric", "no-series"}
-"""Findings that make ``check-query`` exit 1: the pool has no usable demand history."""
-
-
-def _check_query(settings: Settings, args: argparse.Namespace) -> int:
-    """Each pool's query as Prometheus answers it; exit 1 when a query is unusable."""
-    now = args.at if args.at is not None else int(SystemClock().now().timestamp())
-    retention, checks = doctor.check_queries(
-        settings, build.build_source(settings), pools=args.pool, now=now
-    )
-    for line in query_check_report(
-        settings.source.prometheus.url, retention, checks=checks, now=now
-    ):
-        print(line)
-    findings = doctor.history_findings(settings, retention, checks=checks, now=now)
-    for finding in findings:
-        where = f" [{finding.pool}]" if finding.pool else ""
-        level = "ERROR" if finding.code in QUERY_ERRORS else "WARN"
-        print(f"{level} {finding.code}{where}: {finding.message}")
-    return 1 if any(f.code in QUERY_ERRORS for f in findings) else 0
-
-
-def _switch(settings: Settings, args: argparse.Namespace) -> int:
-    """``pause`` / ``resume``: set the kill switch the leader reads every tick."""
-    kube = build.connect(settings.model_copy(update={"dry_run": False}), host=args.kube_host)
-    control = build.control(settings, kube)
-    where = f"ConfigMap {control.namespace}/{CONTROL_CONFIG_MAP}"
-    halt = None
-    if args.command == "pause":
-        earlier = control.read()
-        if earlier is not None and not args.force:  # one incident's reason is not overwritten
-            since = iso_utc(earlier.since) if earlier.since else "an unknown time"
-            print(
-                f"already paused ({where}) by {earlier.by or 'someone'} since {since}:"
-                f" {earlier.reason}; kept (--force replaces the reason)"
-            )
-            return 0
-        now = int(SystemClock().now().timestamp())
-        halt = Halt(reason=args.reason, by=_who(), since=now)
-    changed = control.set(halt)
-    every = settings.reconcile_every_seconds
-    if halt is not None:
-        print(
-            f"paused ({where}{'' if changed else ', already set'}): the leader withdraws every"
-            f" prewarm within one tick ({every} s) and writes nothing more until"
-            " `forecaster resume`"
-        )
-    else:
-        print(f"resumed ({where}{'' if changed else ', already clear'}): prewarming resumes")
-        now = int(SystemClock().now().timestamp())
-        for line in takeover.give_back(settings, kube, reset_state=args.reset_state, now=now):
-            print(line)
-    return 0
+    return handlers[args.command](settings_from(args.config), args)
 
 
 @contextlib.contextmanager
@@ -158,38 +71,6 @@ def _model_bar(total: int, *, desc: str) -> Iterator[Callable[[str], None]]:
         yield advance
 
 
-def _who() -> str:
-    """Who runs the command (a container may have no user entry)."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
-
-
-def _doctor(settings: Settings, args: argparse.Namespace) -> int:
-    """Guardrail findings, one per line; exit 1 when there are any."""
-    kube = build.connect(settings, host=args.kube_host)
-    choice = doctor.backend_choice(settings, kube)
-    print(f"backend: {choice.backend} ({choice.reason})")
-    now = int(SystemClock().now().timestamp())
-    findings = doctor.run_guardrails(settings, kube, now=now)
-    if settings.source.kind == "prometheus":  # the history training will read
-        try:
-            retention, checks = doctor.check_queries(
-                settings, build.build_source(settings), pools=None, now=now
-            )
-        except SourceError as exc:
-            findings.append(Guardrail("prometheus-unreachable", None, str(exc)))
-        else:
-            findings += doctor.history_findings(settings, retention, checks=checks, now=now)
-    for finding in findings:
-        where = f" [{finding.pool}]" if finding.pool else ""
-        print(f"WARN {finding.code}{where}: {finding.message}")
-    if not findings:
-        print(f"OK: no guardrail findings for {len(settings.pools)} pool(s)")
-    return 1 if findings else 0
-
-
 def _train_command(settings: Settings, args: argparse.Namespace) -> int:
     pools = list(args.pool or [])
     if args.pool_index is not None:
@@ -199,20 +80,6 @@ def _train_command(settings: Settings, args: argparse.Namespace) -> int:
             )
         pools.append(settings.pools[args.pool_index].name)
     return _train(settings, pools=pools or None, time_budget_seconds=args.time_budget)
-
-
-def _validate(settings: Settings, args: argparse.Namespace) -> int:
-    if settings.source.kind == "csv":
-        missing = [
-            f"pools.{i}.csv: {p.csv} does not exist"
-            for i, p in enumerate(settings.pools)
-            if p.csv is not None and not p.csv.exists()
-        ]
-        if missing:
-            raise ConfigError("; ".join(missing))
-    names = ", ".join(p.name for p in settings.pools)
-    print(f"config OK: {len(settings.pools)} pool(s): {names}")
-    return 0
 
 
 def _models(settings: Settings, args: argparse.Namespace) -> int:
@@ -239,7 +106,7 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
         local = args.forecast_only
         listen = args.listen or ("127.0.0.1" if local else "0.0.0.0")
         ensure_port_free(listen, args.port)  # before building: a taken port fails at once
-        kube = build.connect(settings, host=args.kube_host)
+        kube = connect.connect(settings, host=args.kube_host)
         service = build.build_cluster_service(settings, kube, elect=not local)
         try:
             return serve_cluster(
@@ -267,14 +134,6 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
     )
 
 
-def _settings(path: Path | None) -> Settings:
-    if path is None:
-        path = DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else BUNDLED_CONFIG
-    if not path.exists():
-        raise ConfigError(f"{path}: config file not found")
-    return load_settings(path)
-
-
 def _train(
     settings: Settings, *, pools: list[str] | None, time_budget_seconds: float | None = None
 ) -> int:
@@ -282,7 +141,7 @@ def _train(
         settings.pool(name)
     mirror = None
     if settings.models_store == "configmap":  # models are shared data, written even in dry-run
-        kube = build.connect(settings.model_copy(update={"dry_run": False}))
+        kube = connect.connect(settings.model_copy(update={"dry_run": False}))
         mirror = build.model_mirror(settings, kube)
     chosen = [p for p in settings.pools if not pools or p.name in pools]
     with _model_bar(len(chosen) * len(settings.forecast.models), desc="train") as advance:
@@ -319,7 +178,7 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
     )
     if data is None and settings.source.kind == "prometheus":
         now = int(SystemClock().now().timestamp())
-        source = build.build_source(settings)
+        source = connect.build_source(settings)
         first = settings.pools[0].name  # an unreachable Prometheus: one line, not "model none"
         source.fetch(first, start=now - 3600, end=now, step_seconds=settings.forecast.step_seconds)
         _print_plan(settings, source, now)
@@ -329,7 +188,7 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
         path = data if data is not None else one_pool.csv
         if path is None:
             raise ConfigError(f"pool {one_pool.name}: no CSV history to plan from (use --data)")
-        source = build.csv_source(settings, pool=one_pool.name, path=path)
+        source = connect.csv_source(settings, pool=one_pool.name, path=path)
         now = source.fetch_all(one_pool.name, step_seconds=settings.forecast.step_seconds)[0].end
         _print_plan(one, source, now)
     return 0

@@ -33,7 +33,8 @@ import uvicorn
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.quantities import timestamp_seconds
-from forecaster.app.build import build_cluster_service, build_source
+from forecaster.app.build import build_cluster_service
+from forecaster.app.connect import build_source
 from forecaster.core.error_budget import Evaluation
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
