@@ -187,6 +187,11 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     doctor = sub.add_parser("doctor", help="run the start-up guardrail checks against a cluster")
     _config_arg(doctor)
     doctor.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
+    doctor.add_argument(
+        "--at",
+        type=_instant,
+        help="judge Prometheus' history as of this time (ISO 8601, UTC; default: now)",
+    )
 
     check = sub.add_parser(
         "check-query",

@@ -168,6 +168,7 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     print(f"backend: {choice.backend} ({choice.reason})")
     now = int(SystemClock().now().timestamp())
     findings = doctor.run_guardrails(settings, kube, now=now, log_findings=False)
+    now = args.at if args.at is not None else now  # the history's checks
     checks = dict(DOCTOR_CHECKS)
     if settings.source.kind == "prometheus":  # the history training will read
         try:

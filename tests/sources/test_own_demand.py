@@ -6,7 +6,7 @@ our placeholders excluded; a Prometheus holding only kube-state-metrics' default
 ``kube_pod_nodeselectors``) and that export reads the demand from the export (max over two
 replicas), and ``check-query`` says which source the pool reads and names the opt-in flag for
 history from before the daemon ran (exit 0); with neither, ``check-query`` exits 1 naming the
-missing metric and the flag.
+missing metric and the flag; ``doctor`` says the same (a warning, an error).
 """
 
 from __future__ import annotations
@@ -132,3 +132,23 @@ def test_with_neither_source_check_query_names_the_opt_in_and_exits_1(
     assert code == 1, out
     assert "ERROR no-demand-metric [gpu-a]: no demand history: neither" in out
     assert "--metric-opt-in-list=kube_pod_nodeselectors" in out
+
+
+@pytest.mark.parametrize("own", [True, False], ids=["own-export", "neither"])
+def test_doctor_names_the_opt_in_for_the_bootstrap(
+    own: bool,
+    tmp_path: Path,
+    api: KubeApiDouble,
+    busy_cluster: ClusterSim,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    series = ksm_defaults() + (own_export() if own else [])
+    with running_prometheus(tmp_path / "p", series) as url:
+        argv = ["doctor", "--config", str(config(tmp_path, url)), "--kube-host", api.url]
+        code = main([*argv, "--at", iso_utc(NOW)])
+        out = capsys.readouterr().out
+    assert "--metric-opt-in-list=kube_pod_nodeselectors" in out
+    if own:  # the daemon's own history is there: only a warning
+        assert code == 0 and "WARN no-bootstrap [gpu-a]" in out, out
+    else:
+        assert code == 1 and "ERROR no-demand-metric [gpu-a]" in out, out
