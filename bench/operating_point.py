@@ -216,7 +216,7 @@ def _judge(
 
 def _carried_floors(point: OperatingPoint) -> OperatingPoint | None:
     """The choice among the candidates whose floor the GPU-hours/day cap can carry for a whole
-    day, where that differs from ``point`` (a rule judged here, not built: README)."""
+    day, where that differs from ``point`` (a rule judged here, not built: docs/results.md)."""
     if point.p95_wait_target_s is not None:
         return None
     cap = point.gpu_hours_per_day_budget

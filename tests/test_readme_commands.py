@@ -1,7 +1,8 @@
-"""Every command line the README documents still parses, with the same flags (a renamed or
-removed flag fails here, not in a user's terminal), and what the kubectl/helm lines name exists.
+"""Every command line the README and ``docs/`` document still parses, with the same flags (a
+renamed or removed flag fails here, not in a user's terminal), what the kubectl/helm lines name
+exists, every relative link points at a file that exists, and the README stays short.
 
-The ``forecaster`` lines are taken from the README's code blocks (continuation lines joined,
+The ``forecaster`` lines are taken from the documents' code blocks (continuation lines joined,
 comments dropped; lines in usage notation with ``[...]`` or ``|`` are not commands). Running
 them on small inputs is the job of the tests of each command; the long ``replay`` runs are
 ``bench/``.
@@ -19,9 +20,13 @@ from forecaster.cli import build_parser
 from tests.deploy.renders import ROOT, by_kind, render
 
 
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+TEXT = "\n".join(path.read_text() for path in DOCUMENTS)
+
+
 def _code_lines() -> list[str]:
     lines, block, joined = [], False, ""
-    for raw in (ROOT / "README.md").read_text().splitlines():
+    for raw in TEXT.splitlines():
         if raw.startswith("```"):
             block = not block
             continue
@@ -45,9 +50,7 @@ def _commands(tool: str) -> list[str]:
     return found
 
 
-INLINE = re.findall(
-    r"`(forecaster (?:pause|resume|cleanup|doctor)[^`]*)`", (ROOT / "README.md").read_text()
-)
+INLINE = re.findall(r"`(forecaster (?:pause|resume|cleanup|doctor)[^`]*)`", TEXT)
 
 
 @pytest.mark.parametrize("line", _commands("forecaster") + INLINE)
@@ -78,3 +81,15 @@ def test_what_the_kubectl_and_helm_lines_name_exists() -> None:
         node = schema
         for part in key.split("."):
             node = node["properties"][part]  # KeyError: the README sets a value the chart lacks
+
+
+def test_the_readme_is_short_and_its_links_hold() -> None:
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 200
+    for path in DOCUMENTS:
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", path.read_text()):
+            assert (path.parent / target).exists(), f"{path.name}: broken link {target}"
+
+
+def test_no_issue_numbers_in_the_documents() -> None:
+    for path in DOCUMENTS:
+        assert not re.search(r"\bissue \d+|#\d{2,}\b", path.read_text(), re.I), path.name

@@ -5,7 +5,7 @@
   anything else -> ``ActuationError`` naming the verb and object, with the ApiException as cause.
 * 5xx, 429 and connection errors are retried with exponential backoff, a few times.
 * Every create, patch and replace carries ``fieldManager=forecaster`` (``managedFields`` then
-  name exactly our fields, so Argo CD / Flux can be told to ignore them; README).
+  name exactly our fields, so Argo CD / Flux can be told to ignore them; docs/operations.md).
 * With ``dry_run`` no write leaves the process: it is logged as "dry-run: would ..." instead.
 * With a write ``guard`` (the leader elector's ``remaining_seconds``), every attempt of every
   write first checks that this replica still leads for at least ``MIN_WRITE_SECONDS`` and cuts

@@ -27,7 +27,7 @@ Free GPUs on Ready nodes that run real pods are reported as stranded
 removes them unless a placeholder lands there, or our NodePool pause keeps them). The
 NodePool's GPU limit comes from its ``spec.limits``.
 
-``held_gpus`` is what the cloud bills because of us (the README's charging rule):
+``held_gpus`` is what the cloud bills because of us (the charging rule, docs/design.md):
 
 * every GPU of a node whose only pods are our placeholders;
 * on a node shared with real pods, the GPUs our placeholders request (the real pods' owners
