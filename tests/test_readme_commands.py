@@ -19,7 +19,6 @@ import pytest
 from forecaster.cli import build_parser
 from tests.deploy.renders import ROOT, by_kind, render
 
-
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TEXT = "\n".join(path.read_text() for path in DOCUMENTS)
 

@@ -176,7 +176,7 @@ def train(
     it finished. With ``time_budget_seconds`` (set below the Job's ``activeDeadlineSeconds``) a
     pool is not started once the time spent plus the longest pool so far would pass it: it is
     reported as skipped, keeps its current model and, as the stalest, goes first next time. The
-    operating point's replays make a pool take minutes, not seconds (docs/design.md, the operating point).
+    operating point's replays make a pool take minutes, not seconds (docs/design.md).
     """
     if mirror is not None:
         fetch_models(settings, mirror)
