@@ -1010,6 +1010,13 @@ MUTATIONS = (
         ("tests/cli/test_one_shot_imports.py::test_one_shot_commands_load_no_model_library",),
     ),
     Mutation(
+        "the page's prewarm chart keeps a time axis of its own",
+        "forecaster/service/page.py",
+        '  plot("held", {ytitle: "GPUs", xrange: xrange, lines: [',
+        '  plot("held", {ytitle: "GPUs", lines: [',
+        ("tests/service/test_page_browser.py::test_the_page_reads_at_a_glance",),
+    ),
+    Mutation(
         "replicas' exports of the same demand are added up",
         "forecaster/sources/prometheus.py",
         "OWN_DEMAND_QUERY = 'max(forecaster_observed_demand_gpus{pool=\"{pool}\"})'",

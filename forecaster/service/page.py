@@ -55,23 +55,52 @@ function timeLabel(ms, span) {
   const iso = new Date(ms).toISOString();
   return span > 2 * 86400e3 ? iso.slice(5, 16).replace("T", " ") : iso.slice(11, 16);
 }
-// one chart: axes with titles and units, time labels, shaded spans, lines, dots
+// value ticks from the 1-2-5 series: about four steps, the top one at or above the data
+function niceStep(top) {
+  const raw = Math.max(top, 1e-9) / 4, mag = Math.pow(10, Math.floor(Math.log10(raw)));
+  return [1, 2, 5, 10].map(m => m * mag).find(s => s >= raw);
+}
+// one chart: axes with titles and units, time labels, shaded spans, lines, dots. Every text
+// drawn is recorded with its box (data-labels), the value ticks (data-ticks) and the time range
+// (data-xrange): the browser test checks that no two boxes overlap, the ticks are round and
+// the pool's charts share one time axis.
 function plot(id, o) {
-  const c = $(id), g = c.getContext("2d");
+  const c = $(id), g = c.getContext("2d"), boxes = [];
   g.clearRect(0, 0, c.width, c.height);
+  const text = (s, x, y, align, px) => {
+    g.font = px + "px sans-serif"; g.textAlign = align; g.fillText(s, x, y);
+    const w = g.measureText(s).width, left = align === "right" ? x - w : align === "center" ? x - w / 2 : x;
+    boxes.push([left, y - px, w, px + 2, s]);
+  };
   const all = [].concat(...o.lines.map(l => l.pts), ...(o.dots || []).map(d => d.pts));
-  if (!all.length) { c.dataset.points = 0; g.fillStyle = "#777"; g.font = "14px sans-serif"; g.fillText("no data yet", 60, 40); return; }
-  const x0 = Math.min(...all.map(p => p[0])), x1 = Math.max(...all.map(p => p[0]));
-  const y1 = o.ymax || Math.max(1, ...all.map(p => p[1])) * 1.05;
-  const L = 62, R = 12, T = 10, B = 42, W = c.width - L - R, H = c.height - T - B;
+  if (!all.length) { c.dataset.points = 0; g.fillStyle = "#777"; text("no data yet", 60, 40, "left", 14); c.dataset.labels = JSON.stringify(boxes); return; }
+  const x0 = o.xrange ? o.xrange[0] : Math.min(...all.map(p => p[0]));
+  const x1 = o.xrange ? o.xrange[1] : Math.max(...all.map(p => p[0]));
+  const top = o.ymax || Math.max(1, ...all.map(p => p[1]));
+  const step = niceStep(top), y1 = Math.ceil(top / step - 1e-9) * step;
+  const L = 66, R = 14, T = 12, B = 44, W = c.width - L - R, H = c.height - T - B;
   const X = x => L + (x - x0) / Math.max(1, x1 - x0) * W, Y = y => T + H - y / y1 * H;
   g.fillStyle = "rgba(150,150,150,0.25)";
   for (const s of o.spans || []) { const a = Math.max(x0, s[0]), b = Math.min(x1, s[1]); if (b > a) g.fillRect(X(a), T, X(b) - X(a), H); }
-  g.strokeStyle = "#ccc"; g.fillStyle = "#555"; g.font = "11px sans-serif"; g.lineWidth = 1;
-  for (let k = 0; k <= 4; k++) { const y = y1 * k / 4; g.beginPath(); g.moveTo(L, Y(y)); g.lineTo(L + W, Y(y)); g.stroke(); g.fillText(o.yfmt ? o.yfmt(y) : Math.round(y), 8, Y(y) + 4); }
-  for (let k = 0; k <= 5; k++) { const x = x0 + (x1 - x0) * k / 5; g.fillText(timeLabel(x, x1 - x0), X(x) - 18, T + H + 14); }
-  g.font = "12px sans-serif"; g.fillText("time (UTC)", L + W / 2 - 30, c.height - 6);
-  g.save(); g.translate(12, T + H / 2 + 30); g.rotate(-Math.PI / 2); g.fillText(o.ytitle, 0, 0); g.restore();
+  g.strokeStyle = "#ccc"; g.fillStyle = "#555"; g.lineWidth = 1;
+  const ticks = [];
+  for (let y = 0; y <= y1 + step / 2; y += step) {
+    const v = Math.round(y / step) * step; ticks.push(v);
+    g.beginPath(); g.moveTo(L, Y(v)); g.lineTo(L + W, Y(v)); g.stroke();
+    text(o.yfmt ? o.yfmt(v) : String(+v.toPrecision(6)), L - 6, Y(v) + 4, "right", 11);
+  }
+  // time ticks on round UTC times: the smallest of these intervals that leaves at most 6
+  const every = [60e3, 300e3, 900e3, 1800e3, 3600e3, 7200e3, 10800e3, 21600e3, 43200e3, 86400e3, 604800e3]
+    .find(v => (x1 - x0) / v <= 6) || 2592000e3;
+  for (let x = Math.ceil(x0 / every) * every; x <= x1; x += every) {
+    const at = X(x), edge = 30;
+    text(timeLabel(x, x1 - x0), at, T + H + 15, at < L + edge ? "left" : at > L + W - edge ? "right" : "center", 11);
+  }
+  text("time (UTC)", L + W / 2, c.height - 6, "center", 12);
+  g.save(); g.translate(16, T + H / 2); g.rotate(-Math.PI / 2); g.font = "12px sans-serif"; g.textAlign = "center"; g.fillText(o.ytitle, 0, 0); g.restore();
+  const titleWidth = g.measureText(o.ytitle).width;
+  boxes.push([4, T + H / 2 - titleWidth / 2, 14, titleWidth, o.ytitle]);  // rotated: tall and narrow
+  g.textAlign = "left";
   for (const a of o.areas || []) { g.fillStyle = a.color; a.pts.forEach((p, i) => { if (i) { const q = a.pts[i - 1]; g.fillRect(X(q[0]), Y(q[1]), Math.max(1, X(p[0]) - X(q[0])), Y(0) - Y(q[1])); } }); }
   for (const l of o.lines) {
     if (!l.pts.length) continue;
@@ -81,8 +110,16 @@ function plot(id, o) {
   g.setLineDash([]);
   for (const d of o.dots || []) { g.fillStyle = d.color; for (const p of d.pts) { g.beginPath(); g.arc(X(p[0]), Y(p[1]), 3, 0, 2 * Math.PI); g.fill(); } }
   c.dataset.points = all.length;
+  c.dataset.labels = JSON.stringify(boxes);
+  c.dataset.ticks = JSON.stringify(ticks);
+  c.dataset.xrange = JSON.stringify([x0, x1]);
 }
-function drawDemand(data, hist) {
+// one time range for all of a pool's charts: the day's series to the forecast's last target
+function timeRange(data, hist) {
+  const times = [].concat(data.history.timestamps, hist.timestamps, data.forecast ? data.forecast.target_times : []).map(t).filter(x => !isNaN(x));
+  return times.length ? [Math.min(...times), Math.max(...times)] : null;
+}
+function drawDemand(data, hist, xrange) {
   const pts = [];
   data.history.timestamps.forEach((s, i) => { if (data.history.gpus[i] !== null) pts.push([t(s), data.history.gpus[i]]); });
   const pre = data.prewarm.timestamps.map((s, i) => [t(s), data.prewarm.gpus[i]]);
@@ -92,39 +129,39 @@ function drawDemand(data, hist) {
   if (f) $("upper-legend").textContent = "\\u25a0 P" + Math.round(f.upper_quantile * 100) + " forecast";
   const past = hist.forecasts.target_times.map((s, i) => [t(s), hist.forecasts.upper[i]]);
   const missed = hist.forecasts.target_times.map((s, i) => [t(s), hist.forecasts.actual[i], hist.forecasts.missed[i]]).filter(p => p[2]);
-  plot("chart", {ytitle: "GPUs", areas: [{pts: pre, color: "rgba(238,102,119,0.35)"}],
+  plot("chart", {ytitle: "GPUs", xrange: xrange, areas: [{pts: pre, color: "rgba(238,102,119,0.35)"}],
     lines: [{pts: pts, color: "#222", width: 1.2}, {pts: past, color: "#aa7700", dash: [4, 3], width: 1.2},
             {pts: p50, color: "#4477aa", width: 2}, {pts: up, color: "#ee7733", width: 2}],
     dots: [{pts: missed, color: "#cc0000"}]});
   $("chart").dataset.forecastPoints = past.length;
 }
-function drawBudgets(hist) {
+function drawBudgets(hist, xrange) {
   const ts = hist.timestamps.map(t);
   const budget = ts.map((x, i) => [x, Math.max(0, hist.error_budget_remaining[i]) * 100]);
   const cap = hist.max_waste_gpu_hours_per_day || 1;
-  const waste = ts.map((x, i) => [x, Math.min(150, 100 * (hist.waste_gpu_hours_24h[i] || 0) / cap)]);
+  const waste = ts.map((x, i) => [x, Math.min(100, 100 * (hist.waste_gpu_hours_24h[i] || 0) / cap)]);
   const spans = hist.episodes.map(e => [t(e.start), e.end ? t(e.end) : (ts.length ? ts[ts.length - 1] : t(e.start))]);
-  plot("budget", {ytitle: "% of budget", ymax: 105, yfmt: y => Math.round(y) + "%", spans: spans,
+  plot("budget", {ytitle: "% of budget", ymax: 100, xrange: xrange, yfmt: y => Math.round(y) + "%", spans: spans,
     lines: [{pts: budget, color: "#228833", width: 2}, {pts: waste, color: "#aa3377", width: 2}]});
   $("episodes").innerHTML = hist.episodes.length ? "<table><tr><th>handed off</th><th>until</th><th>why</th></tr>"
     + hist.episodes.map(e => "<tr><td>" + e.start + "</td><td>" + (e.end || "now") + "</td><td>" + esc(e.reason) + "</td></tr>").join("") + "</table>"
     : "<p>No hand-off in the last 24 h.</p>";
 }
-function drawHeld(hist) {
+function drawHeld(hist, xrange) {
   const ts = hist.timestamps.map(t);
-  plot("held", {ytitle: "GPUs", lines: [
+  plot("held", {ytitle: "GPUs", xrange: xrange, lines: [
     {pts: ts.map((x, i) => [x, hist.prewarm_gpus[i]]), color: "#ee6677", width: 2},
     {pts: ts.map((x, i) => [x, hist.held_gpus[i]]).filter(p => p[1] !== null), color: "#4477aa", width: 2}]});
 }
 function overview(status) {
   const rows = Object.entries(status.pools).map(([name, p]) =>
     "<tr><td><a href='#reasons' onclick='select.value=\\"" + name + "\\";refresh()'>" + esc(name) + "</a></td><td>" + esc(p.mode) + "</td>"
-    + "<td><a href='#reasons' title='why this number: the plan's reasons'>" + p.prewarm_gpus + " GPUs</a></td>"
+    + "<td><a href='#reasons' title='why this number: the plan's reasons'>" + (p.mode === "forecast-only" ? "would prewarm " : "") + p.prewarm_gpus + " GPUs</a></td>"
     + "<td><a href='#budget'>" + (p.error_budget_remaining * 100).toFixed(0) + "%</a></td>"
     + "<td><a href='#money'>" + money(p.finops.prewarm_cost_24h) + "</a> (" + money(p.finops.prewarm_wasted_cost_24h) + " unused)</td>"
     + "<td><a href='#money'>" + money(p.finops.cost_per_used_gpu_hour) + "</a></td>"
     + "<td>" + leadText(p.lead) + "</td><td>" + demandText(p.plan_demand) + "</td></tr>").join("");
-  $("overview").innerHTML = "<table><tr><th>pool</th><th>mode</th><th>prewarm now</th><th>error budget left</th><th>prewarm cost today</th><th>cost per used GPU-hour</th><th>lead: configured / measured</th><th>plan covers</th></tr>" + rows + "</table>"
+  $("overview").innerHTML = "<table><tr><th>pool</th><th>mode</th><th>prewarm</th><th>error budget left</th><th>prewarm cost today</th><th>cost per used GPU-hour</th><th>lead: configured / measured</th><th>plan covers</th></tr>" + rows + "</table>"
     + "<p>Cluster, last 24 h: nodes " + money(status.finops.node_cost_24h) + ", prewarm " + money(status.finops.prewarm_cost_24h)
     + " (" + money(status.finops.prewarm_wasted_cost_24h) + " unused), cost per used GPU-hour " + money(status.finops.cost_per_used_gpu_hour)
     + ", wait removed (estimate) " + status.finops.wait_removed_gpu_minutes_24h_estimate + " GPU-minutes.</p>";
@@ -172,7 +209,8 @@ async function refresh() {
     if (!fr.ok) { $("loading").textContent = "waiting for the daemon's first reconcile tick..."; return; }
     const data = await fr.json(), hist = await hr.json(), plan = await pr.json(), status = await st.json();
     $("loading").style.display = "none";
-    drawDemand(data, hist); drawBudgets(hist); drawHeld(hist); overview(status); finops(status.pools[pool].finops); operatingPoint(status.pools[pool].operating_point);
+    const xrange = timeRange(data, hist);
+    drawDemand(data, hist, xrange); drawBudgets(hist, xrange); drawHeld(hist, xrange); overview(status); finops(status.pools[pool].finops); operatingPoint(status.pools[pool].operating_point);
     $("at").textContent = "as of " + data.generated_at + " - model " + data.model + " (" + data.model_version + ")";
     $("mode").textContent = status.pools[pool].mode;
     const b = $("banner");
@@ -180,7 +218,8 @@ async function refresh() {
     else if (status.not_acting && status.not_acting !== "not the leader") { b.style.display = "block"; b.textContent = "This replica writes nothing: " + status.not_acting; }
     else b.style.display = "none";
     const p = plan.pools.find(x => x.pool === pool);
-    $("plan").innerHTML = "<table><tr><th>prewarm target</th><td>" + p.target_gpus + " GPUs (" + p.placeholders + " placeholders)</td></tr>"
+    const would = p.mode === "forecast-only";
+    $("plan").innerHTML = "<table><tr><th>" + (would ? "would prewarm (forecast-only: nothing held)" : "prewarm target") + "</th><td>" + p.target_gpus + " GPUs (" + p.placeholders + (would ? " placeholders it would create" : " placeholders") + ")</td></tr>"
       + p.reasons.map(r => "<tr><td colspan=2>" + esc(r) + "</td></tr>").join("") + "</table>";
     document.body.dataset.points = $("chart").dataset.points;
   } catch (e) { $("loading").style.display = "block"; $("loading").textContent = "endpoint unreachable: " + e; }

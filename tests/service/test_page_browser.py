@@ -1,15 +1,21 @@
-"""The inspection page in a real headless Chromium: it renders, and every chart has data.
+"""The inspection page in a real headless Chromium: it renders, every chart has data, and it reads
+at a glance.
 
 Starts the endpoint with uvicorn on a free loopback port over a daemon that has ticked (what-if,
-the embedded twin, and a daemon acting on the API double), lets Chromium load the page (no
-network beyond loopback), checks in the DOM that each chart drew points - demand with past
-forecasts, error/waste budgets, prewarm held - that the overview and the FinOps figures are
-there in dollars, and that the screenshot holds the charts' colours (actual demand, P95
-forecast, prewarm, error budget line).
+the embedded twin, a daemon acting on the API double, and a forecast-only one), lets Chromium
+load the page (no network beyond loopback), checks in the DOM that each chart drew points -
+demand with past forecasts, error/waste budgets, prewarm held - that the overview and the FinOps
+figures are there in dollars, and that the screenshot holds the charts' colours (actual demand,
+P95 forecast, prewarm, error budget line). Read at a glance: no two texts a chart draws overlap
+(each records its boxes), value ticks come from the 1-2-5 series, shares stop at 100 %, a pool's
+charts share one time range, and a forecast-only pool says what it *would* prewarm.
 """
 
 from __future__ import annotations
 
+import html
+import json
+import math
 import re
 import shutil
 import subprocess
@@ -87,6 +93,24 @@ def served_cluster(tmp_path: Path) -> Iterator[str]:
         yield from serve(daemon)
 
 
+@pytest.fixture
+def served_forecast_only(tmp_path: Path) -> Iterator[str]:
+    """A forecast-only pool on the API double: it plans, holds nothing."""
+    with KubeApiDouble(capacity_buffers=True) as api:
+        api.clock = float(T0 - 1800)
+        busy_cluster = ClusterSim(api)
+        busy_cluster.busy_pool(POOL)
+        pools = [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 32, "forecast_only": True}]
+        loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()), pools=pools)
+        daemon = Daemon(reconciler=loop, pools=(POOL,))
+        for minute in range(30, -1, -1):
+            api.clock = float(T0 - 60 * minute)
+            busy_cluster.step()
+            daemon.reconcile(T0 - 60 * minute)
+        assert api.objects("jobs", "forecaster") == []
+        yield from serve(daemon)
+
+
 def serve(daemon: Daemon) -> Iterator[str]:
     port = free_port()
     server = uvicorn.Server(
@@ -107,6 +131,77 @@ def chromium() -> str:
     if path is None:
         raise RuntimeError("chromium not found: run scripts/setup (installs Debian's 'chromium')")
     return path
+
+
+def canvases(dom: str) -> dict[str, dict[str, str]]:
+    """Each canvas's data-* attributes, unescaped."""
+    out = {}
+    for tag in re.findall(r"<canvas [^>]*>", dom):
+        attrs = {k: html.unescape(v) for k, v in re.findall(r'([\w-]+)="([^"]*)"', tag)}
+        out[attrs["id"]] = attrs
+    return out
+
+
+def overlapping(boxes: list[list[float | str]]) -> list[tuple[str, str]]:
+    """Pairs of text boxes ([left, top, width, height, text]) that intersect."""
+    pairs = []
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            ax, ay, aw, ah = (float(v) for v in a[:4])
+            bx, by, bw, bh = (float(v) for v in b[:4])
+            if ax < bx + bw and bx < ax + aw and ay < by + bh and by < ay + ah:
+                pairs.append((str(a[4]), str(b[4])))
+    return pairs
+
+
+def one_two_five(ticks: list[float]) -> bool:
+    """Evenly spaced from 0 by a step of 1, 2 or 5 times a power of ten."""
+    step = ticks[1] - ticks[0]
+    mantissa = step / 10 ** math.floor(math.log10(step))
+    return (
+        ticks[0] == 0
+        and any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5))
+        and all(abs(b - a - step) < 1e-6 * step for a, b in zip(ticks, ticks[1:], strict=False))
+    )
+
+
+def dump(served: str, tmp_path: Path) -> str:
+    return subprocess.run(
+        [
+            chromium(),
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--dump-dom",
+            served,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
+@pytest.mark.parametrize("fixture", ["served_twin", "served_forecast_only"])
+def test_the_page_reads_at_a_glance(
+    fixture: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    dom = dump(request.getfixturevalue(fixture), tmp_path)
+    charts = canvases(dom)
+    ranges = set()
+    for name in ("chart", "budget", "held"):
+        chart = charts[name]
+        boxes = json.loads(chart["data-labels"])
+        assert len(boxes) >= 8 and overlapping(boxes) == [], (name, overlapping(boxes))
+        ticks = json.loads(chart["data-ticks"])
+        assert one_two_five(ticks), (name, ticks)
+        ranges.add(chart["data-xrange"])
+    assert max(json.loads(charts["budget"]["data-ticks"])) == 100  # a share stops at 100 %
+    assert len(ranges) == 1, ranges  # one time axis for the pool's charts
+    shown = "".join(re.findall(r'<div id="(?:overview|plan)">(.*?)</div>', dom, re.S))
+    if fixture == "served_forecast_only":
+        assert "would prewarm" in shown and "prewarm target" not in shown, shown
+    else:
+        assert "would prewarm" not in shown and "prewarm target" in shown, shown
 
 
 @pytest.mark.parametrize("fixture", ["served", "served_twin", "served_cluster"])
