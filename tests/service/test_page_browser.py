@@ -14,6 +14,7 @@ charts share one time range, and a forecast-only pool says what it *would* prewa
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import math
 import re
@@ -161,7 +162,7 @@ def one_two_five(ticks: list[float]) -> bool:
     return (
         ticks[0] == 0
         and any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5))
-        and all(abs(b - a - step) < 1e-6 * step for a, b in zip(ticks, ticks[1:], strict=False))
+        and all(abs(b - a - step) < 1e-6 * step for a, b in itertools.pairwise(ticks))
     )
 
 
