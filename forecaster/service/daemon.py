@@ -33,6 +33,10 @@ from forecaster.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
 TRAIL_SECONDS = DAY
+SPEND_METRICS_EVERY_SECONDS = 60
+"""The FinOps gauges (a day's integral over the trail) are refreshed at most this often: each
+refresh reads the whole day, and at the embedded twin's speed that was 90 % of a tick.
+``/api/v1/status`` computes them fresh."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Daemon:
     it (``trail_points`` ...) while ``_remember`` appends and pops under it - iterating a deque
     another thread changes raises ``RuntimeError`` (a 500)."""
     _progress_at: float | None = None
+    _spend_at: int | None = None  # when the FinOps gauges were last refreshed
 
     def stuck(self) -> bool:
         """Has no tick completed for ``stuck_after_seconds`` (counting from start-up)?"""
@@ -112,7 +117,12 @@ class Daemon:
             seconds=time.perf_counter() - began,
         )
         self._remember(record)
-        self.metrics.observe_spend({pool: self.spend(pool) for pool in self.pools})
+        if (
+            self._spend_at is None
+            or not 0 <= record.at - self._spend_at < SPEND_METRICS_EVERY_SECONDS
+        ):
+            self.metrics.observe_spend({pool: self.spend(pool) for pool in self.pools})
+            self._spend_at = record.at
         return record
 
     def not_acting(self) -> str:

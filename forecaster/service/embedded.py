@@ -94,8 +94,20 @@ def _simulated(at: float) -> str:
     return from_epoch_seconds(int(at)).strftime("%Y-%m-%d %H:%MZ")
 
 
-def summary(run: EmbeddedRun) -> str:
-    """One line about the latest tick, for the terminal."""
+BINDING = ("capped by", "no new prewarm", "refusing", "stale", "forecast-only")
+"""Reason prefixes of a plan that held prewarm below its need (``core.planner``)."""
+
+
+def binding(reasons: tuple[str, ...]) -> str | None:
+    """The last reason that held the prewarm down (the one that bound), if any."""
+    held = [r for r in reasons if any(word in r for word in BINDING)]
+    return held[-1] if held else None
+
+
+def summary(run: EmbeddedRun, *, speed: float | None = None) -> str:
+    """One line about the latest tick, for the terminal: the plan, what bound it when it
+    prewarms nothing while it needs some, the share of the last day's prewarm that expired
+    unused, and the speed measured (simulated seconds per real second)."""
     record = run.daemon.last
     assert record is not None
     pool_plan = record.plan.pool(run.pool)
@@ -107,11 +119,21 @@ def summary(run: EmbeddedRun) -> str:
         covers = "peak within the window" if view.demand.peak else "at lead time"
         p95 = f"{view.demand.upper_label} {view.demand.upper_gpus:.0f} {covers}"
     when = _simulated(record.at)
-    return (
+    line = (
         f"[twin {when}] {run.pool}: {pool_plan.mode.value}, {demand}, {p95},"
         f" prewarm {pool_plan.target_gpus} GPUs"
         f" ({view.demand.model if view.demand else view.model}, {view.model} {view.model_version})"
     )
+    if pool_plan.target_gpus == 0 and pool_plan.needed_gpus > 0:
+        why = binding(pool_plan.reasons) or f"mode {pool_plan.mode.value}"
+        line += f"; needs {pool_plan.needed_gpus}, held at 0 by: {why}"
+    spend = run.daemon.spend(run.pool)
+    if spend.prewarm_gpu_hours > 0:
+        share = min(spend.wasted_gpu_hours, spend.prewarm_gpu_hours) / spend.prewarm_gpu_hours
+        line += f"; 24 h prewarm {spend.prewarm_gpu_hours:.0f} GPU-h, {share:.0%} expired unused"
+    if speed is not None:
+        line += f"; running {speed:.0f}x"
+    return line
 
 
 def serve_embedded(run: EmbeddedRun, *, port: int, duration_seconds: float | None) -> int:
@@ -125,12 +147,14 @@ def serve_embedded(run: EmbeddedRun, *, port: int, duration_seconds: float | Non
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     print(
-        f"forecaster: daemon on the cluster twin (pool {run.pool}, {run.speed:g}x speed);"
-        f" inspection endpoint at http://127.0.0.1:{port}/  (Ctrl-C to stop)",
+        f"forecaster: daemon on the cluster twin (pool {run.pool}, asking {run.speed:g}x speed;"
+        " each hourly line says the speed measured); inspection endpoint at"
+        f" http://127.0.0.1:{port}/  (Ctrl-C to stop)",
         flush=True,
     )
     began = time.monotonic()
     next_summary = run.twin.now
+    last_summary = (time.monotonic(), run.twin.now)
     try:
         while run.twin.now < run.end:
             if duration_seconds is not None and time.monotonic() - began >= duration_seconds:
@@ -138,7 +162,11 @@ def serve_embedded(run: EmbeddedRun, *, port: int, duration_seconds: float | Non
             tick_began = time.monotonic()
             run.step(run.twin.now + run.speed * REAL_STEP_SECONDS)
             if run.twin.now >= next_summary and run.daemon.last is not None:
-                print(summary(run), flush=True)
+                wall, simulated = time.monotonic(), run.twin.now
+                measured = (simulated - last_summary[1]) / max(1e-9, wall - last_summary[0])
+                speed = measured if simulated > last_summary[1] else None
+                print(summary(run, speed=speed), flush=True)
+                last_summary = (wall, simulated)
                 next_summary = run.twin.now + 3600
             time.sleep(max(0.0, REAL_STEP_SECONDS - (time.monotonic() - tick_began)))
     finally:  # Ctrl-C unwinds to ``cli.main``: one line, exit 130

@@ -78,3 +78,27 @@ def test_daemon_on_the_twin(tmp_path: Path) -> None:
     ].model_version == run.store.current_version("itp")
     client = TestClient(create_app(run.daemon))
     assert client.get("/api/v1/forecast", params={"pool": "itp"}).json()["forecast"]["upper"]
+
+
+def test_each_hourly_line_names_the_cap_that_holds_prewarm_at_zero(tmp_path: Path) -> None:
+    settings = load_settings(ROOT / "config" / "forecaster.yaml", env={})
+    twin = settings.twin.model_copy(
+        update={"warmup_days": 8, "models": ("persistence", "quantreg-raw")}
+    )
+    budgets = settings.planning.budgets.model_copy(update={"max_prewarm_gpu_hours_per_day": 40})
+    settings = settings.model_copy(
+        update={
+            "twin": twin,
+            "forecast": settings.forecast.model_copy(update={"min_history_days": 7}),
+            "planning": settings.planning.model_copy(update={"budgets": budgets}),
+        }
+    )
+    run = build_embedded(settings, models_dir=tmp_path)
+    lines = []
+    for _ in range(4):
+        run.step(run.twin.now + 3600)
+        lines.append(summary(run, speed=1000.0))
+    held = [line for line in lines if "held at 0 by:" in line]
+    assert held, lines  # 40 GPU-hours a day are spent within the first hours
+    assert all("capped by GPU-hours/day budget" in line for line in held), held
+    assert all("expired unused" in line and "running 1000x" in line for line in lines), lines
