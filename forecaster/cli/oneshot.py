@@ -3,7 +3,7 @@
 
 They load no model library (prophet, statsmodels, scikit-learn, pandas, matplotlib): a kill
 switch answers in about a second (``tests/cli/test_one_shot_imports.py``,
-``bench/cli_startup.py``). Everything they need is ``app.connect``, ``app.doctor``,
+``bench/performance/cli_startup.py``). Everything they need is ``app.connect``, ``app.doctor``,
 ``app.cleanup`` and ``app.takeover``.
 """
 

@@ -6,9 +6,10 @@ trained model per pool published to a scratch store. The daemon ticks every 15 s
 minutes for 7 simulated days; prints tick time percentiles and the RSS and thread count at the
 start and the end (flat means no leak).
 
-Run: ``.venv/bin/python -m bench.daemon [--pools 10] [--days 7] [--every 900]`` for memory over
-a week; ``--days 0.3 --every 30`` for tick times at the production cadence (30 s ticks, so
-placeholder renewals are spread over the renewal window as in a cluster).
+Run:
+``.venv/bin/python -m bench.performance.daemon [--pools 10] [--days 7] [--every 900]``
+for memory over a week; ``--days 0.3 --every 30`` for tick times at the production cadence
+(30 s ticks, so placeholder renewals are spread over the renewal window as in a cluster).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from forecaster.sources.files import CsvSource
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class ShiftedSource:

@@ -10,7 +10,9 @@ submitted then and their mean wait against the others', and the share of all wai
 spent in those hours; then both runs' metrics side by side. A point whose waits barely move
 without hand-offs owes its waits to its plan, not to the safety rule.
 
-Run: ``.venv/bin/python -m bench.handoffs --trace cluster07 --quantile 0.95 [--floor-gpus 0]``
+Run:
+``.venv/bin/python -m bench.experiments.handoffs --trace cluster07 --quantile 0.95``
+(``--floor-gpus 0``)
 (two replays at once on 2 workers; about 90 s each here).
 """
 
@@ -25,7 +27,7 @@ import time
 
 import numpy as np
 
-from bench.replay import trace_windows
+from bench.performance.replay import trace_windows
 from forecaster.app.build_replay import replay_policy
 from forecaster.core.jobs import JobTrace
 from forecaster.core.planner import Mode

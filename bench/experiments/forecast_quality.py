@@ -7,7 +7,8 @@ hindsight bounds that no real model can beat, to show how much the data lets any
 * ``oracle-constant``: persistence plus the single offset that is best *on the test week itself*;
 * ``oracle-daily``: the same with the best offset chosen separately for each test day.
 
-Run: ``.venv/bin/python -m bench.forecast_quality [--horizons 5m,15m,30m] [--models ...]``
+Run:
+``.venv/bin/python -m bench.experiments.forecast_quality [--horizons 5m,15m,30m] [--models ...]``
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from forecaster.forecasting.scoring import coverage, headroom, pinball_loss
 from forecaster.forecasting.training import TrainingPlan, backtest_models
 from forecaster.sources.files import CsvSource
 
-SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 SERIES = ("helios-earth-2020-05.csv", "msr-itp-cluster04.csv")
 
 

@@ -21,7 +21,7 @@ the target. With ``--history pods`` the replays run the pool's pods instead, as
 kube-state-metrics would hold them (``sources.prometheus.POD_QUERIES``): the trace's jobs up to
 the retrain, each split into node-sized pods.
 
-Run: ``.venv/bin/python -m bench.operating_point --trace cluster04
+Run: ``.venv/bin/python -m bench.experiments.operating_point --trace cluster04
 [--frontier-json out/frontier-c04.json] [--history pods]``
 """
 
@@ -64,7 +64,7 @@ from forecaster.simulation.metrics import ReplayMetrics
 from forecaster.simulation.operating_point import choose_operating_point, under_budget
 from forecaster.simulation.replay import replay
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:

@@ -16,7 +16,7 @@ of the evaluation window, and prints both windows against static headroom at the
 move it) and the P95 wait against reactive's (the moonshot: 80 % below at <= +10 % GPU-hours).
 Notice 0 must reproduce the frontier's own rows; the bench says whether it does.
 
-Run: ``.venv/bin/python -m bench.kueue_notice --trace cluster04 --frontier-json
+Run: ``.venv/bin/python -m bench.experiments.kueue_notice --trace cluster04 --frontier-json
 out/frontier-c04.json [--notices 0,60,180,360,600] [--workers 2]``
 """
 
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.replay import trace_windows
+from bench.performance.replay import trace_windows
 from forecaster.app.build_replay import replay_policy
 from forecaster.durations import DAY
 from forecaster.simulation.frontier import (

@@ -4,7 +4,7 @@ expired unused, and how fast the twin runs (simulated seconds per real second) a
 trail grows.
 
 Prints the hourly line the demo prints every sixth hour and at every hour held at zero, then
-the tally. Run: ``.venv/bin/python -m bench.embedded_demo [--days 2]``
+the tally. Run: ``.venv/bin/python -m bench.performance.embedded_demo [--days 2]``
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from forecaster.app.build import build_embedded
 from forecaster.service.embedded import summary
 from forecaster.settings import load_settings
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ at a time). This bench writes kube-state-metrics series for the pods of an ITP t
 with ``PrometheusSource.fetch_pods`` and prints the time taken, the pods found and how their
 GPU-hours compare with the trace's.
 
-Run: ``.venv/bin/python -m bench.pod_history --trace cluster04 [--scrape-seconds 300]``
+Run: ``.venv/bin/python -m bench.performance.pod_history --trace cluster04 [--scrape-seconds 300]``
 (needs ``prometheus`` and ``promtool``: ``scripts/setup`` installs them).
 """
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.operating_point import ROOT, as_pods
+from bench.experiments.operating_point import ROOT, as_pods
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
 from forecaster.sources.files import read_job_trace

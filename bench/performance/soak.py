@@ -5,7 +5,7 @@ and the day's hand-offs, then the totals; flat RSS/threads and no growing error 
 leak. The twin replays the ITP jobs from trace day 0 (14 warm-up days, then 30 soaked days);
 ticks every 2 simulated minutes; weekly retraining with hot reload as in ``forecaster run``.
 
-Run: ``.venv/bin/python -m bench.soak [--days 30] [--every 120]``
+Run: ``.venv/bin/python -m bench.performance.soak [--days 30] [--every 120]``
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from forecaster.app.build import build_embedded
 from forecaster.durations import DAY
 from forecaster.settings import load_settings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Counter(logging.Handler):

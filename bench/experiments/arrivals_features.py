@@ -22,7 +22,7 @@ the pinball loss, cross-validated by contiguous time block over the tuning days,
   submission (jobs at most ``--gap`` seconds apart) will still create within the horizon - the
   information the continuation bound has and no pod shows. Not a model: the ceiling's scale.
 
-Run: ``.venv/bin/python -m bench.arrivals_features [--trace cluster04 cluster07]``
+Run: ``.venv/bin/python -m bench.experiments.arrivals_features [--trace cluster04 cluster07]``
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from collections.abc import Callable
 import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
 
-from bench.replay import ROOT
+from bench.performance.replay import ROOT
 from forecaster.cli import build_parser
 from forecaster.cli.replay import load_trace, setup_from
 from forecaster.core.jobs import JobTrace

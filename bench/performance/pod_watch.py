@@ -12,7 +12,8 @@ next to one busy GPU pool. Printed, with the watch and without it:
   the daemon runs with its production 15 s interval; for each, the time from its creation to
   the start of the next tick (mean, P95, max).
 
-Run: ``.venv/bin/python -m bench.pod_watch [--pods 2000] [--arrivals 12] [--spacing 4.1]``.
+Run:
+``.venv/bin/python -m bench.performance.pod_watch [--pods 2000] [--arrivals 12] [--spacing 4.1]``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Each measurement runs in a fresh process so its peak RSS is its own: the full ``train_pool``
 (backtest of every candidate, selection, final fit, publish) and the final fit of each model
-alone. Run: ``.venv/bin/python -m bench.train_time``
+alone. Run: ``.venv/bin/python -m bench.performance.train_time``
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from forecaster.forecasting.registry import CANDIDATES, build, known_names
 from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.sources.files import CsvSource
 
-SAMPLES = Path(__file__).resolve().parent.parent / "data" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
 HISTORY_DAYS = 28
 
 

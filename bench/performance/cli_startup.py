@@ -6,7 +6,7 @@
 The one-shot commands run against the API double (no earlier leader, no CapacityBuffers) and a
 real Prometheus holding an hour of one pool's demand; they load no model library
 (``forecaster.cli.oneshot``), so the target is a median of at most 3 s each.
-Run: ``.venv/bin/python -m bench.cli_startup``
+Run: ``.venv/bin/python -m bench.performance.cli_startup``
 """
 
 from __future__ import annotations

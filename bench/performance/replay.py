@@ -6,7 +6,9 @@ GPU-hours relative to the oracle, where each policy sits against the static curv
 GPU-hours, and each run's wall time and the process's peak RSS. Writes out/replay.json and
 out/replay.html.
 
-Run: ``.venv/bin/python -m bench.replay [--sweep 0,16,32,48,64,96,128] [--model quantreg-raw]``
+Run:
+``.venv/bin/python -m bench.performance.replay [--sweep 0,16,32,48,64,96,128]``
+(``--model quantreg-raw``)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from forecaster.core.jobs import JobTrace
 from forecaster.simulation.frontier import parse_days
 from forecaster.simulation.replay import ReplaySetup
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def trace_windows(

@@ -1,0 +1,1 @@
+"""Performance benchmarks: speed and memory of the product's own paths, printed as figures."""
