@@ -1,13 +1,12 @@
-"""The composition root: the only place where settings become objects.
+"""The composition root of the daemon: settings become the objects that run it.
 
-Every object graph is wired here - the demand source, the reconcile loop with its models,
-observer, actuator, state store and kill switch (``build_reconciler``), the daemon of one replica
-(``build_cluster_service``), the embedded default on the twin (``build_embedded``) and the
-replay's pool (``replay_runtime``) - so the CLI, the cluster service, the embedded default and
-replay all run the same wiring (the light part the one-shot commands need - Kubernetes client,
-demand source, kill switch - is ``app.connect``). Nothing here runs anything: the one-shot
-operations are ``app.training``, ``app.cleanup`` and ``app.doctor``; the running daemon is
-``service/``.
+Wired here: the reconcile loop with its models, observer, actuator, state store and kill switch
+(``build_reconciler``), the daemon of one replica (``build_cluster_service``) and the embedded
+default on the twin (``build_embedded``); replay's pools and policies are ``app.build_replay``,
+and the light part the one-shot commands need - Kubernetes client, demand source, kill switch -
+is ``app.connect``. The CLI, the cluster service, the embedded default and replay all run this
+same wiring. Nothing here runs anything: the one-shot operations are ``app.training``,
+``app.cleanup`` and ``app.doctor``; the running daemon is ``service/``.
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ Per pool (see ``PoolPlan``):
 
 Forecast-only pools are planned for the report but never act and spend no shared budget.
 Caps round *down* to whole placeholders, so no cap is ever exceeded.
+
+``scripts/mutation_check.py`` pins exact lines of this module (it breaks them on purpose): a
+change to a pinned line updates the mutation's strings there, never drops the mutation.
 """
 
 from __future__ import annotations

@@ -30,6 +30,9 @@ The state (ledger, error budget) is persisted every ``SAVE_EVERY_SECONDS`` (5 mi
 a change of mode: a ConfigMap write per 15 s tick is API load for nothing, and a restart loses at
 most those minutes of tallies - the ledger charges the time since the last save anyway (up to the
 placeholder TTL, see ``core.budget``).
+
+``scripts/mutation_check.py`` pins exact lines of this module (it breaks them on purpose): a
+change to a pinned line updates the mutation's strings there, never drops the mutation.
 """
 
 from __future__ import annotations
