@@ -1017,6 +1017,15 @@ MUTATIONS = (
         ("tests/service/test_page_browser.py::test_the_page_reads_at_a_glance",),
     ),
     Mutation(
+        "replay workers forward the per-tick lines the caller quieted",
+        "forecaster/simulation/workers.py",
+        "        initargs=(records, root.level, _levels()),",
+        "        initargs=(records, root.level),",
+        (
+            "tests/simulation/test_workers.py::test_a_logger_the_caller_quieted_stays_quiet_in_the_workers",
+        ),
+    ),
+    Mutation(
         "replicas' exports of the same demand are added up",
         "forecaster/sources/prometheus.py",
         "OWN_DEMAND_QUERY = 'max(forecaster_observed_demand_gpus{pool=\"{pool}\"})'",

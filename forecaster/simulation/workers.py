@@ -60,7 +60,7 @@ def run_each(
         max_workers=min(workers, len(tasks)),
         mp_context=context,
         initializer=_worker_started,
-        initargs=(records, root.level),
+        initargs=(records, root.level, _levels()),
     )
     try:
         futures: dict[Future[Result], int] = {pool.submit(run, t): i for i, t in enumerate(tasks)}
@@ -74,10 +74,25 @@ def run_each(
         listener.stop()
 
 
-def _worker_started(records: Queue[logging.LogRecord], level: int) -> None:
-    """Log through ``records`` at the caller's ``level``; one BLAS thread per worker (the
-    workers are the parallelism, as the CLI's own limit)."""
+def _levels() -> dict[str, int]:
+    """The levels the caller set on named loggers (``replay`` quiets the loop's per-tick line):
+    a spawned worker starts without them and would forward every line - hundreds of MB for one
+    frontier."""
+    return {
+        name: logger.level
+        for name, logger in logging.root.manager.loggerDict.items()
+        if isinstance(logger, logging.Logger) and logger.level != logging.NOTSET
+    }
+
+
+def _worker_started(
+    records: Queue[logging.LogRecord], level: int, levels: dict[str, int] | None = None
+) -> None:
+    """Log through ``records`` at the caller's ``level`` and named loggers' ``levels``; one BLAS
+    thread per worker (the workers are the parallelism, as the CLI's own limit)."""
     root = logging.getLogger()
     root.handlers[:] = [QueueHandler(records)]
     root.setLevel(level)
+    for name, named in (levels or {}).items():
+        logging.getLogger(name).setLevel(named)
     threadpool_limits(limits=1)

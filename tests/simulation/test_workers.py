@@ -1,6 +1,6 @@
 """``simulation.workers.run_each``: results in the tasks' order whatever order they finish in,
 every task reported done once, a task's error raised to the caller, what a task logs in the
-caller's log - in worker processes as in the calling one."""
+caller's log (and not what the caller quieted) - in worker processes as in the calling one."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ def square(task: tuple[int, Path, bool]) -> int:
 
 def logs(n: int) -> int:
     logging.getLogger("forecaster.reconcile.loop").warning("task %d handed off", n)
+    logging.getLogger("forecaster.reconcile.loop").info("task %d: a per-tick line", n)
     return n
 
 
@@ -63,6 +64,22 @@ def test_what_a_task_logs_reaches_the_callers_log(
     found = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
     for n in (1, 2):
         assert ("forecaster.reconcile.loop", logging.WARNING, f"task {n} handed off") in found
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_logger_the_caller_quieted_stays_quiet_in_the_workers(
+    workers: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``replay`` quiets the loop's per-tick line; a worker forwarding it wrote hundreds of MB."""
+    loop = logging.getLogger("forecaster.reconcile.loop")
+    with caplog.at_level(logging.INFO):
+        loop.setLevel(logging.WARNING)
+        try:
+            run_each(logs, [1, 2], workers=workers)
+        finally:
+            loop.setLevel(logging.NOTSET)
+    lines = [r.getMessage() for r in caplog.records if r.name == loop.name]
+    assert sorted(lines) == ["task 1 handed off", "task 2 handed off"]
 
 
 def test_usable_cpus_is_at_least_one() -> None:
