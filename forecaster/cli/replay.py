@@ -238,10 +238,12 @@ def replay_command(args: argparse.Namespace) -> int:
         ) from None
     pulls = _image_pulls(args.image_pull_sweep)
     results = run_all(names, jobs, setup=setup, static_gpus=args.static_gpus)
-    sweep = (
-        run_all(sweep_names, jobs, setup=setup, static_gpus=args.static_gpus) if sweep_names else []
-    )
-    for line in table(results + sweep):
+    # a swept K also asked for as a policy (static:64 in both) runs and is listed once
+    fresh = [n for n in dict.fromkeys(sweep_names) if n not in {r.policy for r in results}]
+    ran = run_all(fresh, jobs, setup=setup, static_gpus=args.static_gpus) if fresh else []
+    by_name = {r.policy: r for r in results + ran}
+    sweep = [by_name[n] for n in dict.fromkeys(sweep_names)]
+    for line in table(results + ran):
         print(line)
     oracle = next((r for r in results if r.policy == "oracle"), None)
     for r in results:

@@ -229,7 +229,7 @@ def test_replay_command_writes_json_and_report(
             "--policy",
             "reactive,static,oracle",
             "--sweep",
-            "0,16",
+            "0,16,64",  # 64 is also the static policy's K: run and listed once
             "--warmup-days",
             "1",
             "--end-day",
@@ -244,6 +244,12 @@ def test_replay_command_writes_json_and_report(
     assert code == 0
     document = json.loads((tmp_path / "r.json").read_text())
     assert set(document) == {"reactive", "static:64", "oracle", "static:0", "static:16"}
+    rows = [
+        line.split()[0]
+        for line in out.splitlines()
+        if line.strip().startswith("static:") and "GPU-hours" not in line
+    ]
+    assert sorted(rows) == ["static:0", "static:16", "static:64"], out
     for figures in document.values():
         assert {
             "p50_wait_s",
