@@ -93,3 +93,14 @@ def test_the_readme_is_short_and_its_links_hold() -> None:
 def test_no_issue_numbers_in_the_documents() -> None:
     for path in DOCUMENTS:
         assert not re.search(r"\bissue \d+|#\d{2,}\b", path.read_text(), re.I), path.name
+
+
+def test_every_path_the_documents_name_exists() -> None:
+    """A file moved or renamed fails here, not in a new engineer's first hour."""
+    for path in DOCUMENTS:
+        named = re.findall(
+            r"`((?:forecaster|scripts|bench|deploy|tests|config|data)/[\w./-]+)`", path.read_text()
+        )
+        for name in named:
+            if "*" not in name and "<" not in name:
+                assert (ROOT / name.rstrip("/.")).exists(), f"{path.name}: {name}"
