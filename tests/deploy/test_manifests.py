@@ -407,10 +407,14 @@ def test_the_build_context_leaves_out_virtualenvs_history_and_caches() -> None:
     ]
 
     def ignored(path: str) -> bool:
-        return any(
-            fnmatch.fnmatch(path, p.rstrip("/")) or fnmatch.fnmatch(path, p.rstrip("/") + "/*")
-            for p in patterns
-        )
+        """Docker's rule: the last pattern that matches decides; ``!`` re-includes."""
+        verdict = False
+        for pattern in patterns:
+            keep = pattern.startswith("!")
+            bare = pattern.removeprefix("!").rstrip("/")
+            if fnmatch.fnmatch(path, bare) or fnmatch.fnmatch(path, bare + "/*"):
+                verdict = not keep
+        return verdict
 
     for path in (".venv", ".venv-tools", "out/frontier.json", ".git", ".pytest_cache",
                  ".mypy_cache", ".ruff_cache", "forecaster/__pycache__/x.pyc"):  # fmt: skip
