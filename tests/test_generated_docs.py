@@ -1,0 +1,72 @@
+"""The documents generated from the code and from benchmark output stay what their scripts make.
+
+``docs/config-reference.md`` is what ``scripts/config_reference.py`` makes of the config's schema
+(a field added without regenerating fails here); ``scripts/results_tables.py`` turns a
+``replay --frontier`` JSON into one row per budget - the chosen point, its GPU-hours against
+reactive, and its ratios over static headroom and the burst rule interpolated at the same
+GPU-hours - and writes it between the markers of a document.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import config_reference  # noqa: E402
+import results_tables  # noqa: E402
+
+
+def test_the_config_reference_is_current() -> None:
+    assert config_reference.main(["--check"]) == 0
+
+
+def metrics(gpu_hours: float, share: float, mean: float, p95: float, **extra: float) -> dict:
+    return {
+        "gpu_hours": gpu_hours,
+        "share_waiting_over_5min": share,
+        "share_waiting_over_60s": share,
+        "mean_wait_s": mean,
+        "p95_wait_s": p95,
+        "cap_breaches": 0,
+        **extra,
+    }
+
+
+FRONTIER = {
+    "reactive": metrics(1000, 0.20, 100, 400),
+    "oracle": metrics(1010, 0.0, 1, 5),
+    "static": [
+        metrics(1000, 0.20, 100, 400, knob=0),
+        metrics(1100, 0.10, 50, 300, knob=32),
+        metrics(1200, 0.05, 20, 200, knob=64),
+    ],
+    "burst": [metrics(1000, 0.20, 100, 400, knob=0), metrics(1200, 0.10, 40, 300, knob=2)],
+    "chosen": {"5": metrics(1050, 0.06, 60, 330, knob=0.8, floor_gpus=16)},
+    "chosen_burst": {},
+}
+"""A frontier as ``replay --frontier --json`` writes it: static at 0/32/64 GPUs, a burst sweep,
+a point chosen for +5 % and none for +10 %."""
+
+
+def test_a_frontier_becomes_a_row_per_budget_between_the_markers(tmp_path: Path) -> None:
+    source = tmp_path / "frontier-toy.json"
+    source.write_text(json.dumps(FRONTIER))
+    document = tmp_path / "doc.md"
+    document.write_text(f"before\n{results_tables.BEGIN}\nold\n{results_tables.END}\nafter\n")
+    assert results_tables.main([str(source), "--write", str(document)]) == 0
+    text = document.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "old" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| toy |")]
+    # at 1,050 GPU-h static is half way from 0 to 32 GPUs: 0.15 / 75 s / 350 s; burst a
+    # quarter of the way: 0.175 / 85 s / 375 s
+    assert rows == [
+        "| toy | +5 % | P80 + 16 GPUs | +5.0 % | 0.40x | 0.80x | 0.94x | 0.34x / 0.71x / 0.88x |",
+        "| toy | +10 % | none fits | | | | | |",
+    ]
+    assert results_tables.main([str(source), "--check", str(document)]) == 0
+    document.write_text(text.replace("0.40x", "0.41x"))
+    assert results_tables.main([str(source), "--check", str(document)]) == 1
