@@ -78,38 +78,41 @@ def served_twin(tmp_path: Path) -> Iterator[str]:
     yield from serve(run.daemon)
 
 
-@pytest.fixture
-def served_cluster(tmp_path: Path) -> Iterator[str]:
-    """A daemon that observes and acts on the API double (real placeholders, real spend)."""
+def served_on_the_double(tmp_path: Path, *, forecast_only: bool = False) -> Iterator[str]:
+    """A daemon that ticked for 30 minutes on the API double's busy pool, served (the URL is
+    yielded while the double still runs); ``forecast_only``: its pool plans and holds nothing."""
+    pool = {
+        "name": POOL,
+        "gpus_per_node": 8,
+        "max_prewarm_gpus": 32,
+        "forecast_only": forecast_only,
+    }
+    changes: dict[str, object] = {"pools": [pool]} if forecast_only else {}
     with KubeApiDouble(capacity_buffers=True) as api:
         api.clock = float(T0 - 1800)
         busy_cluster = ClusterSim(api)
         busy_cluster.busy_pool(POOL)
-        loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()))
-        daemon = Daemon(reconciler=loop, pools=(POOL,))
+        source = LiveSource(T0 - 2 * 86400, calm_history())
+        daemon = Daemon(reconciler=reconciler(tmp_path, api, source, **changes), pools=(POOL,))
         for minute in range(30, -1, -1):
             api.clock = float(T0 - 60 * minute)
             busy_cluster.step()
             daemon.reconcile(T0 - 60 * minute)
+        if forecast_only:
+            assert api.objects("jobs", "forecaster") == []
         yield from serve(daemon)
+
+
+@pytest.fixture
+def served_cluster(tmp_path: Path) -> Iterator[str]:
+    """A daemon that observes and acts on the API double (real placeholders, real spend)."""
+    yield from served_on_the_double(tmp_path)
 
 
 @pytest.fixture
 def served_forecast_only(tmp_path: Path) -> Iterator[str]:
     """A forecast-only pool on the API double: it plans, holds nothing."""
-    with KubeApiDouble(capacity_buffers=True) as api:
-        api.clock = float(T0 - 1800)
-        busy_cluster = ClusterSim(api)
-        busy_cluster.busy_pool(POOL)
-        pools = [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 32, "forecast_only": True}]
-        loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()), pools=pools)
-        daemon = Daemon(reconciler=loop, pools=(POOL,))
-        for minute in range(30, -1, -1):
-            api.clock = float(T0 - 60 * minute)
-            busy_cluster.step()
-            daemon.reconcile(T0 - 60 * minute)
-        assert api.objects("jobs", "forecaster") == []
-        yield from serve(daemon)
+    yield from served_on_the_double(tmp_path, forecast_only=True)
 
 
 def serve(daemon: Daemon) -> Iterator[str]:
