@@ -88,6 +88,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate-config", help="check a config file and exit")
     _config_arg(validate)
+    values = sub.add_parser(
+        "helm-values",
+        help="the Helm chart's values from a config file (pools, caps, every other setting)",
+    )
+    _config_arg(values)
+    values.add_argument("--out", type=Path, help="write the values here (default: stdout)")
 
     models = sub.add_parser("models", help="inspect published model artifacts")
     models_sub = models.add_subparsers(dest="models_command", required=True)

@@ -1,5 +1,5 @@
 """The one-shot commands an operator runs at the terminal: ``pause``, ``resume``, ``doctor``,
-``check-query``, ``validate-config`` and ``cleanup``.
+``check-query``, ``validate-config``, ``helm-values`` and ``cleanup``.
 
 They load no model library (prophet, statsmodels, scikit-learn, pandas, matplotlib): a kill
 switch answers in about a second (``tests/cli/test_one_shot_imports.py``,
@@ -15,10 +15,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import yaml
+
 from forecaster.actuators.control import CONTROL_CONFIG_MAP
 from forecaster.actuators.guardrails import Guardrail
 from forecaster.app import cleanup, connect, doctor, takeover
 from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG, namespace_of
+from forecaster.cli.helm_values import helm_values
 from forecaster.cli.query_report import query_check_report
 from forecaster.core.actions import Halt
 from forecaster.core.series import iso_utc
@@ -26,13 +29,17 @@ from forecaster.errors import ConfigError, SourceError
 from forecaster.service.clock import SystemClock
 from forecaster.settings import Settings, load_settings
 
-ONE_SHOT = frozenset({"pause", "resume", "doctor", "check-query", "validate-config", "cleanup"})
+ONE_SHOT = frozenset(
+    {"pause", "resume", "doctor", "check-query", "validate-config", "helm-values", "cleanup"}
+)
 
 
 def dispatch(args: argparse.Namespace) -> int:
     """Run one of ``ONE_SHOT``; ``ForecasterError`` propagates to ``cli.main``."""
     if args.command == "cleanup":
         return _cleanup(args)
+    if args.command == "helm-values":
+        return _helm_values(args)
     handlers: dict[str, Callable[[Settings, argparse.Namespace], int]] = {
         "validate-config": _validate,
         "doctor": _doctor,
@@ -215,10 +222,33 @@ def _validate(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def settings_from(path: Path | None) -> Settings:
-    """The config at ``path``, else ./forecaster.yaml, else the bundled default."""
+def _helm_values(args: argparse.Namespace) -> int:
+    """Validate the config as the daemon would, then write it as the chart's values."""
+    path = config_path(args.config)
+    load_settings(path)  # a bad file fails here, naming its field, before any values exist
+    mapped = helm_values(yaml.safe_load(path.read_text()) or {})
+    text = f"# Helm values from {path} (forecaster helm-values)\n" + yaml.safe_dump(
+        mapped.values, sort_keys=False
+    )
+    for note in mapped.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.out is None:
+        sys.stdout.write(text)
+    else:
+        args.out.write_text(text)
+        print(f"wrote {args.out}: {len(mapped.values['pools'])} pool(s)", file=sys.stderr)
+    return 0
+
+
+def config_path(path: Path | None) -> Path:
+    """``path``, else ./forecaster.yaml, else the bundled default; it must exist."""
     if path is None:
         path = DEFAULT_CONFIG if DEFAULT_CONFIG.exists() else BUNDLED_CONFIG
     if not path.exists():
         raise ConfigError(f"{path}: config file not found")
-    return load_settings(path)
+    return path
+
+
+def settings_from(path: Path | None) -> Settings:
+    """The config at ``path``, else ./forecaster.yaml, else the bundled default."""
+    return load_settings(config_path(path))

@@ -64,6 +64,7 @@ def config(tmp_path: Path, prometheus_url: str) -> str:
     "argv",
     [
         ["validate-config"],
+        ["helm-values"],
         ["check-query"],
         ["doctor"],
         ["pause", "--reason", "incident"],
