@@ -32,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from forecaster.actuators.notice.registry import SOURCES
 from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.operating_point import CANDIDATE_FLOOR_NODES, CANDIDATE_QUANTILES, Budget
 from forecaster.core.policy import covering_horizon, prewarm_window_seconds
@@ -245,6 +246,30 @@ class PlanningSettings(_Strict):
     )
 
 
+class NoticeSettings(_Strict):
+    """GPU work the cluster announces before its pods exist (``actuators.notice``)."""
+
+    sources: tuple[str, ...] = Field(
+        ("cronjob",),
+        description="notice sources read every tick (RBAC: list their kinds); one not served"
+        " by the cluster is shown as not installed; [] reads none",
+    )
+    grace_seconds: int = Field(
+        600,
+        ge=0,
+        le=DAY_SECONDS,
+        description="announced work later than its latest start by this much did not come",
+    )
+
+    @field_validator("sources")
+    @classmethod
+    def _known(cls, sources: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [s for s in sources if s not in SOURCES]
+        if unknown:
+            raise ValueError(f"unknown source(s) {unknown}; known: {sorted(SOURCES)}")
+        return sources
+
+
 class PrometheusSettings(_Strict):
     """Where and how to query Prometheus."""
 
@@ -426,6 +451,7 @@ class Settings(_Strict):
     source: SourceSettings = SourceSettings()
     forecast: ForecastSettings = ForecastSettings()
     planning: PlanningSettings = PlanningSettings()
+    notice: NoticeSettings = NoticeSettings()
     operating_point: OperatingPointSettings = OperatingPointSettings()
     slo: SloPolicy = SloPolicy()
     """The core value itself (validated by its own ``__post_init__``; unknown keys refused).

@@ -239,3 +239,45 @@ def dressed(pod: dict[str, Any], *, index: int = 0) -> dict[str, Any]:
         for c in pod["spec"]["containers"]
     ]
     return pod
+
+
+def cronjob(
+    name: str = "nightly", *, pool: str, schedule: str = "5 * * * *", **spec: Any
+) -> dict[str, Any]:
+    """A GPU CronJob (batch/v1) for ``pool``: 2 pods x 8 GPUs, last run at 2027-01-15 07:05
+    UTC (``spec``: more of its spec; ``job_spec``: of its Job's; ``status`` replaces it)."""
+    job_spec = spec.pop("job_spec", {})
+    status = spec.pop("status", {"lastScheduleTime": "2027-01-15T07:05:00Z"})
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name, "namespace": "ml"},
+        "spec": {
+            "schedule": schedule,
+            **spec,
+            "jobTemplate": {
+                "spec": {
+                    "parallelism": 2,
+                    "completions": 2,
+                    **job_spec,
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "nodeSelector": {"karpenter.sh/nodepool": pool},
+                            "tolerations": [
+                                {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
+                            ],
+                            "containers": [
+                                {
+                                    "name": "train",
+                                    "image": "ml/train:1",
+                                    "resources": {"requests": {GPU: "8"}, "limits": {GPU: "8"}},
+                                }
+                            ],
+                        }
+                    },
+                }
+            },
+        },
+        "status": status,
+    }

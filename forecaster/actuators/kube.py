@@ -307,6 +307,15 @@ class Kube:
                 return version, list(found["items"])
         return None
 
+    def list_objects(self, group: str, version: str, plural: str) -> list[Obj] | None:
+        """Every object of a named API group's kind in every namespace; None when the cluster
+        does not serve it (404). What the notice sources read (``actuators.notice``)."""
+        found = self._get(
+            lambda: self._custom.list_cluster_custom_object(group, version, plural, **self._opts()),
+            f"list {plural}.{group}/{version}",
+        )
+        return None if found is None else list(found["items"])
+
     def serves_capacity_buffers(self, namespace: str) -> bool:
         """Does the cluster serve CapacityBuffers? (A 404 on list means it does not.)"""
         found = self._get(

@@ -51,6 +51,7 @@ from forecaster.actuators.kueue import KueueScope, read_rooms
 from forecaster.actuators.lead import measure_lead
 from forecaster.actuators.manifests import CapacityBuffer, Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
+from forecaster.actuators.notice.base import NoticeReader, NoticeReading
 from forecaster.actuators.pod_watch import PodWatch, live_pods
 from forecaster.actuators.quantities import (
     MalformedObjectError,
@@ -141,10 +142,12 @@ def observe(
     buffer_namespace: str | None = None,
     kueue: Sequence[KueueScope] = (),
     watched: PodWatch | None = None,
+    notice: NoticeReader | None = None,
 ) -> Observation:
     """Snapshots of every pool in ``pools`` (with our CapacityBuffers in ``buffer_namespace``
     and, for the pools in ``kueue``, what Kueue's quota could still admit); the pods not ours
-    from ``watched`` while its watch is in sync (``pod_watch.live_pods``)."""
+    from ``watched`` while its watch is in sync (``pod_watch.live_pods``); the work announced
+    for each pool by ``notice``'s sources."""
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
     pods = live_pods(kube, watched)
     shapes = _shapes(kube.list_nodepools())
@@ -164,8 +167,10 @@ def observe(
         except (MalformedObjectError, *_MALFORMED) as exc:  # quota unknown: those pools withdraw
             kueue_problem = f"malformed Kueue object: {type(exc).__name__}: {exc}"
     gated = {scope.pool for scope in kueue}
+    reading = notice.read(kube, pools=shapes, now=now) if notice else NoticeReading()
     snapshots = Observation()
     snapshots.unattributed = unattributed
+    snapshots.notice = reading.statuses
     for pool in pools:
         try:
             snapshots[pool] = _snapshot(
@@ -179,6 +184,10 @@ def observe(
                 buffer_gpus=_buffer_gpus(buffers, pool),
                 launch_problem=launches.get(pool),
             )
+            if pool in reading.items:
+                snapshots[pool] = dataclasses.replace(
+                    snapshots[pool], announced=reading.items[pool]
+                )
             if pool in gated:
                 if kueue_problem:
                     raise MalformedObjectError(kueue_problem)

@@ -31,6 +31,8 @@ from forecaster.actuators.kueue import KueueScope
 from forecaster.actuators.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
 from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.notice.base import NoticeReader
+from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.observer import observe
 from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
 from forecaster.actuators.pod_watch import PodWatch
@@ -188,6 +190,11 @@ def build_reconciler(
             if p.kueue is not None
         ]
 
+        notice = NoticeReader(
+            [SOURCES[name] for name in settings.notice.sources],
+            grace_seconds=settings.notice.grace_seconds,
+        )
+
         def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
             return observe(
                 live,
@@ -196,6 +203,7 @@ def build_reconciler(
                 buffer_namespace=buffer_namespace,
                 kueue=kueue,
                 watched=watch,
+                notice=notice,
             )
 
         observer = observe_live

@@ -7,12 +7,15 @@ import time
 from collections.abc import Sequence
 
 from forecaster.actuators import guardrails
+from forecaster.actuators.attribution import shape
 from forecaster.actuators.backends import (
     BackendChoice,
     choose_backend,
 )
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube
+from forecaster.actuators.notice.base import read_notice
+from forecaster.actuators.notice.registry import SOURCES
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.settings import Settings
@@ -33,6 +36,31 @@ def backend_choice(settings: Settings, kube: Kube) -> BackendChoice:
     return choose_backend(
         kube, ph.namespace, actuation=settings.planning.actuation, now=int(time.time())
     )
+
+
+def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
+    """One line per configured notice source: not installed, unreadable, or what it announces
+    now (the soonest item per pool)."""
+    sources = [SOURCES[name] for name in settings.notice.sources]
+    if not sources:
+        return ["notice: no source configured (notice.sources: [])"]
+    shapes = [shape(n) for n in kube.list_nodepools()]
+    reading = read_notice(
+        kube, sources, pools=shapes, now=now, grace_seconds=settings.notice.grace_seconds
+    )
+    lines = []
+    for status in reading.statuses:
+        if not status.installed:
+            lines.append(f"notice {status.source}: not installed (its API is not served)")
+            continue
+        mine = sorted(
+            (i for items in reading.items.values() for i in items if i.source == status.source),
+            key=lambda i: i.earliest_start,
+        )
+        soonest = f"; soonest: {mine[0].key} ({mine[0].gpus} GPUs, {mine[0].pool})" if mine else ""
+        problem = f"; {status.problem}" if status.problem else ""
+        lines.append(f"notice {status.source}: {status.items} item(s) announced{soonest}{problem}")
+    return lines
 
 
 def run_guardrails(

@@ -174,6 +174,8 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     choice = doctor.backend_choice(settings, kube)
     print(f"backend: {choice.backend} ({choice.reason})")
     now = int(SystemClock().now().timestamp())
+    for line in doctor.notice_lines(settings, kube, now=now):
+        print(line)
     findings = doctor.run_guardrails(settings, kube, now=now, log_findings=False)
     now = args.at if args.at is not None else now  # the history's checks
     checks = dict(DOCTOR_CHECKS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from forecaster.core.kueue import KueueRoom
+from forecaster.core.notice import AnnouncedItem, SourceStatus
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,9 @@ class PoolSnapshot:
     recent_images: tuple[str, ...] = ()
     """Images the pool's real pods of the last hour ran that a placeholder may pull (no pull
     secret needed), most GPUs first: prewarm pulls them, so warm is warm for the workload."""
+    announced: tuple[AnnouncedItem, ...] = ()
+    """GPU work the cluster announced for this pool whose pods do not exist yet
+    (``core.notice``, read by ``actuators.notice``)."""
 
     @property
     def billed_gpus(self) -> int:
@@ -201,6 +205,8 @@ class Observation(dict[str, PoolSnapshot]):
     """Snapshots by pool, plus what the cluster holds that belongs to no pool."""
 
     unattributed: tuple[Unattributed, ...] = ()
+    notice: tuple[SourceStatus, ...] = ()
+    """How each notice source fared (installed, items, problem)."""
 
 
 def quantile_label(quantile: float) -> str:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from forecaster.core.cluster import DemandForecast, PoolSnapshot, whole_node_gpus
+from forecaster.core.notice import due_items
 from forecaster.core.policy import Budgets, PoolPolicy
 
 
@@ -122,6 +123,9 @@ class PoolInput:
     snapshot: PoolSnapshot
     forecast: DemandForecast | None
     mode: Mode
+    window_seconds: float = 0.0
+    """The prewarm window (the forecast's horizon): announced work starting within it is
+    covered now; 0 covers only work already due."""
 
 
 @dataclass
@@ -190,12 +194,9 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         return _Draft(item, 0, 0, [f"cannot observe this pool ({snap.problem}): prewarm 0"])
     if forecast is None:
         return _Draft(item, 0, 0, ["no forecast for this pool: nothing to prewarm"])
-    demand = planned_demand(snap, forecast)
+    demand = planned_demand(snap, forecast, window_seconds=item.window_seconds)
     if demand > forecast.upper_gpus:
-        reasons.append(
-            f"Kueue: {snap.kueue.reserved_gpus if snap.kueue else 0} GPUs of workloads hold"
-            f" quota but have no pods yet: demand at least {demand:.0f}"
-        )
+        reasons.append(_known_work(snap, demand, window_seconds=item.window_seconds))
     shortfall = demand - snap.real_demand_gpus - snap.spare_gpus
     needed = max(0, math.ceil(shortfall / unit - 1e-9)) * unit if math.isfinite(shortfall) else 0
     reasons.append(
@@ -244,16 +245,43 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
     return _Draft(item, needed, cap, reasons)
 
 
-def planned_demand(snap: PoolSnapshot, forecast: DemandForecast) -> float:
+def planned_demand(
+    snap: PoolSnapshot, forecast: DemandForecast, *, window_seconds: float = 0.0
+) -> float:
     """The demand the plan acts on: the forecast's quantile, or - when more - what real pods
-    ask for plus the GPUs of Kueue workloads that hold quota but have no pods yet (admitted
-    work is known, not forecast). The error budget judges this number, not the model's alone:
-    it is what the plan prewarmed for, so a burst Kueue announced and the plan covered is not a
-    miss that hands the pool to reactive scaling."""
-    reserved = snap.kueue.reserved_gpus if snap.kueue else 0
-    if not reserved:
+    ask for plus the work known to be coming: Kueue workloads that hold quota but have no pods
+    yet, and announced work (``core.notice``) due within ``window_seconds``. Known work is not
+    forecast; the two are not added, since the history the forecast learnt from holds the
+    announced work's earlier runs. The error budget judges this number, not the model's alone:
+    it is what the plan prewarmed for, so a burst that was announced and covered is not a miss
+    that hands the pool to reactive scaling."""
+    known = (snap.kueue.reserved_gpus if snap.kueue else 0) + sum(
+        i.gpus for i in due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
+    )
+    if not known:
         return forecast.upper_gpus
-    return max(forecast.upper_gpus, float(snap.real_demand_gpus + reserved))
+    return max(forecast.upper_gpus, float(snap.real_demand_gpus + known))
+
+
+def _known_work(snap: PoolSnapshot, demand: float, *, window_seconds: float) -> str:
+    """The reason naming the known work that raised the plan's demand."""
+    parts = []
+    if snap.kueue and snap.kueue.reserved_gpus:
+        parts.append(
+            f"Kueue: {snap.kueue.reserved_gpus} GPUs of workloads hold quota but have no pods yet"
+        )
+    due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
+    if due:
+        shown = "; ".join(
+            f"{i.key} ({i.gpus} GPUs, in {max(0, i.earliest_start - snap.observed_at)}s)"
+            for i in due[:3]
+        )
+        more = f"; {len(due) - 3} more" if len(due) > 3 else ""
+        parts.append(
+            f"announced: {sum(i.gpus for i in due)} GPUs due within {window_seconds:.0f}s"
+            f" ({shown}{more})"
+        )
+    return f"{'; '.join(parts)}: demand at least {demand:.0f}"
 
 
 def _limit_room(policy: PoolPolicy, snap: PoolSnapshot, reasons: list[str]) -> int:

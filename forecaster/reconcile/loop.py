@@ -58,6 +58,7 @@ from forecaster.core.cluster import (
     assumed_snapshot,
 )
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
+from forecaster.core.notice import SourceStatus
 from forecaster.core.operating_point import (
     OperatingPoint,
     following_the_point,
@@ -196,6 +197,8 @@ class TickRecord:
     """Past forecasts scored this tick, per pool (calibration as the page shows it)."""
     replanned: bool = True
     """False for a quiet tick: the cluster looked as at the last plan, which stands."""
+    notice: tuple[SourceStatus, ...] = ()
+    """How each notice source fared at this tick's observation."""
 
 
 class Reconciler:
@@ -303,7 +306,7 @@ class Reconciler:
             view = self._with_arrivals(runtime, view, snapshot, now, errors, horizon=horizon)
             _remember(
                 pool_state,
-                _as_planned(view.demand, snapshot),
+                _as_planned(view.demand, snapshot, window_seconds=horizon.horizon_seconds),
                 horizon.horizon_seconds,
                 step=self.step_seconds,
             )
@@ -311,7 +314,15 @@ class Reconciler:
             views[name] = PoolView(
                 **{**view.__dict__, "snapshot": snapshot, "floor_gpus": policy.floor_gpus}
             )
-            inputs.append(PoolInput(policy, snapshot, view.demand, pool_state.budget.mode))
+            inputs.append(
+                PoolInput(
+                    policy,
+                    snapshot,
+                    view.demand,
+                    pool_state.budget.mode,
+                    window_seconds=horizon.horizon_seconds,
+                )
+            )
         spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)
         decision = plan(
             inputs,
@@ -328,7 +339,7 @@ class Reconciler:
         _log_decision(
             decision, "" if act else f" [writes nothing: {not_acting or 'not the leader'}]"
         )
-        unattributed = snapshots.unattributed if isinstance(snapshots, Observation) else ()
+        observed = snapshots if isinstance(snapshots, Observation) else Observation()
         self.last = self._planned = TickRecord(
             now,
             decision,
@@ -337,8 +348,9 @@ class Reconciler:
             report,
             tuple(errors),
             halt,
-            unattributed,
+            observed.unattributed,
             scored,
+            notice=observed.notice,
         )
         return self.last
 
@@ -718,12 +730,15 @@ def _remember(
         )
 
 
-def _as_planned(demand: DemandForecast | None, snapshot: PoolSnapshot) -> DemandForecast | None:
+def _as_planned(
+    demand: DemandForecast | None, snapshot: PoolSnapshot, *, window_seconds: float
+) -> DemandForecast | None:
     """The forecast as the plan acts on it (``core.planner.planned_demand``): what the error
     budget judges."""
     if demand is None:
         return None
-    return dataclasses.replace(demand, upper_gpus=planned_demand(snapshot, demand))
+    planned = planned_demand(snapshot, demand, window_seconds=window_seconds)
+    return dataclasses.replace(demand, upper_gpus=planned)
 
 
 def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:

@@ -26,6 +26,7 @@ from forecaster.core.cluster import ARRIVAL_WINDOWS_SECONDS, MeasuredLead
 from forecaster.core.error_budget import Transition, budget_remaining, waste_last_day
 from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
+from forecaster.core.notice import AnnouncedItem
 from forecaster.core.planner import Mode
 from forecaster.core.policy import PlanningHorizon
 from forecaster.core.series import iso_utc
@@ -247,6 +248,10 @@ def create_app(daemon: Daemon) -> FastAPI:
                 "buffer": actuation.buffer_status.get(name) if actuation else None,
                 "kueue": _kueue(view.snapshot.kueue if view and view.snapshot else None),
                 "launch_problem": view.snapshot.launch_problem if view and view.snapshot else None,
+                "announced": [
+                    _announced(item, now=now)
+                    for item in (view.snapshot.announced if view and view.snapshot else ())
+                ],
                 "prewarm_gpus": next(
                     (p.target_gpus for p in record.plan.pools if p.pool == name), 0
                 )
@@ -282,6 +287,15 @@ def create_app(daemon: Daemon) -> FastAPI:
             "unattributed_pending": [
                 {"namespace": u.namespace, "pods": u.pods, "gpus": u.gpus}
                 for u in (record.unattributed if record else ())
+            ],
+            "notice_sources": [
+                {
+                    "source": n.source,
+                    "installed": n.installed,
+                    "items": n.items,
+                    "problem": n.problem,
+                }
+                for n in (record.notice if record else ())
             ],
             "pools": pools,
             "budgets": {
@@ -364,6 +378,20 @@ def _halt(halt: Halt | None) -> dict[str, Any] | None:
         return None
     since = iso_utc(halt.since) if halt.since is not None else None
     return {"reason": halt.reason, "by": halt.by, "since": since}
+
+
+def _announced(item: AnnouncedItem, *, now: int) -> dict[str, Any]:
+    """One announced item as the status shows it: what, how much, when, from where."""
+    return {
+        "key": item.key,
+        "source": item.source,
+        "gpus": item.gpus,
+        "pods": item.pods,
+        "gang": item.gang,
+        "earliest_start": iso_utc(item.earliest_start),
+        "latest_start": iso_utc(item.latest_start),
+        "starts_in_seconds": item.earliest_start - now,
+    }
 
 
 def _kueue(room: KueueRoom | None) -> dict[str, Any] | None:

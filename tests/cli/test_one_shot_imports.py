@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from forecaster.cli.oneshot import DOCTOR_CHECKS
-from tests.factories import settings
+from tests.factories import cronjob, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL
@@ -89,8 +89,13 @@ def test_one_shot_commands_load_no_model_library(
 def test_doctor_prints_each_check_once_and_exits_0_on_warnings(
     config: str, api: KubeApiDouble, busy_cluster: ClusterSim
 ) -> None:
+    api.put("cronjobs", cronjob(pool=POOL))
     code, _, out = run("doctor", "--config", config, "--kube-host", api.url)
     lines = out.splitlines()
+    assert any(  # the notice sources and what they announce now
+        x.startswith("notice cronjob: 1 item(s) announced; soonest: cronjob ml/nightly@")
+        for x in lines
+    ), out
     named = [re.match(r"(OK|WARN|ERROR) ([a-z-]+)", x) for x in lines]
     found = [(m.group(1), m.group(2)) for m in named if m]
     assert [code for _, code in found] == list(DOCTOR_CHECKS), out  # each once, in order

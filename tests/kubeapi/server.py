@@ -1,9 +1,10 @@
 """The HTTP side of the API server double.
 
 Serves, for the real ``kubernetes`` client: pods, nodes, configmaps, events, podtemplates (core
-v1), jobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases (coordination.k8s.io/v1),
-nodepools (karpenter.sh/v1) and - when ``capacity_buffers=True`` - capacitybuffers
-(autoscaling.x-k8s.io/v1beta1), with get/list/create/replace/patch/delete and API discovery.
+v1), jobs and cronjobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases
+(coordination.k8s.io/v1), nodepools (karpenter.sh/v1) and - when ``capacity_buffers=True`` -
+capacitybuffers (autoscaling.x-k8s.io/v1beta1), with get/list/create/replace/patch/delete and
+API discovery.
 
 Lists can be watched (``?watch=true``, ``WatchStream``): from ``resourceVersion`` (410 Gone in
 an ERROR event when it is older than the kept changes, see ``Store.compact``), or from now after
@@ -52,6 +53,7 @@ class Resource:
 RESOURCES = {
     "pods": Resource("v1", "Pod", True),
     "jobs": Resource("batch/v1", "Job", True),
+    "cronjobs": Resource("batch/v1", "CronJob", True),
     "nodes": Resource("v1", "Node", False),
     "configmaps": Resource("v1", "ConfigMap", True),
     "events": Resource("v1", "Event", True),

@@ -1,0 +1,1 @@
+"""Notice sources: GPU work the cluster announces before its pods exist (``base`` is the seam)."""

@@ -1,0 +1,155 @@
+"""The seam for what the cluster announces: a notice source turns objects into announced items.
+
+A source names the kinds it reads (``ApiKind``) and turns one object into items
+(``core.notice.AnnouncedItem``), attributing each to a pool from its pod template the way
+Karpenter would place the pod (``actuators.attribution``). Objects come through a port,
+``ObjectLister.list_objects`` - implemented by ``actuators.kube.Kube`` in a cluster and by the
+twin in replay - so the same source code runs in both. ``read_notice`` runs every source: a
+kind the cluster does not serve makes its source "not installed" (nothing else happens); an
+object a source cannot read is skipped and named; a failed list costs that source's items for
+this observation only (the plan then rests on the forecast, as without notice).
+
+Adding a source: a module here with a class satisfying ``NoticeSource``, and its entry in
+``actuators.notice.registry.SOURCES``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from forecaster.actuators.attribution import NodePoolShape, nodepool_of
+from forecaster.actuators.manifests import Pod, PodTemplateSpec
+from forecaster.core.notice import AnnouncedItem, SourceStatus
+from forecaster.errors import ActuationError
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+
+GRACE_SECONDS = 600
+"""How late announced work may come before it counts as not coming (when the object itself
+sets no deadline)."""
+
+
+@dataclass(frozen=True)
+class ApiKind:
+    """A kind a source lists, cluster-wide: ``batch/v1 cronjobs``."""
+
+    group: str
+    version: str
+    plural: str
+
+    def __str__(self) -> str:
+        return f"{self.plural}.{self.group}/{self.version}"
+
+
+class ObjectLister(Protocol):
+    """The port sources read through: every object of a kind, or None when it is not served."""
+
+    def list_objects(self, group: str, version: str, plural: str) -> list[Obj] | None: ...
+
+
+@dataclass(frozen=True)
+class NoticeContext:
+    """What a source may use besides the object: the pools, the time, the other kinds it read."""
+
+    pools: Sequence[NodePoolShape]
+    now: int
+    objects: Mapping[ApiKind, list[Obj]]
+    grace_seconds: int = GRACE_SECONDS
+
+    def pool_of(self, template: PodTemplateSpec) -> str | None:
+        """The pool Karpenter would launch this template's pods in (None: none fits)."""
+        pod = cast(Pod, {"metadata": template.get("metadata") or {}, "spec": template["spec"]})
+        return nodepool_of(pod, self.pools)
+
+
+class NoticeSource(Protocol):
+    """Turns objects of ``kinds[0]`` into announced items (the other kinds are context)."""
+
+    name: str
+    kinds: tuple[ApiKind, ...]
+
+    def announce(self, obj: Obj, context: NoticeContext) -> list[AnnouncedItem]:
+        """The items ``obj`` announces now; raises ``KeyError``/``ValueError``/``TypeError`` on
+        an object it cannot read (the reader skips and names it)."""
+        ...
+
+
+@dataclass
+class NoticeReading:
+    """Announced items per pool, and how each source fared."""
+
+    items: dict[str, tuple[AnnouncedItem, ...]] = field(default_factory=dict)
+    statuses: tuple[SourceStatus, ...] = ()
+
+
+class NoticeReader:
+    """``read_notice`` over a fixed set of sources, logging a source's problem once (when it
+    appears or changes), not at every observation."""
+
+    def __init__(self, sources: Sequence[NoticeSource], *, grace_seconds: int = GRACE_SECONDS):
+        self.sources = tuple(sources)
+        self.grace_seconds = grace_seconds
+        self._problems: dict[str, str | None] = {}
+
+    def read(
+        self, lister: ObjectLister, *, pools: Sequence[NodePoolShape], now: int
+    ) -> NoticeReading:
+        reading = read_notice(
+            lister, self.sources, pools=pools, now=now, grace_seconds=self.grace_seconds
+        )
+        for status in reading.statuses:
+            before = self._problems.get(status.source)
+            if status.problem != before:
+                if status.problem:
+                    log.warning("notice source %s: %s", status.source, status.problem)
+                elif before:
+                    log.info("notice source %s: read again", status.source)
+            self._problems[status.source] = status.problem
+        return reading
+
+
+def read_notice(
+    lister: ObjectLister,
+    sources: Sequence[NoticeSource],
+    *,
+    pools: Sequence[NodePoolShape],
+    now: int,
+    grace_seconds: int = GRACE_SECONDS,
+) -> NoticeReading:
+    """Run every source over what the cluster serves (see the module docstring)."""
+    items: dict[str, list[AnnouncedItem]] = {}
+    statuses = []
+    for source in sources:
+        objects: dict[ApiKind, list[Obj]] = {}
+        try:
+            for kind in source.kinds:
+                found = lister.list_objects(kind.group, kind.version, kind.plural)
+                if found is not None:
+                    objects[kind] = found
+        except ActuationError as exc:  # e.g. forbidden: no notice from it this time
+            statuses.append(SourceStatus(source.name, installed=True, problem=str(exc)))
+            continue
+        if source.kinds[0] not in objects:
+            statuses.append(SourceStatus(source.name, installed=False))
+            continue
+        context = NoticeContext(pools, now, objects, grace_seconds)
+        found_items, skipped = [], []
+        for obj in objects[source.kinds[0]]:
+            try:
+                found_items += source.announce(obj, context)
+            except (KeyError, ValueError, TypeError, AttributeError) as exc:
+                skipped.append(f"{_name(obj)}: {type(exc).__name__}: {exc}")
+        for item in found_items:
+            items.setdefault(item.pool, []).append(item)
+        problem = f"skipped {len(skipped)} unreadable object(s): {skipped[0]}" if skipped else None
+        statuses.append(SourceStatus(source.name, True, len(found_items), problem))
+    return NoticeReading({pool: tuple(found) for pool, found in items.items()}, tuple(statuses))
+
+
+def _name(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '?')}".lstrip("/")

@@ -1,0 +1,92 @@
+"""CronJobs (batch/v1): the next run of each GPU CronJob, announced up to a period ahead.
+
+The CronJob controller creates a run's Job at the scheduled time (in ``spec.timeZone``, else
+the controller manager's time zone - UTC on managed clusters, assumed here), so its pods come
+then, not at a forecast's guess. Per CronJob, the next run after the last one
+(``status.lastScheduleTime``, else the object's creation) is announced with:
+
+* GPUs: the pod template's GPUs x ``parallelism`` (at most ``completions``); not a gang (a
+  Job's pods start independently);
+* earliest start: the scheduled time; latest start: that time + ``startingDeadlineSeconds``
+  (past it the controller skips the run), else + the grace (the controller starts a missed run
+  late, not never);
+* a run already due and not started is still announced until its latest start.
+
+Nothing is announced for a suspended CronJob, for a template without GPUs, for a pod template
+no pool can take, or - while a run is active - under ``concurrencyPolicy: Forbid`` (the next
+run is skipped while one runs) or ``Replace`` (the new run takes the old one's place: no new
+GPUs). Schedules are parsed by ``croniter`` (macros such as ``@hourly`` included).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import cast
+from zoneinfo import ZoneInfo
+
+from croniter import croniter
+
+from forecaster.actuators.manifests import PodTemplateSpec
+from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj
+from forecaster.actuators.quantities import pod_gpus, timestamp_seconds
+from forecaster.core.notice import AnnouncedItem
+
+CRONJOBS = ApiKind("batch", "v1", "cronjobs")
+
+
+class CronJobSource:
+    """The ``cronjob`` notice source."""
+
+    name: str = "cronjob"
+    kinds: tuple[ApiKind, ...] = (CRONJOBS,)
+
+    def announce(self, obj: Obj, context: NoticeContext) -> list[AnnouncedItem]:
+        spec = obj["spec"]
+        if spec.get("suspend"):
+            return []
+        active = (obj.get("status") or {}).get("active") or []
+        if active and spec.get("concurrencyPolicy", "Allow") in ("Forbid", "Replace"):
+            return []
+        job = spec["jobTemplate"].get("spec") or {}
+        template = cast(PodTemplateSpec, job["template"])
+        per_pod = pod_gpus(template)
+        if per_pod <= 0:
+            return []
+        pool = context.pool_of(template)
+        if pool is None:
+            return []
+        earliest, latest = next_run(obj, context.now, grace_seconds=context.grace_seconds)
+        parallelism = int(job.get("parallelism", 1))
+        completions = job.get("completions")
+        pods = min(parallelism, int(completions)) if completions is not None else parallelism
+        meta = obj["metadata"]
+        when = datetime.fromtimestamp(earliest, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return [
+            AnnouncedItem(
+                pool=pool,
+                gpus_per_pod=per_pod,
+                pods=pods,
+                gang=False,
+                earliest_start=earliest,
+                latest_start=latest,
+                source=self.name,
+                key=f"cronjob {meta['namespace']}/{meta['name']}@{when}",
+            )
+        ]
+
+
+def next_run(obj: Obj, now: int, *, grace_seconds: int) -> tuple[int, int]:
+    """(scheduled time, latest start) of the CronJob's next run not yet started, if any."""
+    spec, status = obj["spec"], obj.get("status") or {}
+    zone = ZoneInfo(spec["timeZone"]) if spec.get("timeZone") else UTC
+    last = status.get("lastScheduleTime") or obj["metadata"]["creationTimestamp"]
+    schedule = spec["schedule"]
+    if not croniter.is_valid(schedule):
+        raise ValueError(f"spec.schedule {schedule!r} is not a cron expression")
+    late = spec.get("startingDeadlineSeconds")
+    window = int(late) if late is not None else grace_seconds
+    after = datetime.fromtimestamp(timestamp_seconds(last), zone)
+    due = int(croniter(schedule, after).get_next(float))
+    if due < now - window:  # that run was missed for good: the next one after now
+        due = int(croniter(schedule, datetime.fromtimestamp(now, zone)).get_next(float))
+    return due, due + window

@@ -1,0 +1,10 @@
+"""Every notice source by the name the config uses (``notice.sources``): one entry per module."""
+
+from __future__ import annotations
+
+from forecaster.actuators.notice.base import NoticeSource
+from forecaster.actuators.notice.cronjobs import CronJobSource
+
+SOURCES: dict[str, NoticeSource] = {
+    CronJobSource.name: CronJobSource(),
+}

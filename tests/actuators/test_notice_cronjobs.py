@@ -1,0 +1,215 @@
+"""CronJobs as notice, through the daemon's reconciler and the API double (every CronJob is
+validated against the Kubernetes 1.33 schema).
+
+The source reads the next run of each GPU CronJob; the plan covers it when it starts within
+the pool's window, once (a second tick holds what the first made), and drops it when the run's
+Job exists (its pods are then real demand). Suspended CronJobs, ``Forbid``/``Replace`` with a
+run going, templates without GPUs or fitting no pool announce nothing; time zones and the
+missed-start deadline are honoured; an unreadable object is skipped and named; a cluster that
+does not serve CronJobs shows the source as not installed.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from forecaster.actuators.attribution import shape
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.notice.base import NoticeReading, read_notice
+from forecaster.actuators.notice.cronjobs import CronJobSource
+from forecaster.app import build
+from forecaster.core.notice import AnnouncedItem
+from forecaster.service.daemon import Daemon
+from forecaster.service.http import create_app
+from forecaster.settings import Settings
+from tests.factories import cronjob, placeholders
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import POOL, T0, LiveSource
+
+GPU = "nvidia.com/gpu"
+OTHER = "gpu-b"
+
+
+def nightly(name: str = "nightly", **changes: Any) -> dict[str, Any]:
+    """``tests.factories.cronjob`` on POOL unless ``pool`` says otherwise."""
+    return cronjob(name, **{"pool": POOL, **changes})
+
+
+@pytest.fixture
+def api() -> Iterator[KubeApiDouble]:
+    with KubeApiDouble() as server:
+        server.clock = float(T0)
+        sim = ClusterSim(server)
+        sim.busy_pool(POOL, limit_gpus=400)
+        sim.add_nodepool(OTHER, limit_gpus=400)
+        yield server
+    assert server.invalid == [], server.invalid
+
+
+def read(api: KubeApiDouble, now: int = T0) -> NoticeReading:
+    kube = Kube(api_client(host=api.url), dry_run=True)
+    shapes = [shape(n) for n in kube.list_nodepools()]
+    return read_notice(kube, [CronJobSource()], pools=shapes, now=now)
+
+
+def items(api: KubeApiDouble, now: int = T0) -> list[AnnouncedItem]:
+    return [i for found in read(api, now).items.values() for i in found]
+
+
+def test_the_next_run_is_announced_on_its_pool(api: KubeApiDouble) -> None:
+    api.put("cronjobs", nightly())
+    api.put("cronjobs", nightly("other", pool=OTHER, job_spec={"parallelism": 4}))
+    reading = read(api)
+    (mine,) = reading.items[POOL]
+    assert mine == AnnouncedItem(
+        pool=POOL,
+        gpus_per_pod=8,
+        pods=2,
+        gang=False,
+        earliest_start=T0 + 300,
+        latest_start=T0 + 300 + 600,  # no startingDeadlineSeconds: the grace
+        source="cronjob",
+        key="cronjob ml/nightly@2027-01-15T08:05:00Z",
+    )
+    (other,) = reading.items[OTHER]
+    assert other.pods == 2  # parallelism 4, completions 2: at most 2 at once
+    (status,) = reading.statuses
+    assert status.installed and status.items == 2 and status.problem is None
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        ({"suspend": True}, "suspended"),
+        (
+            {"concurrencyPolicy": "Forbid", "status": {"active": [{"name": "nightly-1"}]}},
+            "Forbid with a run going: the next run is skipped",
+        ),
+        (
+            {"concurrencyPolicy": "Replace", "status": {"active": [{"name": "nightly-1"}]}},
+            "Replace: the new run takes the old one's nodes",
+        ),
+        ({"pool": "no-such-pool"}, "no pool can take the pods"),
+    ],
+)
+def test_what_announces_nothing(api: KubeApiDouble, changes: dict[str, Any], why: str) -> None:
+    api.put("cronjobs", nightly(**changes))
+    assert items(api) == [], why
+
+
+def test_a_template_without_gpus_announces_nothing(api: KubeApiDouble) -> None:
+    obj = nightly()
+    container = obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": {"cpu": "1"}}
+    api.put("cronjobs", obj)
+    assert items(api) == []
+
+
+def test_concurrency_allow_with_a_run_going_still_announces(api: KubeApiDouble) -> None:
+    api.put("cronjobs", nightly(status={"active": [{"name": "nightly-1"}]}))
+    assert [i.gpus for i in items(api)] == [16]
+
+
+def test_the_time_zone_and_the_missed_start_deadline(api: KubeApiDouble) -> None:
+    # 09:05 in Berlin is 08:05 UTC in January; created at T0 - 1 h, never run yet
+    api.put(
+        "cronjobs",
+        nightly(
+            schedule="5 9 * * *",
+            timeZone="Europe/Berlin",
+            startingDeadlineSeconds=120,
+            status={},
+        ),
+    )
+    (item,) = items(api)
+    assert (item.earliest_start, item.latest_start) == (T0 + 300, T0 + 420)
+    # past the deadline without a run: that run is skipped, tomorrow's is announced
+    (late,) = items(api, now=T0 + 600)
+    assert late.earliest_start == T0 + 300 + 86400
+
+
+def test_an_unreadable_cronjob_is_skipped_and_named(api: KubeApiDouble) -> None:
+    api.put("cronjobs", nightly("broken", schedule="every day at nine"))
+    api.put("cronjobs", nightly())
+    reading = read(api)
+    assert [i.key for i in reading.items[POOL]] == ["cronjob ml/nightly@2027-01-15T08:05:00Z"]
+    (status,) = reading.statuses
+    assert status.problem is not None and "ml/broken" in status.problem
+
+
+def test_a_cluster_not_serving_cronjobs_shows_the_source_not_installed(
+    api: KubeApiDouble,
+) -> None:
+    api.faults.add("GET", "/apis/batch/v1/cronjobs", status=404, times=1)
+    (status,) = read(api).statuses
+    assert not status.installed and status.items == 0
+
+
+def settings(tmp_path: Path) -> Settings:
+    return Settings.model_validate(
+        {
+            "source": {"kind": "prometheus"},
+            "models_dir": str(tmp_path / "models"),
+            "planning": {"actuation": "placeholders", "budgets": {"max_total_prewarm_gpus": 64}},
+            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 64}],
+        }
+    )
+
+
+def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists(
+    tmp_path: Path, api: KubeApiDouble
+) -> None:
+    """Flat demand (16 GPUs, all running): without notice nothing is prewarmed; the run due in
+    5 minutes is prewarmed (16 GPUs), held - not doubled - at the next tick, and once the run's
+    pods exist the item is gone and the pods are demand like any other."""
+    api.put("cronjobs", nightly())
+    source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    reconciler = build.build_reconciler(settings(tmp_path), source=source, kube=kube)
+    daemon = Daemon(reconciler=reconciler, pools=(POOL,))
+
+    first = daemon.reconcile(T0)
+    assert first is not None
+    plan = first.plan.pool(POOL)
+    assert plan.target_gpus == 16
+    assert any(
+        r.startswith("announced: 16 GPUs due within")
+        and "cronjob ml/nightly@2027-01-15T08:05:00Z (16 GPUs, in 300s)" in r
+        for r in plan.reasons
+    ), plan.reasons
+    assert sum(int(p["spec"]["parallelism"]) for p in placeholders(api)) * 8 >= 16
+    held = copy.deepcopy(placeholders(api))
+
+    api.clock = float(T0 + 30)
+    second = daemon.reconcile(T0 + 30)
+    assert second is not None and second.plan.pool(POOL).target_gpus == 16
+    assert placeholders(api) == held  # once: nothing new for the same item
+
+    status = TestClient(create_app(daemon)).get("/api/v1/status").json()
+    announced = status["pools"][POOL]["announced"]
+    assert [a["key"] for a in announced] == ["cronjob ml/nightly@2027-01-15T08:05:00Z"]
+    assert status["notice_sources"] == [
+        {"source": "cronjob", "installed": True, "items": 1, "problem": None}
+    ]
+
+    # 08:05: the controller creates the run's Job; its pods are pending real demand
+    api.clock = float(T0 + 300)
+    obj = api.objects("cronjobs", "ml")[0]
+    obj["status"] = {"lastScheduleTime": "2027-01-15T08:05:00Z", "active": [{"name": "n-1"}]}
+    api.store.replace(("cronjobs", "ml", "nightly"), obj)
+    sim = ClusterSim(api)
+    sim.submit("nightly-1-0", POOL, 8)
+    sim.submit("nightly-1-1", POOL, 8)
+    record = daemon.reconcile(T0 + 300)
+    assert record is not None
+    snapshot = record.pools[POOL].snapshot
+    assert snapshot is not None and snapshot.announced[0].earliest_start == T0 + 300 + 3600
+    assert snapshot.pending_gpus + snapshot.running_gpus >= 32
+    assert not any(r.startswith("announced:") for r in record.plan.pool(POOL).reasons)
