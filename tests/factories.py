@@ -281,3 +281,107 @@ def cronjob(
         },
         "status": status,
     }
+
+
+def jobset(
+    name: str = "train-1",
+    *,
+    pool: str,
+    depends: str = "Complete",
+    upstream: dict[str, int] | None = None,
+    gpu_counts: dict[str, int] | None = None,
+    owner: str | None = "llm",
+) -> dict[str, Any]:
+    """A Kubeflow-Trainer-like JobSet: a CPU ``dataset-initializer`` and a GPU ``node`` job of
+    2 replicas x 8 GPUs that ``dependsOn`` it (``depends``: Ready or Complete); ``upstream`` and
+    ``gpu_counts``: their status counts (default: the initializer running, node waiting)."""
+    zero = {"active": 0, "ready": 0, "succeeded": 0, "failed": 0, "suspended": 0}
+    gpu_pod = {
+        "restartPolicy": "Never",
+        "nodeSelector": {"karpenter.sh/nodepool": pool},
+        "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+        "containers": [
+            {
+                "name": "node",
+                "image": "ml/train:1",
+                "resources": {"requests": {GPU: "8"}, "limits": {GPU: "8"}},
+            }
+        ],
+    }
+    cpu_pod = {"restartPolicy": "Never", "containers": [{"name": "init", "image": "ml/init:1"}]}
+    meta: dict[str, Any] = {"name": name, "namespace": "ml"}
+    if owner:
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "trainer.kubeflow.org/v1alpha1",
+                "kind": "TrainJob",
+                "name": owner,
+                "uid": f"uid-{owner}",
+                "controller": True,
+            }
+        ]
+    return {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": meta,
+        "spec": {
+            "replicatedJobs": [
+                {
+                    "name": "dataset-initializer",
+                    "replicas": 1,
+                    "template": {"spec": {"template": {"spec": cpu_pod}}},
+                },
+                {
+                    "name": "node",
+                    "replicas": 2,
+                    "dependsOn": [{"name": "dataset-initializer", "status": depends}],
+                    "template": {
+                        "spec": {"parallelism": 1, "completions": 1, "template": {"spec": gpu_pod}}
+                    },
+                },
+            ]
+        },
+        "status": {
+            "replicatedJobsStatus": [
+                {"name": "dataset-initializer", **zero, **(upstream or {"active": 1, "ready": 1})},
+                {"name": "node", **zero, **(gpu_counts or {})},
+            ]
+        },
+    }
+
+
+def jobset_job(
+    jobset_name: str, replicated: str, *, started: str, completed: str | None = None
+) -> dict[str, Any]:
+    """A Job a JobSet made (its labels, start and - when finished - completion time)."""
+    status: dict[str, Any] = {"startTime": started}
+    if completed:
+        status["completionTime"] = completed
+        status["succeeded"] = 1
+        status["conditions"] = [
+            {"type": "SuccessCriteriaMet", "status": "True"},
+            {"type": "Complete", "status": "True"},
+        ]
+    else:
+        status["active"] = 1
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"{jobset_name}-{replicated}-0",
+            "namespace": "ml",
+            "labels": {
+                "jobset.sigs.k8s.io/jobset-name": jobset_name,
+                "jobset.sigs.k8s.io/replicatedjob-name": replicated,
+            },
+        },
+        "spec": {
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "init", "image": "ml/init:1"}],
+                }
+            }
+        },
+        "status": status,
+    }

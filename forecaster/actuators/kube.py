@@ -307,11 +307,16 @@ class Kube:
                 return version, list(found["items"])
         return None
 
-    def list_objects(self, group: str, version: str, plural: str) -> list[Obj] | None:
-        """Every object of a named API group's kind in every namespace; None when the cluster
-        does not serve it (404). What the notice sources read (``actuators.notice``)."""
+    def list_objects(
+        self, group: str, version: str, plural: str, *, labels: str | None = None
+    ) -> list[Obj] | None:
+        """Every object of a named API group's kind in every namespace (matching ``labels``);
+        None when the cluster does not serve it (404). What the notice sources read."""
+        selector = {"label_selector": labels} if labels else {}
         found = self._get(
-            lambda: self._custom.list_cluster_custom_object(group, version, plural, **self._opts()),
+            lambda: self._custom.list_cluster_custom_object(
+                group, version, plural, **selector, **self._opts()
+            ),
             f"list {plural}.{group}/{version}",
         )
         return None if found is None else list(found["items"])

@@ -34,7 +34,7 @@ from forecaster.core.planner import Mode
 from forecaster.service.clock import FakeClock
 from forecaster.settings import KueuePoolSettings, Settings, load_settings
 from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT
-from tests.factories import cluster_queue, flavor
+from tests.factories import cluster_queue, cronjob, flavor, jobset
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import _PATH, RESOURCES, KubeApiDouble, Request
 from tests.service.fakes import T0, LiveSource, calm_history
@@ -138,6 +138,9 @@ def scenario(
     if api.kueue and ("resourceflavors", "", "a100") not in api.store.objects:
         api.put("resourceflavors", flavor("a100", POOL))
         api.put("clusterqueues", cluster_queue("research", "all", 64, 8))
+    if api.jobsets and not api.objects("jobsets"):  # notice: a TrainJob's GPU stage waiting
+        api.put("jobsets", jobset(pool=POOL))
+        api.put("cronjobs", cronjob(pool=POOL))
     if api.store.objects.get(("nodepools", "", POOL)) is None:
         sim.add_nodepool(POOL, limit_gpus=200)
         sim.add_node(POOL)
@@ -221,7 +224,7 @@ def held(kube: Kube, *, now: int) -> None:
 def live_phases(tmp_path: Path, objects: list[dict[str, Any]]) -> dict[str, set[Use]]:
     """Both backends' whole repertoire, by ServiceAccount."""
     need: dict[str, set[Use]] = {}
-    with KubeApiDouble(capacity_buffers=True, kueue=True) as api:
+    with KubeApiDouble(capacity_buffers=True, kueue=True, jobsets=True) as api:
         for backend in ("placeholders", "capacitybuffer"):
             settings = deploy_settings(tmp_path, backend=backend, kueue=KUEUE)
             for account, requests in scenario(api, settings, objects).items():
@@ -284,7 +287,7 @@ def test_every_write_names_forecaster_as_field_manager(tmp_path: Path) -> None:
     """GitOps: managedFields then name exactly our fields (README: the ignoreDifferences
     recipe), across the daemon's whole repertoire."""
     objects = RENDERS["kustomize-live"]()
-    with KubeApiDouble(capacity_buffers=True, kueue=True) as api:
+    with KubeApiDouble(capacity_buffers=True, kueue=True, jobsets=True) as api:
         ours = []
         for backend in ("placeholders", "capacitybuffer"):
             settings = deploy_settings(tmp_path, backend=backend, kueue=KUEUE)

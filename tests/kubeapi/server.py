@@ -2,9 +2,9 @@
 
 Serves, for the real ``kubernetes`` client: pods, nodes, configmaps, events, podtemplates (core
 v1), jobs and cronjobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases
-(coordination.k8s.io/v1), nodepools (karpenter.sh/v1) and - when ``capacity_buffers=True`` -
-capacitybuffers (autoscaling.x-k8s.io/v1beta1), with get/list/create/replace/patch/delete and
-API discovery.
+(coordination.k8s.io/v1), nodepools (karpenter.sh/v1) and - when asked - capacitybuffers
+(autoscaling.x-k8s.io/v1beta1), Kueue's kinds and jobsets (jobset.x-k8s.io/v1alpha2), with
+get/list/create/replace/patch/delete and API discovery.
 
 Lists can be watched (``?watch=true``, ``WatchStream``): from ``resourceVersion`` (410 Gone in
 an ERROR event when it is older than the kept changes, see ``Store.compact``), or from now after
@@ -66,6 +66,7 @@ RESOURCES = {
     "clusterqueues": Resource("kueue.x-k8s.io/v1beta2", "ClusterQueue", False),
     "resourceflavors": Resource("kueue.x-k8s.io/v1beta2", "ResourceFlavor", False),
     "workloads": Resource("kueue.x-k8s.io/v1beta2", "Workload", True),
+    "jobsets": Resource("jobset.x-k8s.io/v1alpha2", "JobSet", True),
 }
 BOOKMARK_SECONDS = 1.0
 """An idle watch that asked for bookmarks gets one this often (the real server: ~1 min)."""
@@ -204,15 +205,17 @@ class KubeApiDouble:
         *,
         capacity_buffers: bool = False,
         kueue: bool | str = False,
+        jobsets: bool = False,
         start_time: float = 1_800_000_000.0,
     ) -> None:
-        """``capacity_buffers``/``kueue``: serve those CRDs (else 404, as without them);
-        ``kueue="v1beta1"`` serves Kueue's older API version only."""
+        """``capacity_buffers``/``kueue``/``jobsets``: serve those CRDs (else 404, as without
+        them); ``kueue="v1beta1"`` serves Kueue's older API version only."""
         self.clock = start_time
         self.store = Store(now=lambda: self.clock)
         self.capacity_buffers = capacity_buffers
         self.kueue = bool(kueue)
         self.kueue_version = kueue if isinstance(kueue, str) else "v1beta2"
+        self.jobsets = jobsets
         self.requests: list[Request] = []
         self.invalid: list[tuple[str, list[str]]] = []
         self.faults = Faults()
@@ -383,6 +386,8 @@ class KubeApiDouble:
     def _serves(self, resource: str) -> bool:
         if resource == "capacitybuffers":
             return self.capacity_buffers
+        if resource == "jobsets":
+            return self.jobsets
         if RESOURCES[resource].group_version.startswith("kueue.x-k8s.io/"):
             return self.kueue
         return True

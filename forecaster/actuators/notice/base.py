@@ -35,11 +35,13 @@ sets no deadline)."""
 
 @dataclass(frozen=True)
 class ApiKind:
-    """A kind a source lists, cluster-wide: ``batch/v1 cronjobs``."""
+    """A kind a source lists, cluster-wide: ``batch/v1 cronjobs``, optionally only the objects
+    matching a label selector (e.g. the Jobs a JobSet made, not every Job)."""
 
     group: str
     version: str
     plural: str
+    labels: str | None = None
 
     def __str__(self) -> str:
         return f"{self.plural}.{self.group}/{self.version}"
@@ -48,7 +50,9 @@ class ApiKind:
 class ObjectLister(Protocol):
     """The port sources read through: every object of a kind, or None when it is not served."""
 
-    def list_objects(self, group: str, version: str, plural: str) -> list[Obj] | None: ...
+    def list_objects(
+        self, group: str, version: str, plural: str, *, labels: str | None = None
+    ) -> list[Obj] | None: ...
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,8 @@ class NoticeContext:
 
 
 class NoticeSource(Protocol):
-    """Turns objects of ``kinds[0]`` into announced items (the other kinds are context)."""
+    """Turns objects of ``kinds[0]`` into announced items (the other kinds are context, listed
+    only when there is an object of ``kinds[0]``)."""
 
     name: str
     kinds: tuple[ApiKind, ...]
@@ -125,15 +130,22 @@ def read_notice(
     statuses = []
     for source in sources:
         objects: dict[ApiKind, list[Obj]] = {}
+        served = True
         try:
             for kind in source.kinds:
-                found = lister.list_objects(kind.group, kind.version, kind.plural)
-                if found is not None:
-                    objects[kind] = found
+                found = lister.list_objects(
+                    kind.group, kind.version, kind.plural, labels=kind.labels
+                )
+                if found is None:
+                    served = bool(objects)  # a context kind may be missing; the main one not
+                    break
+                objects[kind] = found
+                if not found:
+                    break  # nothing announces: no context needed
         except ActuationError as exc:  # e.g. forbidden: no notice from it this time
             statuses.append(SourceStatus(source.name, installed=True, problem=str(exc)))
             continue
-        if source.kinds[0] not in objects:
+        if not served:
             statuses.append(SourceStatus(source.name, installed=False))
             continue
         context = NoticeContext(pools, now, objects, grace_seconds)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from forecaster.actuators.notice.base import NoticeSource
 from forecaster.actuators.notice.cronjobs import CronJobSource
+from forecaster.actuators.notice.jobsets import JobSetSource
 
 SOURCES: dict[str, NoticeSource] = {
     CronJobSource.name: CronJobSource(),
+    JobSetSource.name: JobSetSource(),
 }
