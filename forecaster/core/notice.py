@@ -9,6 +9,7 @@ come). Pure: the notice sources (``actuators.notice``) build the items from the 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -68,3 +69,124 @@ class SourceStatus:
     items: int = 0
     problem: str | None = None
     """Why it could not be read this time (forbidden, a malformed object)."""
+    precision: float | None = None
+    """Share of its items resolved in the last 7 days that came (None: none resolved)."""
+    resolved: int = 0
+    waste_gpu_hours: float = 0.0
+    """GPU-hours held in the last 7 days for its items that did not come."""
+    trusted: bool = True
+    """False: its items are not planned until its precision recovers."""
+
+
+TRUST_WINDOW_SECONDS = 7 * 86400
+"""Precision is judged over the items resolved in the last 7 days."""
+TRUST_THRESHOLD = 0.5
+"""Below this precision a source's items are not planned until it recovers."""
+TRUST_MIN_OUTCOMES = 4
+"""Fewer resolved items than this: no verdict, the source is trusted."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one announced item ended: it came (its pods were created by its latest start), or
+    it was withdrawn unused, having held ``held_gpu_hours`` since it first became due."""
+
+    source: str
+    pool: str
+    key: str
+    came: bool
+    at: int
+    held_gpu_hours: float = 0.0
+
+
+@dataclass
+class _Open:
+    item: AnnouncedItem
+    due_since: int | None
+
+
+class NoticeLedger:
+    """Follows every announced item from its first reading to its end, per source.
+
+    An item that leaves its source's reading by its latest start came (its Job or pods now
+    exist, so the source no longer announces it); one that leaves later, or is still announced
+    past it, did not. Items of a source that could not be read this time are left open (a
+    failed list is no verdict). Kept in memory: a restart starts every source trusted."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, str], _Open] = {}
+        self.outcomes: list[Outcome] = []
+
+    def observe(
+        self,
+        pool: str,
+        items: Iterable[AnnouncedItem],
+        *,
+        readable: frozenset[str] | None,
+        now: int,
+        window_seconds: float,
+    ) -> list[Outcome]:
+        """Record this reading of ``pool``; returns the outcomes it resolved."""
+        seen = {}
+        for item in items:
+            if now > item.latest_start:
+                continue  # still listed past its latest start: resolved below as not come
+            seen[(pool, item.key)] = item
+        resolved = []
+        for key, held in list(self._open.items()):
+            if key[0] != pool or key in seen:
+                continue
+            if readable is not None and held.item.source not in readable:
+                continue
+            came = now <= held.item.latest_start
+            hours = 0.0
+            if not came and held.due_since is not None:
+                hours = held.item.gpus * max(0, held.item.latest_start - held.due_since) / 3600
+            resolved.append(Outcome(held.item.source, pool, held.item.key, came, now, hours))
+            del self._open[key]
+        for key, item in seen.items():
+            due = item.due(now, within_seconds=window_seconds)
+            before = self._open.get(key)
+            since = before.due_since if before is not None else None
+            self._open[key] = _Open(item, since if since is not None else (now if due else None))
+        self.outcomes = [o for o in self.outcomes if o.at > now - TRUST_WINDOW_SECONDS] + resolved
+        return resolved
+
+    def precision(self, source: str, *, now: int) -> tuple[float | None, int]:
+        """(items that came / items resolved, resolved) over the trust window."""
+        mine = [
+            o for o in self.outcomes if o.source == source and o.at > now - TRUST_WINDOW_SECONDS
+        ]
+        if not mine:
+            return None, 0
+        return sum(o.came for o in mine) / len(mine), len(mine)
+
+    def waste_gpu_hours(self, source: str, *, now: int) -> float:
+        """GPU-hours held for this source's items that did not come, over the trust window."""
+        return sum(
+            o.held_gpu_hours
+            for o in self.outcomes
+            if o.source == source and o.at > now - TRUST_WINDOW_SECONDS
+        )
+
+    def judged(self, status: SourceStatus, *, now: int) -> SourceStatus:
+        """``status`` with the source's precision, waste and trust filled in."""
+        value, count = self.precision(status.source, now=now)
+        return dataclasses.replace(
+            status,
+            precision=value,
+            resolved=count,
+            waste_gpu_hours=self.waste_gpu_hours(status.source, now=now),
+            trusted=status.source not in self.distrusted(now=now),
+        )
+
+    def distrusted(self, *, now: int) -> dict[str, str]:
+        """Sources whose items the plan leaves out now, with why."""
+        out = {}
+        for source in sorted({o.source for o in self.outcomes}):
+            value, count = self.precision(source, now=now)
+            if value is not None and count >= TRUST_MIN_OUTCOMES and value < TRUST_THRESHOLD:
+                out[source] = (
+                    f"precision {value:.2f} over {count} items in 7 days < {TRUST_THRESHOLD}"
+                )
+        return out

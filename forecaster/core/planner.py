@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -126,6 +126,8 @@ class PoolInput:
     window_seconds: float = 0.0
     """The prewarm window (the forecast's horizon): announced work starting within it is
     covered now; 0 covers only work already due."""
+    distrusted: Mapping[str, str] = field(default_factory=dict)
+    """Notice sources whose items are not planned now, with why (``core.notice.NoticeLedger``)."""
 
 
 @dataclass
@@ -194,9 +196,16 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         return _Draft(item, 0, 0, [f"cannot observe this pool ({snap.problem}): prewarm 0"])
     if forecast is None:
         return _Draft(item, 0, 0, ["no forecast for this pool: nothing to prewarm"])
-    demand = planned_demand(snap, forecast, window_seconds=item.window_seconds)
+    demand = planned_demand(
+        snap, forecast, window_seconds=item.window_seconds, distrusted=item.distrusted
+    )
     if demand > forecast.upper_gpus:
-        reasons.append(_known_work(snap, demand, window_seconds=item.window_seconds))
+        reasons.append(
+            _known_work(
+                snap, demand, window_seconds=item.window_seconds, distrusted=item.distrusted
+            )
+        )
+    reasons += _distrusted(snap, item)
     shortfall = demand - snap.real_demand_gpus - snap.spare_gpus
     needed = max(0, math.ceil(shortfall / unit - 1e-9)) * unit if math.isfinite(shortfall) else 0
     reasons.append(
@@ -246,7 +255,11 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
 
 
 def planned_demand(
-    snap: PoolSnapshot, forecast: DemandForecast, *, window_seconds: float = 0.0
+    snap: PoolSnapshot,
+    forecast: DemandForecast,
+    *,
+    window_seconds: float = 0.0,
+    distrusted: Mapping[str, str] | None = None,
 ) -> float:
     """The demand the plan acts on: the forecast's quantile, or - when more - what real pods
     ask for plus the work known to be coming: Kueue workloads that hold quota but have no pods
@@ -254,23 +267,43 @@ def planned_demand(
     forecast; the two are not added, since the history the forecast learnt from holds the
     announced work's earlier runs. The error budget judges this number, not the model's alone:
     it is what the plan prewarmed for, so a burst that was announced and covered is not a miss
-    that hands the pool to reactive scaling."""
+    that hands the pool to reactive scaling. Items of ``distrusted`` sources are left out."""
+    due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
     known = (snap.kueue.reserved_gpus if snap.kueue else 0) + sum(
-        i.gpus for i in due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
+        i.gpus for i in due if i.source not in (distrusted or {})
     )
     if not known:
         return forecast.upper_gpus
     return max(forecast.upper_gpus, float(snap.real_demand_gpus + known))
 
 
-def _known_work(snap: PoolSnapshot, demand: float, *, window_seconds: float) -> str:
+def _distrusted(snap: PoolSnapshot, item: PoolInput) -> list[str]:
+    """A reason per distrusted source that announced work due now: what was left out, why."""
+    due = due_items(snap.announced, snap.observed_at, within_seconds=item.window_seconds)
+    reasons = []
+    for source, why in sorted(item.distrusted.items()):
+        gpus = sum(i.gpus for i in due if i.source == source)
+        if gpus:
+            reasons.append(
+                f"notice source {source} not trusted ({why}): its {gpus} GPUs due not planned"
+            )
+    return reasons
+
+
+def _known_work(
+    snap: PoolSnapshot, demand: float, *, window_seconds: float, distrusted: Mapping[str, str]
+) -> str:
     """The reason naming the known work that raised the plan's demand."""
     parts = []
     if snap.kueue and snap.kueue.reserved_gpus:
         parts.append(
             f"Kueue: {snap.kueue.reserved_gpus} GPUs of workloads hold quota but have no pods yet"
         )
-    due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
+    due = tuple(
+        i
+        for i in due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
+        if i.source not in distrusted
+    )
     if due:
         shown = "; ".join(
             f"{i.key} ({i.gpus} GPUs, in {max(0, i.earliest_start - snap.observed_at)}s)"

@@ -58,7 +58,7 @@ from forecaster.core.cluster import (
     assumed_snapshot,
 )
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
-from forecaster.core.notice import SourceStatus
+from forecaster.core.notice import NoticeLedger, SourceStatus, due_items
 from forecaster.core.operating_point import (
     OperatingPoint,
     following_the_point,
@@ -231,6 +231,8 @@ class Reconciler:
         self.actuator = actuator
         self.read_halt = halt
         self.state = ServiceState()
+        self.notice_ledger = NoticeLedger()
+        """Announced items followed to their end: each notice source's precision and waste."""
         self._loaded = False
         self._last_demand: dict[str, DemandForecast] = {}
         self._last_waste: dict[str, float] = {}
@@ -260,6 +262,9 @@ class Reconciler:
             return self.last
         inputs, views, transitions = [], {}, []
         scored: dict[str, tuple[Evaluation, ...]] = {}
+        if act and snapshots:
+            self._follow_notice(snapshots, now)
+        distrusted = self.notice_ledger.distrusted(now=now)
         for runtime in self.pools:
             name = runtime.policy.pool
             pool_state = self.state.pool(name)
@@ -285,28 +290,17 @@ class Reconciler:
                 errors.append(TickError("crash", name, f"{type(exc).__name__}: {exc}"))
                 view, evaluations = _no_forecast(runtime), []
             scored[name] = tuple(evaluations)
-            before = len(pool_state.budget.transitions)
-            pool_state.budget = advance(
-                pool_state.budget,
-                evaluations=evaluations,
-                wasted_gpu_hours=self._last_waste.get(name, 0.0),
-                policy=self.slo_for(name),
-                now=now,
-            )
-            for transition in pool_state.budget.transitions[before:]:
-                log.warning(
-                    "pool %s: %s -> %s: %s",
-                    name,
-                    transition.before,
-                    transition.after,
-                    transition.reason,
-                )
-                transitions.append((name, transition))
+            transitions += self._advance(name, pool_state, evaluations, now)
             snapshot = snapshots[name] if snapshots else self._assumed(runtime, view, now)
             view = self._with_arrivals(runtime, view, snapshot, now, errors, horizon=horizon)
             _remember(
                 pool_state,
-                _as_planned(view.demand, snapshot, window_seconds=horizon.horizon_seconds),
+                _as_planned(
+                    view.demand,
+                    snapshot,
+                    window_seconds=horizon.horizon_seconds,
+                    distrusted=distrusted,
+                ),
                 horizon.horizon_seconds,
                 step=self.step_seconds,
             )
@@ -321,6 +315,7 @@ class Reconciler:
                     view.demand,
                     pool_state.budget.mode,
                     window_seconds=horizon.horizon_seconds,
+                    distrusted=distrusted,
                 )
             )
         spent = math.inf if not self._loaded else spent_last_day(self.state.ledger)
@@ -350,7 +345,7 @@ class Reconciler:
             halt,
             observed.unattributed,
             scored,
-            notice=observed.notice,
+            notice=tuple(self.notice_ledger.judged(n, now=now) for n in observed.notice),
         )
         return self.last
 
@@ -378,7 +373,57 @@ class Reconciler:
             after = snapshots.get(name)
             if before is None or after is None or not _same_pool(before, after):
                 return False
+            window = self._horizons.get(name, 0)
+            if due_items(after.announced, now, within_seconds=window) != due_items(
+                before.announced, last.at, within_seconds=window
+            ):
+                return False  # announced work came into (or left) the window: plan again
         return True
+
+    def _advance(
+        self, name: str, pool_state: PoolState, evaluations: list[Evaluation], now: int
+    ) -> list[tuple[str, Transition]]:
+        """Move the pool's error budget on by this tick's scores; log each mode change."""
+        before = len(pool_state.budget.transitions)
+        pool_state.budget = advance(
+            pool_state.budget,
+            evaluations=evaluations,
+            wasted_gpu_hours=self._last_waste.get(name, 0.0),
+            policy=self.slo_for(name),
+            now=now,
+        )
+        changed = pool_state.budget.transitions[before:]
+        for transition in changed:
+            log.warning(
+                "pool %s: %s -> %s: %s",
+                name,
+                transition.before,
+                transition.after,
+                transition.reason,
+            )
+        return [(name, transition) for transition in changed]
+
+    def _follow_notice(self, snapshots: Mapping[str, PoolSnapshot], now: int) -> None:
+        """Record this reading's announced items; log the ones that did not come. The leader
+        only: a follower's verdicts would repeat the leader's."""
+        readable = _readable_sources(snapshots)
+        for name, snapshot in snapshots.items():
+            for outcome in self.notice_ledger.observe(
+                name,
+                snapshot.announced,
+                readable=readable,
+                now=now,
+                window_seconds=self._horizons.get(name, 0),
+            ):
+                if not outcome.came:
+                    log.warning(
+                        "pool %s: %s did not come by its latest start: withdrawn, %.1f"
+                        " GPU-hours held for it charged to notice source %s",
+                        name,
+                        outcome.key,
+                        outcome.held_gpu_hours,
+                        outcome.source,
+                    )
 
     def _kept(self, snapshots: Mapping[str, PoolSnapshot] | None, now: int) -> TickRecord:
         """The record of a quiet tick: the last plan, today's observation, nothing done."""
@@ -730,14 +775,26 @@ def _remember(
         )
 
 
+def _readable_sources(snapshots: Mapping[str, PoolSnapshot] | None) -> frozenset[str] | None:
+    """The notice sources read without a problem this tick (None: no notice observed - the
+    twin - so every item's disappearance is a verdict)."""
+    if not isinstance(snapshots, Observation):
+        return None
+    return frozenset(s.source for s in snapshots.notice if s.installed and not s.problem)
+
+
 def _as_planned(
-    demand: DemandForecast | None, snapshot: PoolSnapshot, *, window_seconds: float
+    demand: DemandForecast | None,
+    snapshot: PoolSnapshot,
+    *,
+    window_seconds: float,
+    distrusted: Mapping[str, str],
 ) -> DemandForecast | None:
     """The forecast as the plan acts on it (``core.planner.planned_demand``): what the error
     budget judges."""
     if demand is None:
         return None
-    planned = planned_demand(snapshot, demand, window_seconds=window_seconds)
+    planned = planned_demand(snapshot, demand, window_seconds=window_seconds, distrusted=distrusted)
     return dataclasses.replace(demand, upper_gpus=planned)
 
 

@@ -294,6 +294,10 @@ def create_app(daemon: Daemon) -> FastAPI:
                     "installed": n.installed,
                     "items": n.items,
                     "problem": n.problem,
+                    "precision_7d": n.precision,
+                    "resolved_7d": n.resolved,
+                    "waste_gpu_hours_7d": round(n.waste_gpu_hours, 3),
+                    "trusted": n.trusted,
                 }
                 for n in (record.notice if record else ())
             ],

@@ -129,6 +129,30 @@ class Metrics:
             ["namespace"],
             registry=r,
         )
+        self.notice_installed = Gauge(
+            "forecaster_notice_source_installed",
+            "1 when the cluster serves the notice source's API (0: not installed)",
+            ["source"],
+            registry=r,
+        )
+        self.notice_precision = Gauge(
+            "forecaster_notice_precision",
+            "Share of the source's announced items resolved in 7 days that came (absent: none)",
+            ["source"],
+            registry=r,
+        )
+        self.notice_waste = Gauge(
+            "forecaster_notice_waste_gpu_hours",
+            "GPU-hours held in 7 days for the source's announced items that did not come",
+            ["source"],
+            registry=r,
+        )
+        self.announced = Gauge(
+            "forecaster_notice_announced_gpus",
+            "GPUs of work announced for the pool whose pods do not exist yet, per source",
+            ["pool", "source"],
+            registry=r,
+        )
         self.lead = Gauge(
             "forecaster_lead_measured_seconds",
             "What launches of the last day took per pool (median): part provisioning (node"
@@ -212,6 +236,22 @@ class Metrics:
             if lead.startup_seconds is not None:
                 self.lead.labels(pool=name, part="startup").set(lead.startup_seconds)
 
+    def _notice(self, record: TickRecord) -> None:
+        """Each notice source's state and each pool's announced GPUs, as of this tick."""
+        self.notice_precision.clear()
+        for status in record.notice:
+            self.notice_installed.labels(source=status.source).set(int(status.installed))
+            self.notice_waste.labels(source=status.source).set(status.waste_gpu_hours)
+            if status.precision is not None:
+                self.notice_precision.labels(source=status.source).set(status.precision)
+        self.announced.clear()
+        for name, view in record.pools.items():
+            totals: dict[str, int] = {}
+            for item in view.snapshot.announced if view.snapshot else ():
+                totals[item.source] = totals.get(item.source, 0) + item.gpus
+            for source, gpus in totals.items():
+                self.announced.labels(pool=name, source=source).set(gpus)
+
     def _count_arrivals(self, pool: str, pods: tuple[tuple[str, int], ...]) -> None:
         """Add the GPUs of pods not counted before; forget pods that left the hour's window
         (they cannot come back: a pod's creation time never changes). The first observation
@@ -238,6 +278,7 @@ class Metrics:
         self.unattributed.clear()
         for lost in record.unattributed:
             self.unattributed.labels(namespace=lost.namespace).set(lost.gpus)
+        self._notice(record)
         for error in record.errors:
             self.errors.labels(kind=error.kind).inc()
         self.cost.set(record.plan.cost_per_hour)

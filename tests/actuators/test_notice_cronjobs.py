@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +197,26 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     announced = status["pools"][POOL]["announced"]
     assert [a["key"] for a in announced] == ["cronjob ml/nightly@2027-01-15T08:05:00Z"]
     assert status["notice_sources"] == [
-        {"source": "cronjob", "installed": True, "items": 1, "problem": None}
+        {
+            "source": "cronjob",
+            "installed": True,
+            "items": 1,
+            "problem": None,
+            "precision_7d": None,
+            "resolved_7d": 0,
+            "waste_gpu_hours_7d": 0.0,
+            "trusted": True,
+        },
+        {
+            "source": "jobset",
+            "installed": False,
+            "items": 0,
+            "problem": None,
+            "precision_7d": None,
+            "resolved_7d": 0,
+            "waste_gpu_hours_7d": 0.0,
+            "trusted": True,
+        },
     ]
 
     # 08:05: the controller creates the run's Job; its pods are pending real demand
@@ -213,3 +233,50 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     assert snapshot is not None and snapshot.announced[0].earliest_start == T0 + 300 + 3600
     assert snapshot.pending_gpus + snapshot.running_gpus >= 32
     assert not any(r.startswith("announced:") for r in record.plan.pool(POOL).reasons)
+
+
+def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
+    tmp_path: Path, api: KubeApiDouble
+) -> None:
+    """A CronJob every 15 minutes whose controller creates nothing: each run is announced,
+    withdrawn past its latest start and charged; after four, precision 0 < 0.5 and its items
+    are no longer planned (the plan says why). The 09:00 run misses too; runs come again from
+    09:15 (announced from 09:30): five of ten is 0.5 and the source is trusted again."""
+    api.put(
+        "cronjobs",
+        nightly(schedule="*/15 * * * *", status={"lastScheduleTime": "2027-01-15T07:45:00Z"}),
+    )
+    source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    daemon = Daemon(
+        reconciler=build.build_reconciler(settings(tmp_path), source=source, kube=kube),
+        pools=(POOL,),
+    )
+
+    def at(now: int):  # type: ignore[no-untyped-def]
+        api.clock = float(now)
+        source.append(*([16.0] * 5))
+        record = daemon.reconcile(now)
+        assert record is not None
+        return record
+
+    for now in range(T0, T0 + 3600 + 1, 300):  # 08:00 .. 09:00: four runs judged, none came
+        record = at(now)
+    status = record.notice[0]  # cronjob (jobset: not installed)
+    assert (status.trusted, status.precision, status.resolved) == (False, 0.0, 4)
+    assert status.waste_gpu_hours > 0
+    reasons = record.plan.pool(POOL).reasons
+    assert any(r.startswith("notice source cronjob not trusted (precision 0.00") for r in reasons)
+    assert record.plan.pool(POOL).target_gpus == 0
+
+    for now in range(T0 + 3600 + 300, T0 + 2 * 3600 + 1800 + 1, 300):  # 09:05 .. 10:30: runs come
+        if now % 900 == 0:
+            obj = api.objects("cronjobs", "ml")[0]
+            ran = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            obj["status"] = {"lastScheduleTime": ran}
+            api.store.replace(("cronjobs", "ml", "nightly"), obj)
+        record = at(now)
+    status = record.notice[0]  # cronjob (jobset: not installed)
+    assert (status.trusted, status.precision, status.resolved) == (True, 0.5, 10)
+    json = TestClient(create_app(daemon)).get("/api/v1/status").json()["notice_sources"][0]
+    assert json["trusted"] and json["precision_7d"] == 0.5 and json["waste_gpu_hours_7d"] > 0

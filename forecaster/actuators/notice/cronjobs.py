@@ -87,6 +87,7 @@ def next_run(obj: Obj, now: int, *, grace_seconds: int) -> tuple[int, int]:
     window = int(late) if late is not None else grace_seconds
     after = datetime.fromtimestamp(timestamp_seconds(last), zone)
     due = int(croniter(schedule, after).get_next(float))
-    if due < now - window:  # that run was missed for good: the next one after now
-        due = int(croniter(schedule, datetime.fromtimestamp(now, zone)).get_next(float))
+    if due < now - window:  # missed for good: the first run whose deadline has not passed
+        since = datetime.fromtimestamp(now - window - 1, zone)  # a run due then still counts
+        due = int(croniter(schedule, since).get_next(float))
     return due, due + window

@@ -1,0 +1,108 @@
+"""Announced items in the plan and the trust rule per notice source (pure)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from forecaster.core.notice import (
+    TRUST_WINDOW_SECONDS,
+    AnnouncedItem,
+    NoticeLedger,
+    SourceStatus,
+)
+from forecaster.core.planner import Mode, PoolInput, plan, planned_demand
+from forecaster.core.policy import Budgets
+from tests.factories import NOW, forecast, policy, snapshot
+
+WINDOW = 900
+
+
+def item(key: str = "a", *, start: int = NOW + 300, gpus: int = 16, source: str = "cronjob"):  # type: ignore[no-untyped-def]
+    return AnnouncedItem("a", 8, gpus // 8, False, start, start + 600, source, key)
+
+
+def test_only_items_due_within_the_window_raise_the_plans_demand() -> None:
+    snap = snapshot(running_gpus=16, announced=(item("soon"), item("later", start=NOW + 3600)))
+    assert planned_demand(snap, forecast(10.0), window_seconds=WINDOW) == 32.0  # 16 + soon
+    assert planned_demand(snap, forecast(40.0), window_seconds=WINDOW) == 40.0  # max, not sum
+    assert planned_demand(snap, forecast(10.0), window_seconds=0) == 10.0  # none due yet
+
+
+def test_a_distrusted_sources_items_are_left_out_and_said() -> None:
+    snap = snapshot(running_gpus=16, allocatable_gpus=16, announced=(item(),))
+    distrusted = {"cronjob": "precision 0.25 over 4 items in 7 days < 0.5"}
+    inputs = PoolInput(
+        policy(), snap, forecast(16.0), Mode.PREDICTIVE, window_seconds=WINDOW,
+        distrusted=distrusted,
+    )  # fmt: skip
+    decision = plan(
+        [inputs], budgets=Budgets(64, 1000, 1000, 3600), spent_gpu_hours_last_day=0, now=NOW
+    )
+    pool = decision.pools[0]
+    assert pool.target_gpus == 0
+    assert (
+        "notice source cronjob not trusted (precision 0.25 over 4 items in 7 days < 0.5):"
+        " its 16 GPUs due not planned" in pool.reasons
+    )
+    trusted = dataclasses.replace(inputs, distrusted={})
+    decision = plan(
+        [trusted], budgets=Budgets(64, 1000, 1000, 3600), spent_gpu_hours_last_day=0, now=NOW
+    )
+    assert decision.pools[0].target_gpus == 16
+
+
+def test_an_item_that_leaves_by_its_latest_start_came_one_that_stays_past_it_did_not() -> None:
+    ledger = NoticeLedger()
+    came, late = item("came"), item("late")
+    ledger.observe("a", [came, late], readable=None, now=NOW, window_seconds=WINDOW)
+    # the run that came: its Job exists, the source no longer lists it
+    ledger.observe("a", [late], readable=None, now=NOW + 300, window_seconds=WINDOW)
+    # the other is still listed past its latest start (NOW + 900): did not come
+    (outcome,) = ledger.observe("a", [late], readable=None, now=NOW + 901, window_seconds=WINDOW)
+    assert [(o.key, o.came) for o in ledger.outcomes] == [("came", True), ("late", False)]
+    assert outcome.held_gpu_hours == 16 * 900 / 3600  # due since NOW (within the window)
+    assert ledger.precision("cronjob", now=NOW + 901) == (0.5, 2)
+    assert ledger.waste_gpu_hours("cronjob", now=NOW + 901) == 4.0
+
+
+def test_a_source_not_read_this_time_gives_no_verdict() -> None:
+    ledger = NoticeLedger()
+    ledger.observe("a", [item()], readable=None, now=NOW, window_seconds=WINDOW)
+    assert ledger.observe("a", [], readable=frozenset(), now=NOW + 60, window_seconds=WINDOW) == []
+    (outcome,) = ledger.observe(
+        "a", [], readable=frozenset({"cronjob"}), now=NOW + 120, window_seconds=WINDOW
+    )
+    assert outcome.came
+
+
+def test_below_half_precision_a_source_is_cut_and_restored_when_it_recovers() -> None:
+    ledger = NoticeLedger()
+    now = NOW
+    for n in range(4):  # four runs announced that never came
+        missed = item(f"miss-{n}", start=now + 300)
+        ledger.observe("a", [missed], readable=None, now=now, window_seconds=WINDOW)
+        ledger.observe("a", [missed], readable=None, now=now + 901, window_seconds=WINDOW)
+        now += 1000
+    assert ledger.precision("cronjob", now=now) == (0.0, 4)
+    assert "cronjob" in ledger.distrusted(now=now)
+    status = ledger.judged(SourceStatus("cronjob", True, 0), now=now)
+    assert (status.trusted, status.precision, status.resolved) == (False, 0.0, 4)
+    assert status.waste_gpu_hours == 4 * 16 * 900 / 3600
+    for n in range(4):  # then four that came: 4 of 8 is 0.5, not below it
+        ledger.observe("a", [item(f"came-{n}", start=now + 300)], readable=None, now=now,
+                       window_seconds=WINDOW)  # fmt: skip
+        ledger.observe("a", [], readable=None, now=now + 300, window_seconds=WINDOW)
+        now += 1000
+    assert ledger.distrusted(now=now) == {}
+    # and a week later the old outcomes are gone: no verdict at all
+    assert ledger.precision("cronjob", now=now + TRUST_WINDOW_SECONDS) == (None, 0)
+
+
+def test_fewer_than_four_resolved_items_is_no_verdict() -> None:
+    ledger = NoticeLedger()
+    for n in range(3):
+        missed = item(f"miss-{n}")
+        ledger.observe("a", [missed], readable=None, now=NOW, window_seconds=WINDOW)
+        ledger.observe("a", [], readable=None, now=NOW + 901, window_seconds=WINDOW)
+    assert ledger.precision("cronjob", now=NOW + 901) == (0.0, 3)
+    assert ledger.distrusted(now=NOW + 901) == {}
