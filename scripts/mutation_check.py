@@ -32,9 +32,55 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "a distrusted notice source's items are planned anyway",
+        "forecaster/core/planner.py",
+        "        i.gpus for i in due if i.source not in (distrusted or {})",
+        "        i.gpus for i in due",
+        ("tests/core/test_notice.py::test_a_distrusted_sources_items_are_left_out_and_said",),
+    ),
+    Mutation(
+        "an announced item that stayed past its latest start counts as come",
+        "forecaster/core/notice.py",
+        "            came = now <= held.item.latest_start",
+        "            came = True",
+        (
+            "tests/core/test_notice.py::test_an_item_that_leaves_by_its_latest_start_came_one_that_stays_past_it_did_not",
+        ),
+    ),
+    Mutation(
+        "a source that could not be read gives a verdict on its items",
+        "forecaster/core/notice.py",
+        "            if readable is not None and held.item.source not in readable:",
+        "            if False:",
+        ("tests/core/test_notice.py::test_a_source_not_read_this_time_gives_no_verdict",),
+    ),
+    Mutation(
+        "a due announced item does not end a quiet tick",
+        "forecaster/reconcile/loop.py",
+        "                return False  # announced work came into (or left) the window: plan again",
+        "                pass",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_a_run_entering_the_window_is_planned_at_once_not_after_a_quiet_tick",
+        ),
+    ),
+    Mutation(
+        "a suspended CronJob announces its next run",
+        "forecaster/actuators/notice/cronjobs.py",
+        '        if spec.get("suspend"):\n            return []',
+        "        if False:\n            return []",
+        ("tests/actuators/test_notice_cronjobs.py::test_what_announces_nothing",),
+    ),
+    Mutation(
+        "a running JobSet stage is announced again",
+        "forecaster/actuators/notice/jobsets.py",
+        '            if not depends or _started(counts.get(replicated["name"])):',
+        "            if not depends:",
+        ("tests/actuators/test_notice_jobsets.py::test_what_announces_nothing",),
+    ),
+    Mutation(
         "the error budget judges the model's forecast, not the demand the plan acted on",
         "forecaster/reconcile/loop.py",
-        "    return dataclasses.replace(demand, upper_gpus=planned_demand(snapshot, demand))",
+        "    return dataclasses.replace(demand, upper_gpus=planned)",
         "    return demand",
         (
             "tests/simulation/test_replay.py::test_the_daemon_prewarms_for_workloads_kueue_holds_and_is_judged_on_its_plan",

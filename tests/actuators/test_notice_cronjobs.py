@@ -280,3 +280,29 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
     assert (status.trusted, status.precision, status.resolved) == (True, 0.5, 10)
     json = TestClient(create_app(daemon)).get("/api/v1/status").json()["notice_sources"][0]
     assert json["trusted"] and json["precision_7d"] == 0.5 and json["waste_gpu_hours_7d"] > 0
+
+
+def test_a_run_entering_the_window_is_planned_at_once_not_after_a_quiet_tick(
+    tmp_path: Path, api: KubeApiDouble
+) -> None:
+    """Between two ticks 40 s apart nothing in the cluster changes, so the second would keep
+    the first plan (a quiet tick) - but the 08:15 run entered the 900 s window meanwhile."""
+    api.put(
+        "cronjobs",
+        nightly(schedule="15 * * * *", status={"lastScheduleTime": "2027-01-15T07:15:00Z"}),
+    )
+    source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    daemon = Daemon(
+        reconciler=build.build_reconciler(settings(tmp_path), source=source, kube=kube),
+        pools=(POOL,),
+    )
+    api.clock = float(T0 - 30)
+    first = daemon.reconcile(T0 - 30)
+    assert first is not None and first.pools[POOL].horizon is not None
+    assert first.pools[POOL].horizon.horizon_seconds == 900
+    assert first.plan.pool(POOL).target_gpus == 0  # 08:15 is 930 s away
+    api.clock = float(T0 + 10)
+    second = daemon.reconcile(T0 + 10)
+    assert second is not None and second.replanned
+    assert second.plan.pool(POOL).target_gpus == 16
