@@ -16,6 +16,7 @@ import numpy as np
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build
+from forecaster.app.build_replay import replay_policy
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import OperatingPoint
@@ -26,7 +27,7 @@ from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build as build_model
 from forecaster.reconcile.loop import Reconciler
 from forecaster.settings import Settings
-from forecaster.simulation.replay import ReplaySetup
+from forecaster.simulation.replay import Predictive, ReplaySetup, RetrainSchedule
 from forecaster.simulation.twin import TwinConfig
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -385,3 +386,33 @@ def jobset_job(
         },
         "status": status,
     }
+
+
+DAILY = RetrainSchedule(min_train_seconds=DAY, every_seconds=DAY)
+
+
+def predictive(s: ReplaySetup) -> Predictive:
+    """The daemon's loop as replay runs it, retrained daily (short test traces)."""
+    policy = replay_policy(
+        "predictive",
+        dataclasses.replace(s, retrain=DAILY),
+        jobs=JobTrace(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)),
+    )
+    assert isinstance(policy, Predictive)
+    return policy
+
+
+def bursts_after_a_trickle() -> tuple[JobTrace, np.ndarray]:
+    """2.5 days of a synthetic trickle; from day 1.5, every 30 minutes for 8 hours, a batch of
+    twelve 8-GPU jobs of 20 minutes - unlike anything before. The trace, and which jobs are of
+    the bursts."""
+    trickle = synthetic(2.5, seed=5)
+    burst = np.repeat(REPLAY_T0 + 1.5 * DAY + 1800 * np.arange(16), 12)
+    submit = np.concatenate([trickle.submit, burst])
+    order = np.argsort(submit, kind="stable")
+    jobs = JobTrace(
+        submit=submit[order],
+        duration=np.concatenate([trickle.duration, np.full(burst.size, 1200.0)])[order],
+        gpus=np.concatenate([trickle.gpus, np.full(burst.size, 8)])[order],
+    )
+    return jobs, np.isin(jobs.submit, burst) & (jobs.gpus == 8)

@@ -19,6 +19,7 @@ from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.settings import Settings, load_settings
+from forecaster.simulation.declared_notice import declare
 from forecaster.simulation.frontier import frontier, in_words, parse_days, said
 from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
 from forecaster.simulation.report import ReportRun, render, render_frontier
@@ -98,6 +99,7 @@ def setup_from(
             configured.twin,
             kueue_quota_gpus=args.kueue_quota_gpus,
             kueue_notice_seconds=args.kueue_notice,
+            notice=args.notice,
         )
         return dataclasses.replace(configured, twin=kueue)
     twin = TwinConfig(
@@ -112,6 +114,7 @@ def setup_from(
         capacity_buffer=args.backend == "capacitybuffer",
         kueue_quota_gpus=args.kueue_quota_gpus,
         kueue_notice_seconds=args.kueue_notice,
+        notice=args.notice,
     )
     return replay_setup(
         twin=twin,
@@ -237,6 +240,7 @@ def replay_command(args: argparse.Namespace) -> int:
             f"--sweep: expected GPU counts separated by commas, e.g. 0,16,32; got {args.sweep!r}"
         ) from None
     pulls = _image_pulls(args.image_pull_sweep)
+    said_notice = _notice_line(setup, jobs)
     results = run_all(names, jobs, setup=setup, static_gpus=args.static_gpus)
     # a swept K also asked for as a policy (static:64 in both) runs and is listed once
     fresh = [n for n in dict.fromkeys(sweep_names) if n not in {r.policy for r in results}]
@@ -267,6 +271,8 @@ def replay_command(args: argparse.Namespace) -> int:
         }
         if by_pull:
             document["image_pull_sweep"] = by_pull
+        if said_notice:
+            document["notice"] = said_notice
         args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
         print(f"wrote {args.json}")
     if args.report:
@@ -281,6 +287,7 @@ def replay_command(args: argparse.Namespace) -> int:
             f" {setup.twin.consolidate_after_seconds:g} s; warm image {setup.twin.warm_image}",
             f"predictive: {setup.model}, retrained weekly on past demand only; caps"
             f" {setup.max_prewarm_gpus} prewarm GPUs",
+            *([said_notice] if said_notice else []),
         ]
         args.report.write_text(
             render(
@@ -312,6 +319,8 @@ def frontier_command(args: argparse.Namespace) -> int:
     def progress(text: str) -> None:
         print(f"frontier: {text}", file=sys.stderr)
 
+    said_notice = _notice_line(setup, jobs)
+
     document, lines = frontier(
         jobs,
         setup,
@@ -324,11 +333,14 @@ def frontier_command(args: argparse.Namespace) -> int:
     )
     for line in lines:
         print(line)
+    if said_notice:
+        document["notice"] = said_notice
     if args.json:
         args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
         print(f"wrote {args.json}")
     if args.report:
         notes = [
+            *([said_notice] if said_notice else []),
             f"trace: {args.jobs or args.series}; {len(jobs)} jobs; knobs chosen on days"
             f" {args.tune_days}, judged on days {args.eval_days}",
             "each chosen point is compared with static headroom at its own evaluation GPU-hours"
@@ -367,3 +379,14 @@ def _make_output_folders(args: argparse.Namespace) -> None:
             raise ConfigError(
                 f"{flag}: cannot create {path.parent}: {exc.strerror or exc}"
             ) from None
+
+
+def _notice_line(setup: ReplaySetup, jobs: JobTrace) -> str | None:
+    """How a run with declared notice labels its figures, printed first (None: no notice)."""
+    mix = setup.twin.notice
+    if mix is None:
+        return None
+    share = declare(jobs, mix).announced_share(jobs)
+    line = f"simulated notice: {mix.label}; {share:.1%} of the trace's GPU-hours announced"
+    print(line)
+    return line

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.durations import parse_duration
+from forecaster.simulation.declared_notice import NoticeMix
 from forecaster.simulation.policies import POLICY_NAMES
 
 POOL_DEFAULTS: dict[str, object] = {
@@ -182,6 +183,16 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         " queued work buys (0: none)",
     )
     parser.add_argument(
+        "--notice",
+        type=_notice_mix,
+        default=None,
+        help="declared notice, simulated: e.g. cron=15%%:1d,pipeline=15%%:2m-15m,seed=1 - whole"
+        " submissions drawn (seeded) until each share of GPU-hours is announced by a CronJob due"
+        " at their submission (visible P ahead) or a JobSet stage waiting A-B on an"
+        " initializer; the daemon's own notice sources read them from the twin (static reads"
+        " nothing)",
+    )
+    parser.add_argument(
         "--price",
         type=float,
         default=POOL_DEFAULTS["price"],
@@ -193,3 +204,10 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         default=POOL_DEFAULTS["spot_price"],
         help="spot $ per GPU-hour (1.60)",
     )
+
+
+def _notice_mix(text: str) -> NoticeMix:
+    try:
+        return NoticeMix.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

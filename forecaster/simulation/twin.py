@@ -33,6 +33,8 @@ from typing import Protocol
 
 import numpy as np
 
+from forecaster.actuators.notice.base import read_notice
+from forecaster.actuators.notice.registry import SOURCES
 from forecaster.core.cluster import (
     ARRIVAL_WINDOWS_SECONDS,
     MeasuredLead,
@@ -41,8 +43,13 @@ from forecaster.core.cluster import (
 )
 from forecaster.core.jobs import JobTrace
 from forecaster.core.kueue import KueueRoom
+from forecaster.core.notice import AnnouncedItem
 from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
+from forecaster.simulation.declared_notice import NoticeMix, TwinObjects, declare
+
+NOTICE_SOURCES = (SOURCES["cronjob"], SOURCES["jobset"])
+"""The notice sources the twin's declared objects are read by (the daemon's own)."""
 
 ARRIVE, FINISH, READY, TICK, PROVISION, WAKE = range(6)
 NO_QUOTA = 1 << 30
@@ -89,6 +96,10 @@ class TwinConfig:
     admission check such as ProvisioningRequest, or a queue that hands work over ahead): the
     planner sees those GPUs as reserved (``KueueRoom.reserved_gpus``). Waits still count from
     the pods' creation, so runs with and without notice compare job for job. 0: no notice."""
+    notice: NoticeMix | None = None
+    """Declared notice (``simulation.declared_notice``): the share of jobs announced by
+    CronJobs and JobSets, which the daemon's own notice sources read from the twin. Waits
+    still count from the pods' creation. None: nothing is announced."""
 
     def __post_init__(self) -> None:
         if self.kueue_notice_seconds < 0:
@@ -273,6 +284,16 @@ class Twin:
         self._created_cum: list[int] = [0]  # GPUs created up to each of them
         self.admitted_gpus = 0
         self._gpus_cum = np.concatenate(([0], np.cumsum(jobs.gpus)))  # for reserved_gpus
+        self.objects = (
+            TwinObjects(
+                jobs,
+                declare(jobs, config.notice),
+                pool=config.pool,
+                gpus_per_node=config.gpus_per_node,
+            )
+            if config.notice is not None
+            else None
+        )
 
     # ---- TwinView ---------------------------------------------------------------------------
     def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
@@ -314,7 +335,18 @@ class Twin:
                 tuple(self.created_gpus(since=self.now - w) for w in ARRIVAL_WINDOWS_SECONDS)
             ),
             kueue=self._kueue_room(),
+            announced=self._announced(),
         )
+
+    def _announced(self) -> tuple[AnnouncedItem, ...]:
+        """What the daemon's notice sources read from the twin's objects now."""
+        if self.objects is None:
+            return ()
+        self.objects.now = self.now
+        reading = read_notice(
+            self.objects, NOTICE_SOURCES, pools=self.objects.pools(), now=int(self.now)
+        )
+        return reading.items.get(self.cfg.pool, ())
 
     def _kueue_room(self) -> KueueRoom | None:
         """Kueue as the observer reads it: the room its quota leaves, or with notice the GPUs

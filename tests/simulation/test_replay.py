@@ -39,14 +39,12 @@ from forecaster.settings import load_settings
 from forecaster.simulation.policies import Static
 from forecaster.simulation.replay import (
     Predictive,
-    ReplaySetup,
-    RetrainSchedule,
     replay,
 )
 from forecaster.simulation.twin import Decision, TwinView
 from forecaster.sources.files import read_job_trace
+from tests.factories import DAILY, bursts_after_a_trickle, jobs_csv, predictive, setup, synthetic
 from tests.factories import REPLAY_T0 as T0
-from tests.factories import jobs_csv, setup, synthetic
 
 
 class Recording:
@@ -61,19 +59,6 @@ class Recording:
         decision = self.inner.decide(view)
         self.decisions.append((view.now, decision))
         return decision
-
-
-DAILY = RetrainSchedule(min_train_seconds=DAY, every_seconds=DAY)
-
-
-def predictive(s: ReplaySetup) -> Predictive:
-    policy = replay_policy(
-        "predictive",
-        dataclasses.replace(s, retrain=DAILY),
-        jobs=JobTrace(np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.int64)),
-    )
-    assert isinstance(policy, Predictive)
-    return policy
 
 
 def test_predictive_never_sees_future_data() -> None:
@@ -394,16 +379,7 @@ def test_the_daemon_prewarms_for_workloads_kueue_holds_and_is_judged_on_its_plan
     pods (``kueue_notice_seconds``) the planner counts them as demand, the placeholders are warm
     when the pods come, and the error budget judges what the plan planned for - so the covered
     bursts are no misses and the pool is never handed off."""
-    trickle = synthetic(2.5, seed=5)
-    burst = np.repeat(T0 + 1.5 * DAY + 1800 * np.arange(16), 12)
-    submit = np.concatenate([trickle.submit, burst])
-    order = np.argsort(submit, kind="stable")
-    jobs = JobTrace(
-        submit=submit[order],
-        duration=np.concatenate([trickle.duration, np.full(burst.size, 1200.0)])[order],
-        gpus=np.concatenate([trickle.gpus, np.full(burst.size, 8)])[order],
-    )
-    in_burst = np.isin(jobs.submit, burst) & (jobs.gpus == 8)
+    jobs, in_burst = bursts_after_a_trickle()
     burst_wait, handoffs = {}, {}
     for notice in (0, 600):
         s = setup(2.5)

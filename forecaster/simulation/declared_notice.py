@@ -1,0 +1,321 @@
+"""Declared notice for replay: some of a trace's jobs are announced before their pods exist.
+
+A job trace records when pods were created, not whether anything announced them. To measure
+what notice buys, ``replay --notice cron=S:P,pipeline=S:A-B,seed=N`` declares it: whole
+*submissions* (jobs at most ``SUBMISSION_GAP_SECONDS`` apart share a fate) are drawn by seeded
+uniform sampling, independent of size, until ``S`` of the trace's GPU-hours are announced, first
+for ``cron`` then for ``pipeline``:
+
+* ``cron`` jobs come from a CronJob due at their submission minute, its object visible from
+  submit - P (default 1 day);
+* ``pipeline`` jobs are the GPU stage of a JobSet waiting on a CPU initializer that started
+  A-B before (drawn uniformly per submission); earlier pipeline runs' initializers are kept as
+  finished Jobs, so the JobSet source estimates the ETA from them as in a cluster.
+
+The twin serves these objects through ``ObjectLister`` (``TwinObjects``), and the daemon's own
+notice sources (``actuators.notice``) read them: the replayed plan sees what a cluster's would.
+Static headroom reads nothing. Figures from such runs are *simulated notice*.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from forecaster.actuators.attribution import NodePoolShape, shape
+from forecaster.actuators.notice.base import ApiKind, Obj
+from forecaster.actuators.notice.cronjobs import CRONJOBS
+from forecaster.actuators.notice.jobsets import (
+    JOBSET_LABEL,
+    JOBSETS,
+    REPLICATED_JOB_LABEL,
+)
+from forecaster.core.jobs import JobTrace
+
+NONE, CRON, PIPELINE = 0, 1, 2
+LOOKAHEAD_SECONDS = 3600
+"""The twin lists an object from at most this long before its pods (a replay-speed shortcut:
+planning windows are shorter, so plans and precision are unchanged; pipeline notice must not
+exceed it)."""
+EARLIER_RUNS = 20
+"""Finished initializer Jobs kept per pipeline (what the JobSet source estimates ETAs from)."""
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+_CPU_POD = {"restartPolicy": "Never", "containers": [{"name": "init", "image": "replay"}]}
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _seconds(text: str, *, field: str) -> float:
+    match = _DURATION.match(text.strip())
+    if not match:
+        raise ValueError(f"--notice {field}: {text!r} is not a duration (e.g. 90s, 15m, 1d)")
+    return float(match.group(1)) * _UNITS[match.group(2)]
+
+
+@dataclass(frozen=True)
+class NoticeMix:
+    """Which share of GPU-hours is announced, how, and the seed that draws the jobs."""
+
+    cron_share: float = 0.0
+    cron_notice_seconds: float = 86400.0
+    pipeline_share: float = 0.0
+    pipeline_min_seconds: float = 120.0
+    pipeline_max_seconds: float = 900.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.cron_share >= 0 and self.pipeline_share >= 0:
+            raise ValueError("--notice shares must be >= 0")
+        if self.cron_share + self.pipeline_share > 1:
+            raise ValueError("--notice shares add up to more than 1")
+        if not 0 < self.pipeline_min_seconds <= self.pipeline_max_seconds <= LOOKAHEAD_SECONDS:
+            raise ValueError("--notice pipeline=S:A-B needs 0 < A <= B <= 1h")
+        if self.cron_notice_seconds <= 0:
+            raise ValueError("--notice cron=S:P needs P > 0")
+
+    @classmethod
+    def parse(cls, text: str) -> NoticeMix:
+        """``cron=0.15:1d,pipeline=0.15:2m-15m,seed=1`` (shares as fractions or percentages)."""
+        values: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            key, _, value = part.partition("=")
+            if key == "seed":
+                values["seed"] = int(value)
+            elif key == "cron":
+                share, _, notice = value.partition(":")
+                values["cron_share"] = _share(share, field="cron")
+                if notice:
+                    values["cron_notice_seconds"] = _seconds(notice, field="cron")
+            elif key == "pipeline":
+                share, _, span = value.partition(":")
+                values["pipeline_share"] = _share(share, field="pipeline")
+                if span:
+                    low, _, high = span.partition("-")
+                    values["pipeline_min_seconds"] = _seconds(low, field="pipeline")
+                    values["pipeline_max_seconds"] = _seconds(high or low, field="pipeline")
+            else:
+                raise ValueError(f"--notice: unknown part {key!r} (cron=, pipeline=, seed=)")
+        return cls(**values)
+
+    @property
+    def label(self) -> str:
+        """How reports name it: ``cron 15% (1d), pipeline 15% (2-15 min), seed 1``."""
+        return (
+            f"cron {self.cron_share:.0%} ({self.cron_notice_seconds / 3600:g} h),"
+            f" pipeline {self.pipeline_share:.0%}"
+            f" ({self.pipeline_min_seconds / 60:g}-{self.pipeline_max_seconds / 60:g} min),"
+            f" seed {self.seed}"
+        )
+
+
+def _share(text: str, *, field: str) -> float:
+    try:
+        value = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise ValueError(f"--notice {field}: {text!r} is not a share (e.g. 0.15 or 15%)") from None
+    return value
+
+
+@dataclass(frozen=True)
+class DeclaredNotice:
+    """Per job: how it is announced (``NONE``/``CRON``/``PIPELINE``) and from when."""
+
+    kind: npt.NDArray[np.int8]
+    announce_at: npt.NDArray[np.float64]
+
+    def announced_share(self, jobs: JobTrace) -> float:
+        """Share of the trace's GPU-hours announced."""
+        hours = jobs.gpus * jobs.duration
+        total = float(hours.sum())
+        return float(hours[self.kind != NONE].sum()) / total if total else 0.0
+
+
+def declare(jobs: JobTrace, mix: NoticeMix, *, gap_seconds: float = 60.0) -> DeclaredNotice:
+    """Draw the announced submissions (see the module docstring); deterministic in ``mix``."""
+    n = len(jobs)
+    kind = np.zeros(n, dtype=np.int8)
+    announce = np.full(n, np.nan)
+    if n == 0:
+        return DeclaredNotice(kind, announce)
+    begins = np.concatenate(([True], np.diff(jobs.submit) > gap_seconds))
+    submission = np.cumsum(begins) - 1
+    hours = np.bincount(submission, weights=jobs.gpus * jobs.duration)
+    total = float(hours.sum())
+    rng = np.random.default_rng(mix.seed)
+    order = rng.permutation(len(hours))
+    notice = rng.uniform(mix.pipeline_min_seconds, mix.pipeline_max_seconds, size=len(hours))
+    chosen = np.zeros(len(hours), dtype=np.int8)
+    taken = {CRON: 0.0, PIPELINE: 0.0}
+    wanted = {CRON: mix.cron_share * total, PIPELINE: mix.pipeline_share * total}
+    for s in order:
+        for k in (CRON, PIPELINE):
+            if taken[k] < wanted[k]:
+                chosen[s] = k
+                taken[k] += hours[s]
+                break
+        else:
+            break
+    kind = chosen[submission]
+    lead = np.where(kind == CRON, mix.cron_notice_seconds, notice[submission])
+    announce = np.where(kind != NONE, jobs.submit - lead, np.nan)
+    return DeclaredNotice(kind.astype(np.int8), announce)
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class TwinObjects:
+    """The CronJobs, JobSets and JobSets' Jobs the declared notice puts in the twin's cluster,
+    served as ``ObjectLister``; ``now`` is the twin's clock."""
+
+    def __init__(
+        self, jobs: JobTrace, notice: DeclaredNotice, *, pool: str, gpus_per_node: int
+    ) -> None:
+        self.jobs = jobs
+        self.notice = notice
+        self.pool = pool
+        self.gpus_per_node = gpus_per_node
+        self.now = 0.0
+        self._pipeline = np.flatnonzero(notice.kind == PIPELINE)
+
+    def pools(self) -> list[NodePoolShape]:
+        """The twin's one NodePool, as the sources attribute templates to it."""
+        template = {"spec": {"requirements": [], "taints": [GPU_TAINT]}}
+        return [shape({"metadata": {"name": self.pool}, "spec": {"template": template}})]  # type: ignore[typeddict-item]
+
+    def list_objects(
+        self, group: str, version: str, plural: str, *, labels: str | None = None
+    ) -> list[Obj] | None:
+        kind = ApiKind(group, version, plural)
+        if kind == ApiKind(CRONJOBS.group, CRONJOBS.version, CRONJOBS.plural):
+            return [self._cronjob(j) for j in self._visible(CRON, LOOKAHEAD_SECONDS)]
+        if kind == JOBSETS:
+            return [self._jobset(j) for j in self._visible(PIPELINE, LOOKAHEAD_SECONDS)]
+        if (group, plural) == ("batch", "jobs"):
+            return self._initializer_jobs()
+        return None  # nothing else is installed in the twin
+
+    def _visible(self, kind: int, lookahead: float) -> list[int]:
+        """Jobs of ``kind`` announced by now whose pods do not exist yet (and come within
+        ``lookahead``)."""
+        submit = self.jobs.submit
+        first = int(np.searchsorted(submit, self.now, side="right"))
+        last = int(np.searchsorted(submit, self.now + lookahead, side="right"))
+        ids = np.arange(first, last)
+        ids = ids[
+            (self.notice.kind[first:last] == kind)
+            & (self.notice.announce_at[first:last] <= self.now)
+        ]
+        return [int(i) for i in ids]
+
+    def _pod(self, j: int) -> tuple[dict[str, Any], int, int]:
+        gpus = int(self.jobs.gpus[j])
+        per_pod = min(gpus, self.gpus_per_node)
+        spec = {
+            "restartPolicy": "Never",
+            "nodeSelector": {"karpenter.sh/nodepool": self.pool},
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+            ],
+            "containers": [
+                {
+                    "name": "train",
+                    "image": "replay",
+                    "resources": {"requests": {"nvidia.com/gpu": str(per_pod)}},
+                }
+            ],
+        }
+        return spec, per_pod, -(-gpus // per_pod) if per_pod else 0
+
+    def _cronjob(self, j: int) -> Obj:
+        due = datetime.fromtimestamp(float(self.jobs.submit[j]), UTC)
+        spec, _, pods = self._pod(j)
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "metadata": {
+                "name": f"replay-cron-{j}",
+                "namespace": "replay",
+                "creationTimestamp": _iso(float(self.notice.announce_at[j])),
+            },
+            "spec": {
+                "schedule": f"{due.minute} {due.hour} {due.day} {due.month} *",
+                "jobTemplate": {
+                    "spec": {"parallelism": pods, "completions": pods, "template": {"spec": spec}}
+                },
+            },
+            "status": {},
+        }
+
+    def _jobset(self, j: int) -> Obj:
+        spec, _, pods = self._pod(j)
+        zero = {"active": 0, "ready": 0, "succeeded": 0, "failed": 0, "suspended": 0}
+        return {
+            "apiVersion": "jobset.x-k8s.io/v1alpha2",
+            "kind": "JobSet",
+            "metadata": {"name": f"replay-pipeline-{j}", "namespace": "replay"},
+            "spec": {
+                "replicatedJobs": [
+                    {
+                        "name": "initializer",
+                        "replicas": 1,
+                        "template": {
+                            "spec": {
+                                "template": {
+                                    "spec": {
+                                        "restartPolicy": "Never",
+                                        "containers": [{"name": "init", "image": "replay"}],
+                                    }
+                                }
+                            }
+                        },
+                    },
+                    {
+                        "name": "node",
+                        "replicas": pods,
+                        "dependsOn": [{"name": "initializer", "status": "Complete"}],
+                        "template": {"spec": {"template": {"spec": spec}}},
+                    },
+                ]
+            },
+            "status": {
+                "replicatedJobsStatus": [
+                    {**zero, "name": "initializer", "active": 1, "ready": 1},
+                    {**zero, "name": "node"},
+                ]
+            },
+        }
+
+    def _initializer_jobs(self) -> list[Obj]:
+        """The running initializers of visible pipelines and the last finished ones."""
+        done_upto = int(np.searchsorted(self.jobs.submit[self._pipeline], self.now, side="right"))
+        finished = self._pipeline[max(0, done_upto - EARLIER_RUNS) : done_upto]
+        jobs = [self._initializer(int(j), finished=True) for j in finished]
+        visible = self._visible(PIPELINE, LOOKAHEAD_SECONDS)
+        jobs += [self._initializer(j, finished=False) for j in visible]
+        return jobs
+
+    def _initializer(self, j: int, *, finished: bool) -> Obj:
+        status: dict[str, Any] = {"startTime": _iso(float(self.notice.announce_at[j]))}
+        if finished:
+            status["completionTime"] = _iso(float(self.jobs.submit[j]))
+        return {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": f"replay-pipeline-{j}-initializer-0",
+                "namespace": "replay",
+                "labels": {
+                    JOBSET_LABEL: f"replay-pipeline-{j}",
+                    REPLICATED_JOB_LABEL: "initializer",
+                },
+            },
+            "spec": {"template": {"spec": _CPU_POD}},
+            "status": status,
+        }

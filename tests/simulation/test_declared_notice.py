@@ -1,0 +1,125 @@
+"""Declared notice in replay: which jobs are announced, the objects the twin serves for them,
+and the daemon's own notice sources reading them - the same items from the twin as from the API
+double holding the same objects."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from forecaster.actuators.attribution import shape
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.notice.base import read_notice
+from forecaster.durations import DAY
+from forecaster.simulation.declared_notice import (
+    CRON,
+    NONE,
+    PIPELINE,
+    NoticeMix,
+    TwinObjects,
+    declare,
+)
+from forecaster.simulation.replay import replay
+from forecaster.simulation.twin import NOTICE_SOURCES
+from tests.factories import REPLAY_T0 as T0
+from tests.factories import bursts_after_a_trickle, predictive, setup, synthetic
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+
+
+def test_the_notice_option_parses_and_names_what_is_wrong() -> None:
+    mix = NoticeMix.parse("cron=15%:1d,pipeline=0.15:2m-15m,seed=3")
+    assert mix == NoticeMix(0.15, 86400, 0.15, 120, 900, 3)
+    assert mix.label == "cron 15% (24 h), pipeline 15% (2-15 min), seed 3"
+    for text, word in [
+        ("cron=lots", "cron"),
+        ("pipeline=0.1:soon", "pipeline"),
+        ("weekly=0.1", "weekly"),
+        ("cron=0.8,pipeline=0.5", "more than 1"),
+        ("pipeline=0.1:2h-3h", "<= 1h"),
+    ]:
+        with pytest.raises(ValueError, match=word):
+            NoticeMix.parse(text)
+
+
+def test_whole_submissions_are_drawn_until_each_share_is_reached() -> None:
+    jobs = synthetic(10, seed=2)
+    mix = NoticeMix(cron_share=0.15, pipeline_share=0.15, seed=1)
+    notice = declare(jobs, mix)
+    hours = jobs.gpus * jobs.duration
+    submission = np.cumsum(np.concatenate(([True], np.diff(jobs.submit) > 60))) - 1
+    largest = np.bincount(submission, weights=hours).max()
+    for kind in (CRON, PIPELINE):  # reached, overshot by at most the last submission drawn
+        share = hours[notice.kind == kind].sum() / hours.sum()
+        assert 0.15 <= share < 0.15 + largest / hours.sum() + 1e-9
+    assert notice.announced_share(jobs) >= 0.3
+    # jobs of one submission (at most 60 s apart) share a fate
+    same = np.diff(jobs.submit) <= 60
+    assert np.all(notice.kind[1:][same] == notice.kind[:-1][same])
+    cron = notice.kind == CRON
+    assert np.allclose(notice.announce_at[cron], jobs.submit[cron] - DAY)
+    lead = (jobs.submit - notice.announce_at)[notice.kind == PIPELINE]
+    assert lead.min() >= 120 and lead.max() <= 900
+    assert np.all(np.isnan(notice.announce_at[notice.kind == NONE]))
+    again = declare(jobs, mix)
+    assert np.array_equal(again.kind, notice.kind)  # the seed fixes the draw
+    other = declare(jobs, dataclasses.replace(mix, seed=2))
+    assert not np.array_equal(other.kind, notice.kind)
+    assert declare(jobs, NoticeMix()).announced_share(jobs) == 0
+
+
+def test_the_twin_and_the_api_double_give_the_same_items_from_the_same_objects() -> None:
+    """The replay path (the twin's objects, read through its lister) and the daemon path (the
+    same objects in the API double, schema-validated, read through the Kube adapter)."""
+    jobs = synthetic(3, seed=4, start=T0)
+    notice = declare(jobs, NoticeMix(cron_share=0.4, pipeline_share=0.4, seed=0))
+    objects = TwinObjects(jobs, notice, pool="gpu", gpus_per_node=8)
+    pipelines = np.flatnonzero(notice.kind == PIPELINE)
+    crons = jobs.submit[notice.kind == CRON]
+    # a moment a pipeline is announced and a cron run is due within the hour
+    now = next(
+        int(jobs.submit[j]) - 60
+        for j in pipelines
+        if jobs.submit[j] - notice.announce_at[j] > 60
+        and np.any((crons > jobs.submit[j]) & (crons < jobs.submit[j] + 3000))
+    )
+    objects.now = now
+    twin = read_notice(objects, NOTICE_SOURCES, pools=objects.pools(), now=now)
+    served = {
+        plural: objects.list_objects(group, "v1" if group == "batch" else "v1alpha2", plural)
+        for group, plural in [
+            ("batch", "cronjobs"),
+            ("jobset.x-k8s.io", "jobsets"),
+            ("batch", "jobs"),
+        ]
+    }
+    assert served["cronjobs"] and served["jobsets"]  # the draw announced both kinds by now
+    with KubeApiDouble(jobsets=True) as api:
+        api.clock = float(now - 60)
+        ClusterSim(api).add_nodepool("gpu", limit_gpus=1000)
+        for plural, found in served.items():
+            for obj in found or []:
+                api.put(plural, obj)
+        assert api.invalid == []
+        kube = Kube(api_client(host=api.url), dry_run=True)
+        shapes = [shape(n) for n in kube.list_nodepools()]
+        daemon = read_notice(kube, NOTICE_SOURCES, pools=shapes, now=now)
+    assert sorted(daemon.items["gpu"], key=str) == sorted(twin.items["gpu"], key=str)
+    assert {i.source for i in twin.items["gpu"]} == {"cronjob", "jobset"}
+
+
+def test_declared_notice_warms_the_bursts_the_forecast_cannot_see() -> None:
+    """As the Kueue-notice test, through CronJobs: every 30 minutes for 8 hours a batch of
+    twelve 8-GPU jobs lands. Announced a day ahead by CronJobs the daemon's source reads from
+    the twin, the placeholders are warm when the pods come."""
+    jobs, in_burst = bursts_after_a_trickle()
+    waits = {}
+    for mix in (None, NoticeMix(cron_share=1.0)):
+        s = setup(2.5)
+        s = dataclasses.replace(s, twin=dataclasses.replace(s.twin, notice=mix))
+        record = replay(jobs, predictive(s), setup=s).record
+        waits[mix is not None] = float(np.mean((record.job_start - record.job_submit)[in_burst]))
+    assert waits[True] <= 30  # warm: the preemption grace, no lead time
+    assert waits[False] >= 120  # cold: new nodes and their image pull
