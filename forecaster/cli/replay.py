@@ -19,7 +19,7 @@ from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.settings import Settings, load_settings
-from forecaster.simulation.declared_notice import declare
+from forecaster.simulation.declared_notice import declare, notice_waits
 from forecaster.simulation.frontier import frontier, in_words, parse_days, said
 from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
 from forecaster.simulation.report import ReportRun, render, render_frontier
@@ -257,6 +257,7 @@ def replay_command(args: argparse.Namespace) -> int:
     comparison = against_static(results, sweep)
     for line in comparison:
         print(line)
+    _print_notice_waits(results, setup, jobs)
     by_pull: dict[str, dict[str, Any]] = {}
     if pulls:
         pull_lines, by_pull = image_pull_sweep(
@@ -390,3 +391,27 @@ def _notice_line(setup: ReplaySetup, jobs: JobTrace) -> str | None:
     line = f"simulated notice: {mix.label}; {share:.1%} of the trace's GPU-hours announced"
     print(line)
     return line
+
+
+def _print_notice_waits(results: list[ReplayResult], setup: ReplaySetup, jobs: JobTrace) -> None:
+    """With declared notice: each policy's waits for jobs announced at least one lead time
+    ahead, announced later, and not announced."""
+    mix = setup.twin.notice
+    if mix is None:
+        return
+    notice = declare(jobs, mix)
+    lead = setup.twin.provision_seconds + setup.twin.image_pull_seconds
+    for r in results:
+        groups = notice_waits(
+            r.record.job_submit,
+            r.record.job_start,
+            notice,
+            lead_seconds=lead,
+            window=(setup.warmup_end, setup.end),
+            end=r.record.end,
+        )
+        said = "; ".join(
+            f"{g.group}: {g.jobs} jobs, P95 {g.p95_wait_s:.0f} s, mean {g.mean_wait_s:.1f} s"
+            for g in groups
+        )
+        print(f"{r.policy} (simulated notice): {said}")

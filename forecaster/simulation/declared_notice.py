@@ -319,3 +319,47 @@ class TwinObjects:
             "spec": {"template": {"spec": _CPU_POD}},
             "status": status,
         }
+
+
+@dataclass(frozen=True)
+class NoticeWaits:
+    """Waits of one group of jobs submitted in the metrics window."""
+
+    group: str
+    jobs: int
+    p95_wait_s: float
+    mean_wait_s: float
+
+
+def notice_waits(
+    submit: npt.NDArray[np.float64],
+    start: npt.NDArray[np.float64],
+    notice: DeclaredNotice,
+    *,
+    lead_seconds: float,
+    window: tuple[float, float],
+    end: float,
+) -> list[NoticeWaits]:
+    """Waits split by what the plan could know: announced at least ``lead_seconds`` ahead,
+    announced later than that, not announced (jobs submitted in ``window``; one not started by
+    ``end`` counts with its wait so far)."""
+    wait = np.where(np.isnan(start), end - submit, start - submit)
+    inside = (submit >= window[0]) & (submit < window[1])
+    ahead = submit - notice.announce_at
+    groups = [
+        (f"announced >= {lead_seconds:g} s ahead", (notice.kind != NONE) & (ahead >= lead_seconds)),
+        (f"announced < {lead_seconds:g} s ahead", (notice.kind != NONE) & (ahead < lead_seconds)),
+        ("not announced", notice.kind == NONE),
+    ]
+    out = []
+    for name, mask in groups:
+        chosen = wait[inside & mask]
+        if chosen.size:
+            out.append(
+                NoticeWaits(
+                    name, int(chosen.size), float(np.percentile(chosen, 95)), float(chosen.mean())
+                )
+            )
+        else:
+            out.append(NoticeWaits(name, 0, float("nan"), float("nan")))
+    return out

@@ -5,6 +5,7 @@ double holding the same objects."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,14 +13,17 @@ import pytest
 from forecaster.actuators.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import read_notice
+from forecaster.cli import main
 from forecaster.durations import DAY
 from forecaster.simulation.declared_notice import (
     CRON,
     NONE,
     PIPELINE,
+    DeclaredNotice,
     NoticeMix,
     TwinObjects,
     declare,
+    notice_waits,
 )
 from forecaster.simulation.replay import replay
 from forecaster.simulation.twin import NOTICE_SOURCES
@@ -27,6 +31,8 @@ from tests.factories import REPLAY_T0 as T0
 from tests.factories import bursts_after_a_trickle, predictive, setup, synthetic
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
+
+TRACE = str(Path(__file__).resolve().parents[2] / "data" / "samples" / "msr-itp-cluster04-jobs.csv")
 
 
 def test_the_notice_option_parses_and_names_what_is_wrong() -> None:
@@ -123,3 +129,37 @@ def test_declared_notice_warms_the_bursts_the_forecast_cannot_see() -> None:
         waits[mix is not None] = float(np.mean((record.job_start - record.job_submit)[in_burst]))
     assert waits[True] <= 30  # warm: the preemption grace, no lead time
     assert waits[False] >= 120  # cold: new nodes and their image pull
+
+
+def test_waits_are_split_by_the_notice_the_plan_had() -> None:
+    submit = np.array([100.0, 200.0, 300.0, 400.0, 500.0])
+    start = np.array([100.0, 230.0, 390.0, 420.0, np.nan])
+    notice = DeclaredNotice(
+        kind=np.array([CRON, PIPELINE, PIPELINE, NONE, NONE], dtype=np.int8),
+        announce_at=np.array([-86300.0, -400.0, 200.0, np.nan, np.nan]),
+    )
+    groups = notice_waits(submit, start, notice, lead_seconds=360, window=(150, 600), end=560)
+    assert [(g.group, g.jobs, g.mean_wait_s) for g in groups] == [
+        ("announced >= 360 s ahead", 1, 30.0),  # the first job is before the window
+        ("announced < 360 s ahead", 1, 90.0),
+        ("not announced", 2, 40.0),  # 20 s, and 60 s so far for the one still waiting
+    ]
+
+
+def test_replay_labels_simulated_notice_and_splits_the_waits(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["replay", "--jobs", TRACE, "--policy",
+            "static:32", "--notice", "cron=15%:1d,pipeline=15%:2m-15m,seed=1", "--start-day",
+            "10", "--warmup-days", "1", "--end-day", "12"]  # fmt: skip
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("simulated notice: cron 15% (24 h), pipeline 15% (2-15 min), seed 1;")
+    assert "static:32 (simulated notice): announced >= 360 s ahead: " in out
+
+
+def test_a_bad_notice_option_is_one_line_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["replay", "--jobs", TRACE, "--notice", "cron=lots"])
+    assert exited.value.code == 2
+    assert "argument --notice: --notice cron: 'lots' is not a share" in capsys.readouterr().err
