@@ -40,6 +40,7 @@ table{border-collapse:collapse;font-size:13px;margin:.3em 0}td,th{border:1px sol
 <canvas id="held" width="1200" height="200"></canvas>
 <p class="legend"><span style="color:#ee6677">&#9632; planned prewarm GPUs</span><span style="color:#4477aa">&#9632; GPUs billed because of us (whole nodes)</span></p>
 <h2 id="money">FinOps, last 24 h</h2><div id="finops"></div>
+<h2 id="notice">Announced work</h2><div id="announced"></div>
 <h2 id="point">Operating point</h2><div id="operating-point"></div>
 <h2 id="reasons">Plan and its reasons</h2><div id="plan"></div>
 <script>
@@ -201,6 +202,14 @@ function operatingPoint(o) {
     + o.budget_percent.toFixed(1) + "% over reactive). " + esc(o.reason) + "</p><table><tr><th>quantile+floor GPUs</th><th>GPU-hours vs reactive</th><th>mean wait</th><th>P95 wait</th><th>&gt; 5 min</th></tr>"
     + o.candidates.map(row).join("") + "</table><p>Replayed " + o.window.map(w => new Date(w * 1000).toISOString().slice(0, 16)).join(" to ") + " UTC at the last retrain.</p>";
 }
+function announced(sources, items) {
+  const src = s => "<tr><td>" + esc(s.source) + "</td><td>" + (s.installed ? (s.trusted ? "trusted" : "not trusted: its items are not planned") : "not installed")
+    + (s.problem ? " (" + esc(s.problem) + ")" : "") + "</td><td>" + s.items + "</td><td>" + (s.precision_7d === null ? "-" : (s.precision_7d * 100).toFixed(0) + "% of " + s.resolved_7d)
+    + "</td><td>" + s.waste_gpu_hours_7d.toFixed(1) + "</td></tr>";
+  const item = i => "<tr><td>" + esc(i.key) + "</td><td>" + i.gpus + (i.gang ? " (gang)" : "") + "</td><td>" + i.earliest_start + " (in " + Math.max(0, i.starts_in_seconds) + " s)</td></tr>";
+  $("announced").innerHTML = (sources.length ? "<table><tr><th>notice source</th><th>state</th><th>items now</th><th>came, 7 days</th><th>GPU-hours held for work that did not come</th></tr>" + sources.map(src).join("") + "</table>" : "<p>No notice source read.</p>")
+    + (items.length ? "<table><tr><th>announced for this pool</th><th>GPUs</th><th>earliest start</th></tr>" + items.slice(0, 10).map(item).join("") + "</table>" : "<p>Nothing announced for this pool now.</p>");
+}
 async function refresh() {
   const pool = select.value || pools[0];
   try {
@@ -211,6 +220,7 @@ async function refresh() {
     $("loading").style.display = "none";
     const xrange = timeRange(data, hist);
     drawDemand(data, hist, xrange); drawBudgets(hist, xrange); drawHeld(hist, xrange); overview(status); finops(status.pools[pool].finops); operatingPoint(status.pools[pool].operating_point);
+    announced(status.notice_sources || [], status.pools[pool].announced || []);
     $("at").textContent = "as of " + data.generated_at + " - model " + data.model + " (" + data.model_version + ")";
     $("mode").textContent = status.pools[pool].mode;
     const b = $("banner");

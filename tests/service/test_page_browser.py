@@ -234,6 +234,11 @@ def test_page_renders_a_chart_with_data(
     assert re.search(r"Cluster, last 24 h: nodes \$\d", dom), "no cluster FinOps in dollars"
     assert re.search(r"<td>\d+ s / (not measured yet|\d+ s \(node \d+ s)", dom), "no lead"
     assert "loading: waiting" not in dom or 'id="loading" style="display: none;"' in dom
+    notice = re.search(r'<div id="announced">(.*?)</div>', dom, re.S)
+    assert notice is not None and notice.group(1), "no announced-work section"
+    if fixture == "served_cluster":  # the daemon on the API double reads CronJobs (none yet)
+        assert "<td>cronjob</td><td>trusted</td>" in notice.group(1), notice.group(1)
+        assert "<td>jobset</td><td>not installed</td>" in notice.group(1), notice.group(1)
     shot = tmp_path / "page.png"
     subprocess.run(
         [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--screenshot={shot}", served],
