@@ -141,6 +141,12 @@ class Metrics:
             ["source"],
             registry=r,
         )
+        self.notice_trusted = Gauge(
+            "forecaster_notice_source_trusted",
+            "0 while the source's announced items are not planned (precision below 0.5)",
+            ["source"],
+            registry=r,
+        )
         self.notice_waste = Gauge(
             "forecaster_notice_waste_gpu_hours",
             "GPU-hours held in 7 days for the source's announced items that did not come",
@@ -242,6 +248,7 @@ class Metrics:
         for status in record.notice:
             self.notice_installed.labels(source=status.source).set(int(status.installed))
             self.notice_waste.labels(source=status.source).set(status.waste_gpu_hours)
+            self.notice_trusted.labels(source=status.source).set(int(status.trusted))
             if status.precision is not None:
                 self.notice_precision.labels(source=status.source).set(status.precision)
         self.announced.clear()
