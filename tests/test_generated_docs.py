@@ -24,6 +24,14 @@ def test_the_config_reference_is_current() -> None:
     assert config_reference.main(["--check"]) == 0
 
 
+def test_the_published_frontier_table_is_what_the_committed_runs_make() -> None:
+    """docs/results.md's frontier table is generated from the JSON of the two ITP frontier
+    runs committed beside it: a hand edit, or a new run committed without regenerating, fails."""
+    runs = sorted((ROOT / "docs" / "results").glob("frontier-*.json"))
+    assert [r.stem for r in runs] == ["frontier-cluster04", "frontier-cluster07"]
+    assert results_tables.main([*map(str, runs), "--check", str(ROOT / "docs" / "results.md")]) == 0
+
+
 def metrics(gpu_hours: float, share: float, mean: float, p95: float, **extra: float) -> dict:
     return {
         "gpu_hours": gpu_hours,
