@@ -88,6 +88,13 @@ class FourierQuantReg:
             if np.count_nonzero(keep) < 50 * x.shape[1]:
                 raise ModelError(f"{self.name}: too few usable training points for {horizon}s")
             row = []
+            if np.ptp(target[keep]) == 0:
+                # a constant change (a flat stretch, e.g. all demand announced) has every
+                # quantile equal to it; QuantReg divides by its zero spread, so say it directly
+                flat = np.zeros(x.shape[1])
+                flat[0] = target[keep][0]
+                params.append([flat] * len(self.quantiles))
+                continue
             for q in self.quantiles:
                 # IRLS can stop at max_iter a hair short of its tolerance on flat stretches; the
                 # estimate is still usable and the backtest judges it, so do not fail the fit

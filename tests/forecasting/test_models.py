@@ -9,6 +9,7 @@ with ModelError.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -120,3 +121,12 @@ def test_the_lazy_registry_names_each_class_by_its_own_name() -> None:
 
     for name in registry._WHERE:
         assert registry.model_class(name).name == name
+
+
+def test_quantreg_forecasts_a_flat_history_as_flat(history: DemandSeries) -> None:
+    """When every pod was announced work the unannounced history is all zeros: the fit must
+    not divide by its zero spread (a warning is an error here) but forecast the flat level."""
+    flat = dataclasses.replace(history, values=np.zeros_like(history.values))
+    train = flat.window(flat.start, flat.start + 16 * DAY)
+    model = build("quantreg", horizons_seconds=HORIZONS, quantiles=QUANTILES).fit(train)
+    assert np.all(model.predict(flat, at=origins(flat)).values == 0)
