@@ -1074,10 +1074,73 @@ MUTATIONS = (
     Mutation(
         "replicas' exports of the same demand are added up",
         "forecaster/sources/prometheus.py",
-        "OWN_DEMAND_QUERY = 'max(forecaster_observed_demand_gpus{pool=\"{pool}\"})'",
-        "OWN_DEMAND_QUERY = 'sum(forecaster_observed_demand_gpus{pool=\"{pool}\"})'",
+        "    'max(forecaster_observed_unannounced_demand_gpus{pool=\"{pool}\"})'",
+        "    'sum(forecaster_observed_unannounced_demand_gpus{pool=\"{pool}\"})'",
         (
             "tests/sources/test_own_demand.py::test_default_metrics_and_the_own_export_read_the_real_demand",
+        ),
+    ),
+    Mutation(
+        "announced work is counted twice: in the forecast's history and as known work",
+        "forecaster/sources/prometheus.py",
+        '  unless on (namespace, pod) ANNOUNCED_PODS\n)""".replace',
+        '\n)""".replace',
+        (
+            "tests/sources/test_announced_history.py::test_a_cronjobs_runs_are_read_out_of_the_history_and_prewarmed_once_from_notice",
+        ),
+    ),
+    Mutation(
+        "the recording rule keeps JobSets' pods in the history",
+        "deploy/base/prometheusrule.yaml",
+        'kube_job_owner{owner_kind=~"CronJob|JobSet"}',
+        'kube_job_owner{owner_kind=~"CronJob"}',
+        (
+            "tests/deploy/test_manifests.py::test_the_demand_recording_rule_counts_what_the_default_query_counts",
+        ),
+    ),
+    Mutation(
+        "the daemon exports announced work as unannounced demand",
+        "forecaster/actuators/observer.py",
+        "        of_announced += gpus if is_announced else 0",
+        "        of_announced += 0",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists",
+        ),
+    ),
+    Mutation(
+        "announced pods are counted as new arrivals",
+        "forecaster/actuators/observer.py",
+        "age < window and uid in unannounced)",
+        "age < window)",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists",
+        ),
+    ),
+    Mutation(
+        "any Job's pods in a CronJob's namespace count as its runs",
+        "forecaster/actuators/notice/cronjobs.py",
+        '                if run and (meta.get("namespace"), base) in crons:',
+        '                if ref.get("kind") == "Job":',
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_the_pods_of_a_runs_job_are_marked_as_announced_work",
+        ),
+    ),
+    Mutation(
+        "a JobSet's first stage (no notice) is left out of the history",
+        "forecaster/actuators/notice/jobsets.py",
+        '            if isinstance(r, dict) and r.get("dependsOn")',
+        "            if isinstance(r, dict)",
+        (
+            "tests/actuators/test_notice_jobsets.py::test_only_the_pods_of_a_waiting_stage_are_marked_as_announced_work",
+        ),
+    ),
+    Mutation(
+        "announced work is planned as the larger of it and the forecast, not on top",
+        "forecaster/core/planner.py",
+        "float(snap.announced_real_gpus + due) + max(forecast.upper_gpus, unannounced_now)",
+        "max(forecast.upper_gpus, float(snap.real_demand_gpus + due + reserved))",
+        (
+            "tests/core/test_notice.py::test_announced_work_is_added_to_the_forecast_of_the_rest_once",
         ),
     ),
     Mutation(

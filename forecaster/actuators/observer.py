@@ -51,7 +51,7 @@ from forecaster.actuators.kueue import KueueScope, read_rooms
 from forecaster.actuators.lead import measure_lead
 from forecaster.actuators.manifests import CapacityBuffer, Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
-from forecaster.actuators.notice.base import NoticeReader, NoticeReading
+from forecaster.actuators.notice.base import NoticeReader, NoticeReading, PodMarker
 from forecaster.actuators.pod_watch import PodWatch, live_pods
 from forecaster.actuators.quantities import (
     MalformedObjectError,
@@ -183,6 +183,7 @@ def observe(
                 now=now,
                 buffer_gpus=_buffer_gpus(buffers, pool),
                 launch_problem=launches.get(pool),
+                announced=reading.announced,
             )
             if pool in reading.items:
                 snapshots[pool] = dataclasses.replace(
@@ -221,6 +222,7 @@ def _snapshot(
     now: int,
     buffer_gpus: int,
     launch_problem: str | None,
+    announced: PodMarker,
 ) -> PoolSnapshot:
     """One pool's snapshot; a malformed object raises (the caller isolates the pool)."""
     own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
@@ -228,8 +230,9 @@ def _snapshot(
     capacity = {True: 0, False: 0}
     for node in own:
         capacity[_ready(node)] += _allocatable(node)
-    running = pending = placeholders = 0
+    running = pending = placeholders = of_announced = 0
     created: list[tuple[float, int, str]] = []  # (age, GPUs, uid) of the pool's real pods
+    unannounced: set[str] = set()  # uids of those not of announced work (the arrivals model's)
     images: dict[str, int] = {}  # image -> GPUs of the last hour's pods that ran it
     used_on: dict[str, int] = {}
     ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
@@ -245,12 +248,18 @@ def _snapshot(
             placeholders += gpus
             ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus
             continue
-        _note_created(pod, gpus, now=now, created=created, images=images)
+        uid = _note_created(pod, gpus, now=now, created=created, images=images)
+        is_announced = announced(pod)
+        if not is_announced and uid:
+            unannounced.add(uid)
         if node_name:
             running += gpus
             busy.add(node_name)
         elif not pod["spec"].get("schedulingGates"):  # gated pods (Kueue) start no node
             pending += gpus
+        else:
+            continue
+        of_announced += gpus if is_announced else 0
     nodepool = kube.get_nodepool(pool)
     paused_until = None
     if nodepool is not None and lbl.ORIGINAL_DISRUPTION in (
@@ -298,9 +307,10 @@ def _snapshot(
         recent_images=tuple(
             sorted(images, key=lambda image: (-images[image], image))[:MAX_RECENT_IMAGES]
         ),
+        announced_real_gpus=of_announced,
         arrivals=RecentArrivals(
             tuple(
-                sum(g for age, g, _ in created if age < window)
+                sum(g for age, g, uid in created if age < window and uid in unannounced)
                 for window in ARRIVAL_WINDOWS_SECONDS
             ),
             tuple((uid, g) for age, g, uid in created if age < ARRIVAL_WINDOWS_SECONDS[-1]),
@@ -315,19 +325,22 @@ def _note_created(
     now: int,
     created: list[tuple[float, int, str]],
     images: dict[str, int],
-) -> None:
-    """Count a real GPU pod's age (arrivals) and, within the hour, its images (prewarm pulls)."""
+) -> str | None:
+    """Count a real GPU pod's age (arrivals) and, within the hour, its images (prewarm pulls);
+    its uid when counted."""
     meta = pod["metadata"]
     stamp = meta.get("creationTimestamp")
     if not stamp or not gpus:
-        return
+        return None
     age = now - timestamp_seconds(stamp)
-    created.append((age, gpus, meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"))
+    uid = meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"
+    created.append((age, gpus, uid))
     if age < ARRIVAL_WINDOWS_SECONDS[-1] and not pod["spec"].get("imagePullSecrets"):
         for container in pod["spec"].get("containers") or []:
             image = container.get("image")
             if image:
                 images[image] = images.get(image, 0) + gpus
+    return uid
 
 
 def _shapes(nodepools: list[NodePool]) -> list[NodePoolShape]:

@@ -103,6 +103,9 @@ class PoolSnapshot:
     announced: tuple[AnnouncedItem, ...] = ()
     """GPU work the cluster announced for this pool whose pods do not exist yet
     (``core.notice``, read by ``actuators.notice``)."""
+    announced_real_gpus: int = 0
+    """Of ``real_demand_gpus``, the GPUs of pods of announced work (a CronJob's run, a JobSet's
+    waiting stage): its histories leave them out, so the forecast is of unannounced work only."""
 
     @property
     def billed_gpus(self) -> int:

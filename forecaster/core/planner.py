@@ -261,20 +261,28 @@ def planned_demand(
     window_seconds: float = 0.0,
     distrusted: Mapping[str, str] | None = None,
 ) -> float:
-    """The demand the plan acts on: the forecast's quantile, or - when more - what real pods
-    ask for plus the work known to be coming: Kueue workloads that hold quota but have no pods
-    yet, and announced work (``core.notice``) due within ``window_seconds``. Known work is not
-    forecast; the two are not added, since the history the forecast learnt from holds the
-    announced work's earlier runs. The error budget judges this number, not the model's alone:
-    it is what the plan prewarmed for, so a burst that was announced and covered is not a miss
-    that hands the pool to reactive scaling. Items of ``distrusted`` sources are left out."""
-    due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
-    known = (snap.kueue.reserved_gpus if snap.kueue else 0) + sum(
-        i.gpus for i in due if i.source not in (distrusted or {})
-    )
-    if not known:
+    """The demand the plan acts on: the work known to be coming added to the forecast of the
+    rest. The forecast learnt from histories that leave announced work's pods out (the sources
+    mark them: ``actuators.notice``, the twin's flag), so it is of unannounced work, and the
+    announced items due within ``window_seconds`` and the announced work running now come on
+    top of it - counted once each. Kueue workloads that hold quota but have no pods yet are of
+    unannounced work: they raise its part to at least what runs now plus them (max, not sum:
+    the forecast learnt from their kind). With nothing known the forecast alone, as without
+    notice. The error budget judges this number, not the model's alone: it is what the plan
+    prewarmed for, so a burst that was announced and covered is not a miss that hands the pool
+    to reactive scaling. Items of ``distrusted`` sources are left out."""
+    reserved = snap.kueue.reserved_gpus if snap.kueue else 0
+    due = _due_gpus(snap, window_seconds=window_seconds, distrusted=distrusted or {})
+    if not (reserved or due or snap.announced_real_gpus):
         return forecast.upper_gpus
-    return max(forecast.upper_gpus, float(snap.real_demand_gpus + known))
+    unannounced_now = snap.real_demand_gpus - snap.announced_real_gpus + reserved
+    return float(snap.announced_real_gpus + due) + max(forecast.upper_gpus, unannounced_now)
+
+
+def _due_gpus(snap: PoolSnapshot, *, window_seconds: float, distrusted: Mapping[str, str]) -> int:
+    """GPUs of the trusted sources' items due within ``window_seconds``."""
+    due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
+    return sum(i.gpus for i in due if i.source not in distrusted)
 
 
 def _distrusted(snap: PoolSnapshot, item: PoolInput) -> list[str]:
@@ -314,7 +322,11 @@ def _known_work(
             f"announced: {sum(i.gpus for i in due)} GPUs due within {window_seconds:.0f}s"
             f" ({shown}{more})"
         )
-    return f"{'; '.join(parts)}: demand at least {demand:.0f}"
+    if snap.announced_real_gpus:
+        parts.append(
+            f"{snap.announced_real_gpus} GPUs of announced work run now (not in the forecast)"
+        )
+    return f"{'; '.join(parts)}: demand {demand:.0f} (known work + the forecast of the rest)"
 
 
 def _limit_room(policy: PoolPolicy, snap: PoolSnapshot, reasons: list[str]) -> int:

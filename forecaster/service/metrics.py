@@ -38,6 +38,14 @@ class Metrics:
             ["pool"],
             registry=r,
         )
+        self.observed_unannounced = Gauge(
+            "forecaster_observed_unannounced_demand_gpus",
+            "Of forecaster_observed_demand_gpus, the GPUs of pods not of announced work (not a"
+            " CronJob's run or a JobSet's waiting stage): the history the default query reads,"
+            " so the forecast is of unannounced work and announced work is planned once",
+            ["pool"],
+            registry=r,
+        )
         self.arrived = Counter(
             "forecaster_arrived_gpus",
             "GPUs requested by real pods of the pool created, each counted once by the tick"
@@ -231,6 +239,9 @@ class Metrics:
         name = snapshot.pool
         if snapshot.problem is None:
             self.observed_demand.labels(pool=name).set(snapshot.real_demand_gpus)
+            self.observed_unannounced.labels(pool=name).set(
+                snapshot.real_demand_gpus - snapshot.announced_real_gpus
+            )
         if snapshot.arrivals is not None:
             self._count_arrivals(name, snapshot.arrivals.pods)
         self.launch_failed.labels(pool=name).set(1 if snapshot.launch_problem else 0)

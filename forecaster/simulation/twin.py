@@ -46,7 +46,7 @@ from forecaster.core.kueue import KueueRoom
 from forecaster.core.notice import AnnouncedItem
 from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
-from forecaster.simulation.declared_notice import NoticeMix, TwinObjects, declare
+from forecaster.simulation.declared_notice import NONE, NoticeMix, TwinObjects, declare
 
 NOTICE_SOURCES = (SOURCES["cronjob"], SOURCES["jobset"])
 """The notice sources the twin's declared objects are read by (the daemon's own)."""
@@ -123,7 +123,8 @@ class TwinView(Protocol):
     now: float
 
     def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
-        """(start, per-minute GPUs requested) observed from ``since`` up to the last minute."""
+        """(start, per-minute GPUs requested) observed from ``since`` up to the last minute -
+        by pods of unannounced work, as the daemon's history query counts them."""
         ...
 
     def snapshot(self) -> PoolSnapshot:
@@ -136,7 +137,8 @@ class TwinView(Protocol):
         ...
 
     def created_gpus(self, *, since: float) -> int:
-        """GPUs requested by pods created after ``since`` (their creation time is public)."""
+        """GPUs requested by pods of unannounced work created after ``since`` (their creation
+        time is public)."""
         ...
 
     def arrival_history(self, *, since: float) -> tuple[int, np.ndarray]:
@@ -264,12 +266,14 @@ class Twin:
         self.job_start = np.full(len(jobs), np.nan)
         self.job_nodes: dict[int, list[int]] = {}
         self.requested = 0
+        self.requested_announced = 0  # of ``requested``, by jobs of announced work
         self.protect = False
         self.breaches = 0
         self._breach_times: list[float] = []
         minutes = int((end - start) // 60) + 1
         self._minute_start = int(start - start % 60)
         self._demand = np.zeros(minutes)
+        self._unannounced = np.zeros(minutes)  # the history the daemon reads
         self._capacity = np.zeros(minutes)
         self._prewarm = np.zeros(minutes)
         self._waiting = np.zeros(minutes)
@@ -280,27 +284,27 @@ class Twin:
         self._wake_queued = False
         self.queued: list[int] = []  # workloads Kueue holds back (no pods yet)
         self._launched: deque[float] = deque()  # node launch times of the last day, ascending
-        self._created_at: list[float] = []  # pod creation times (admission), ascending
+        self._created_at: list[float] = []  # unannounced pods' creation times, ascending
         self._created_cum: list[int] = [0]  # GPUs created up to each of them
         self.admitted_gpus = 0
         self._gpus_cum = np.concatenate(([0], np.cumsum(jobs.gpus)))  # for reserved_gpus
+        declared = declare(jobs, config.notice) if config.notice is not None else None
         self.objects = (
-            TwinObjects(
-                jobs,
-                declare(jobs, config.notice),
-                pool=config.pool,
-                gpus_per_node=config.gpus_per_node,
-            )
-            if config.notice is not None
+            TwinObjects(jobs, declared, pool=config.pool, gpus_per_node=config.gpus_per_node)
+            if declared is not None
             else None
         )
+        self._announced_job: list[bool] = (
+            (declared.kind != NONE).tolist() if declared is not None else [False] * len(jobs)
+        )  # the twin's flag: a job of announced work, left out of the histories
 
     # ---- TwinView ---------------------------------------------------------------------------
     def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
-        """Per-minute requested GPUs observed so far (the current minute is not complete)."""
+        """Per-minute GPUs requested by pods of unannounced work so far (the current minute is
+        not complete): announced work is planned from its notice, not learnt."""
         last = int((self.now - self._minute_start) // 60)
         first = max(0, int((since - self._minute_start) // 60))
-        return self._minute_start + 60 * first, self._demand[first:last].copy()
+        return self._minute_start + 60 * first, self._unannounced[first:last].copy()
 
     def snapshot(self) -> PoolSnapshot:
         """What the observer would report now."""
@@ -336,6 +340,7 @@ class Twin:
             ),
             kueue=self._kueue_room(),
             announced=self._announced(),
+            announced_real_gpus=self.requested_announced,
         )
 
     def _announced(self) -> tuple[AnnouncedItem, ...]:
@@ -379,7 +384,7 @@ class Twin:
         )
 
     def created_gpus(self, *, since: float) -> int:
-        """GPUs requested by pods created in (``since``, now]."""
+        """GPUs requested by pods of unannounced work created in (``since``, now]."""
         first = bisect.bisect_right(self._created_at, since)
         return self._created_cum[-1] - self._created_cum[first]
 
@@ -506,6 +511,7 @@ class Twin:
         self._decide()
         if 0 <= minute < self._demand.size:
             self._demand[minute] = self.requested
+            self._unannounced[minute] = self.requested - self.requested_announced
             self._capacity[minute] = len(self.live) * self.cfg.gpus_per_node
             self._prewarm[minute] = len(self.live_placeholders) * self.cfg.gpus_per_node
             self._waiting[minute] = len(self.pending)
@@ -650,8 +656,11 @@ class Twin:
             if quota is not None and self.admitted_gpus + gpus > quota:
                 continue
             self.queued.remove(j)
-            self._created_at.append(self.now)
-            self._created_cum.append(self._created_cum[-1] + gpus)
+            if self._announced_job[j]:
+                self.requested_announced += gpus
+            else:
+                self._created_at.append(self.now)
+                self._created_cum.append(self._created_cum[-1] + gpus)
             self.admitted_gpus += gpus
             self.requested += gpus
             self.pending.append(j)
@@ -662,6 +671,8 @@ class Twin:
     def _finish(self, j: int) -> None:
         self.admitted_gpus -= self._gpus[j]
         self.requested -= self._gpus[j]
+        if self._announced_job[j]:
+            self.requested_announced -= self._gpus[j]
         for nid in self.job_nodes.pop(j):
             node = self.nodes[nid]
             node.jobs.discard(j)

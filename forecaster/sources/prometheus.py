@@ -43,8 +43,25 @@ DEFAULT_RETENTION = "15d"
 MAX_POINTS_PER_SERIES = 11_000
 """Prometheus's hard limit of points per series in one range query."""
 
-OWN_DEMAND_QUERY = 'max(forecaster_observed_demand_gpus{pool="{pool}"})'
-"""The daemon's own export of the demand it observes (every replica; ``max`` over them)."""
+OWN_DEMAND_QUERY = (
+    'max(forecaster_observed_unannounced_demand_gpus{pool="{pool}"})'
+    ' or max(forecaster_observed_demand_gpus{pool="{pool}"})'
+)
+"""The daemon's own export of the demand it observes (every replica; ``max`` over them): of
+work not announced (``actuators.notice`` marks the pods of announced work, planned from their
+announcement instead), else - history from a release without notice - all of it."""
+
+ANNOUNCED_PODS = """group by (namespace, pod) (
+    kube_pod_owner{owner_kind="Job"}
+    * on (namespace, owner_name) group_left()
+      group by (namespace, owner_name) (label_replace(
+        kube_job_owner{owner_kind=~"CronJob|JobSet"}, "owner_name", "$1", "job_name", "(.+)"
+      ))
+  )"""
+"""Pods of announced work in kube-state-metrics (STABLE, default metrics): pods of a Job that a
+CronJob or a JobSet owns. The queries leave them out, as the daemon's own export does, so the
+forecast is of unannounced work. Coarser than the daemon's marking: a JobSet's first stage,
+which gives no notice, is left out too (only until the daemon's own history exists)."""
 
 NODESELECTORS = "kube_pod_nodeselectors"
 NODESELECTORS_OPT_IN = (
@@ -61,9 +78,11 @@ BOOTSTRAP_QUERY = """sum(
     max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)
   * on (namespace, pod) group_left()
     max by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
-)"""
+  unless on (namespace, pod) ANNOUNCED_PODS
+)""".replace("ANNOUNCED_PODS", ANNOUNCED_PODS)
 """GPUs requested by Pending + Running pods that select NodePool ``{pool}`` (kube-state-metrics:
-``kube_pod_nodeselectors`` is opt-in), our own (``{exclude}``) left out: the history from before
+``kube_pod_nodeselectors`` is opt-in), our own (``{exclude}``) and announced work's
+(``ANNOUNCED_PODS``) left out: the history from before
 the daemon ran. ``max by`` container first: kube-state-metrics starts a new series when it
 labels a bound pod's ``node`` (and two exporters would duplicate every series)."""
 
@@ -82,8 +101,10 @@ ARRIVALS_QUERY = """sum(
     group by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
   * on (namespace, pod) group_left()
     group by (namespace, pod) ((time() - kube_pod_created) >= {step} < {twice_step})
-) or vector(0)"""
-"""GPUs requested by pods of NodePool ``{pool}`` created one to two steps before the evaluation
+  unless on (namespace, pod) ANNOUNCED_PODS
+) or vector(0)""".replace("ANNOUNCED_PODS", ANNOUNCED_PODS)
+"""GPUs requested by pods of NodePool ``{pool}`` (not of announced work) created one to two
+steps before the evaluation
 time (``kube_pod_created`` is the creation time). Asking one step late leaves a scrape interval
 (at most one step) for the pod to be seen at all; ``fetch_arrivals`` moves each value back one
 step, so the value at ``t`` counts the pods created in (t - step, t]. No pod created is 0, not a

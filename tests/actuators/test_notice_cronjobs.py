@@ -164,6 +164,24 @@ def settings(tmp_path: Path) -> Settings:
     )
 
 
+def run_pod(name: str, job: str, namespace: str = "ml") -> Any:
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": "u", "controller": True}
+    return {"metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]}}
+
+
+def test_the_pods_of_a_runs_job_are_marked_as_announced_work(api: KubeApiDouble) -> None:
+    """The CronJob controller names a run's Job ``<cronjob>-<minutes>``: its pods are announced
+    work, left out of the histories; a Job of that shape in another namespace, of another
+    name or not of a CronJob's naming is not."""
+    api.put("cronjobs", nightly())
+    reading = read(api)
+    assert reading.announced(run_pod("nightly-29433605-x", "nightly-29433605"))
+    assert not reading.announced(run_pod("nightly-29433605-x", "nightly-29433605", "other"))
+    assert not reading.announced(run_pod("weekly-29433605-x", "weekly-29433605"))
+    assert not reading.announced(run_pod("nightly-manual-x", "nightly-manual"))
+    assert not reading.announced({"metadata": {"name": "p", "namespace": "ml"}})  # type: ignore[typeddict-item]
+
+
 def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists(
     tmp_path: Path, api: KubeApiDouble
 ) -> None:
@@ -225,14 +243,25 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     obj["status"] = {"lastScheduleTime": "2027-01-15T08:05:00Z", "active": [{"name": "n-1"}]}
     api.store.replace(("cronjobs", "ml", "nightly"), obj)
     sim = ClusterSim(api)
-    sim.submit("nightly-1-0", POOL, 8)
-    sim.submit("nightly-1-1", POOL, 8)
+    for i in range(2):  # the run's Job's pods: announced work, planned once, not learnt
+        created = sim.submit(f"nightly-29434085-{i}", POOL, 8)
+        created["metadata"]["ownerReferences"] = run_pod("p", "nightly-29434085")["metadata"][
+            "ownerReferences"
+        ]
+        api.store.replace(("pods", "ml", f"nightly-29434085-{i}"), created)
     record = daemon.reconcile(T0 + 300)
     assert record is not None
     snapshot = record.pools[POOL].snapshot
     assert snapshot is not None and snapshot.announced[0].earliest_start == T0 + 300 + 3600
     assert snapshot.pending_gpus + snapshot.running_gpus >= 32
-    assert not any(r.startswith("announced:") for r in record.plan.pool(POOL).reasons)
+    assert snapshot.announced_real_gpus == 16
+    assert snapshot.arrivals is not None and snapshot.arrivals.gpus[0] == 0  # not arrivals
+    reasons = record.plan.pool(POOL).reasons
+    assert not any(r.startswith("announced:") for r in reasons)
+    assert any("16 GPUs of announced work run now (not in the forecast)" in r for r in reasons)
+    metrics = TestClient(create_app(daemon)).get("/metrics").text
+    assert f'forecaster_observed_unannounced_demand_gpus{{pool="{POOL}"}} 16.0' in metrics
+    assert f'forecaster_observed_demand_gpus{{pool="{POOL}"}} 32.0' in metrics
 
 
 def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(

@@ -163,3 +163,24 @@ def test_the_daemon_prewarms_the_gang_before_its_jobs_exist(
     plan = record.plan.pool(POOL)
     assert plan.target_gpus == 16
     assert any(f"{KEY} (16 GPUs, in 0s)" in r for r in plan.reasons), plan.reasons
+
+
+def pod(name: str, labels: dict[str, str], namespace: str = "ml") -> Any:
+    return {"metadata": {"name": name, "namespace": namespace, "labels": labels}, "spec": {}}
+
+
+def test_only_the_pods_of_a_waiting_stage_are_marked_as_announced_work(
+    api: KubeApiDouble,
+) -> None:
+    """The ``node`` stage waits on ``dependsOn``: its pods are announced work (left out of the
+    histories); the initializer it waits on gave no notice and stays in them."""
+    api.put("jobsets", jobset(pool=POOL))
+    reading = read(api)
+    stage = {"jobset.sigs.k8s.io/jobset-name": "train-1"}
+    node = {**stage, "jobset.sigs.k8s.io/replicatedjob-name": "node"}
+    first = {**stage, "jobset.sigs.k8s.io/replicatedjob-name": "dataset-initializer"}
+    assert reading.announced(pod("train-1-node-0-0-a", node))
+    assert not reading.announced(pod("train-1-dataset-initializer-0-0-b", first))
+    assert not reading.announced(pod("train-1-node-0-0-a", node, namespace="other"))
+    assert not reading.announced(pod("x", {}))
+    assert not reading.announced({"metadata": {}, "spec": {}})  # type: ignore[typeddict-item]

@@ -24,8 +24,22 @@ def item(key: str = "a", *, start: int = NOW + 300, gpus: int = 16, source: str 
 def test_only_items_due_within_the_window_raise_the_plans_demand() -> None:
     snap = snapshot(running_gpus=16, announced=(item("soon"), item("later", start=NOW + 3600)))
     assert planned_demand(snap, forecast(10.0), window_seconds=WINDOW) == 32.0  # 16 + soon
-    assert planned_demand(snap, forecast(40.0), window_seconds=WINDOW) == 40.0  # max, not sum
     assert planned_demand(snap, forecast(10.0), window_seconds=0) == 10.0  # none due yet
+
+
+def test_announced_work_is_added_to_the_forecast_of_the_rest_once() -> None:
+    """The forecast is of unannounced work (its histories leave announced pods out): items due
+    and announced pods running add to it; unannounced pods running only floor it."""
+    soon = (item("soon"),)
+    snap = snapshot(running_gpus=16, announced=soon)
+    assert planned_demand(snap, forecast(40.0), window_seconds=WINDOW) == 56.0  # 40 + 16 due
+    # 8 of the 16 running GPUs are an announced run: on top, not inside the forecast
+    snap = snapshot(running_gpus=16, announced=soon, announced_real_gpus=8)
+    assert planned_demand(snap, forecast(40.0), window_seconds=WINDOW) == 64.0  # 8 + 16 + 40
+    assert planned_demand(snap, forecast(2.0), window_seconds=WINDOW) == 32.0  # 8 + 16 + 8 now
+    # once the item's pods exist it leaves the reading: its GPUs counted once, as running
+    came = snapshot(running_gpus=32, announced_real_gpus=24)
+    assert planned_demand(came, forecast(2.0), window_seconds=WINDOW) == 32.0
 
 
 def test_a_distrusted_sources_items_are_left_out_and_said() -> None:

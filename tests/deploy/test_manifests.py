@@ -267,7 +267,8 @@ def test_dockerfile_builds_what_the_manifests_run() -> None:
 
 def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path: Path) -> None:
     """``promtool test rules``: on pods of two NodePools (pending, running, finished, one of
-    two containers), the recorded series equals the daemon's default query for each pool."""
+    two containers, a CronJob's run and a JobSet's job, announced: not demand), the recorded
+    series equals the daemon's default query for each pool."""
     (rule,) = by_kind(render("live"), "PrometheusRule")
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule["spec"]))
     pods = {  # pod: (nodepool, GPUs per container, phase)
@@ -277,6 +278,14 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
         "d": ("gpu-b", [1], "Running"),
         "e": ("gpu-a", [1, 1], "Pending"),
         "forecaster-gpu-a-0-1": ("gpu-a", [8], "Running"),  # ours: never demand
+        "nightly-29433600-x": ("gpu-a", [16], "Running"),  # a CronJob's run: announced
+        "train-node-0-0-y": ("gpu-b", [8], "Pending"),  # a JobSet's job: announced
+        "batch-z": ("gpu-b", [2], "Running"),  # a Job of no CronJob: demand
+    }
+    owners = {  # Job: (its owner kind, owner name, its pods)
+        "nightly-29433600": ("CronJob", "nightly", ["nightly-29433600-x"]),
+        "train-node-0": ("JobSet", "train", ["train-node-0-0-y"]),
+        "batch": ("<none>", "<none>", ["batch-z"]),
     }
     series = []
     for pod, (pool, containers, phase) in pods.items():
@@ -304,7 +313,23 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
                 "values": "1x15",
             }
         )
-    expected = {"gpu-a": 2 + 4 + 2, "gpu-b": 1}
+    for job, (kind, owner, job_pods) in owners.items():
+        series.append(
+            {
+                "series": f'kube_job_owner{{namespace="ml",job_name="{job}",owner_kind="{kind}",'
+                f'owner_name="{owner}",owner_is_controller="true"}}',
+                "values": "1x15",
+            }
+        )
+        for pod in job_pods:
+            series.append(
+                {
+                    "series": f'kube_pod_owner{{namespace="ml",pod="{pod}",owner_kind="Job",'
+                    f'owner_name="{job}",owner_is_controller="true"}}',
+                    "values": "1x15",
+                }
+            )
+    expected = {"gpu-a": 2 + 4 + 2, "gpu-b": 1 + 2}
     exprs = []
     for pool, gpus in expected.items():
         for template in (DEFAULT_QUERY, RECORDED_QUERY):

@@ -61,20 +61,22 @@ def ksm_defaults() -> list[Series]:
 
 
 def own_export() -> list[Series]:
-    """Two replicas' export for two days: they agree but for one minute a follower lagged."""
+    """Two replicas' export for two days: they agree but for one minute a follower lagged. Of
+    the 12 GPUs they observe, 4 are of announced work (a CronJob's run): the history is the 8
+    unannounced ones."""
     out = []
     for instance, lag in (("10.0.0.1:8080", 0.0), ("10.0.0.2:8080", -8.0)):
-        samples = [
-            (t, 8.0 + (lag if t == NOW - 3600 else 0.0))
-            for t in range(NOW - 2 * 86400, NOW + 1, 60)
-        ]
-        out.append(
-            Series(
-                "forecaster_observed_demand_gpus",
-                {"pool": "gpu-a", "instance": instance, "job": "forecaster"},
-                samples,
+        for name, announced in (
+            ("forecaster_observed_demand_gpus", 4.0),
+            ("forecaster_observed_unannounced_demand_gpus", 0.0),
+        ):
+            samples = [
+                (t, 8.0 + announced + (lag if t == NOW - 3600 else 0.0))
+                for t in range(NOW - 2 * 86400, NOW + 1, 60)
+            ]
+            out.append(
+                Series(name, {"pool": "gpu-a", "instance": instance, "job": "forecaster"}, samples)
             )
-        )
     return out
 
 
@@ -114,7 +116,7 @@ def test_default_metrics_and_the_own_export_read_the_real_demand(
     with running_prometheus(tmp_path / "p", ksm_defaults() + own_export()) as url:
         source = PrometheusSource(url=url, queries={}, outage_min_seconds=0)
         series, _ = source.fetch("gpu-a", start=NOW - 86400, end=NOW, step_seconds=60)
-        assert np.all(series.values == 8.0)  # the export's max over replicas, never 16
+        assert np.all(series.values == 8.0)  # the unannounced export's max over replicas: never 16
         code = main(["check-query", "--config", str(config(tmp_path, url)), "--at", iso_utc(NOW)])
         out = capsys.readouterr().out
     assert code == 0, out

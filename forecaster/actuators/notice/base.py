@@ -9,6 +9,10 @@ kind the cluster does not serve makes its source "not installed" (nothing else h
 object a source cannot read is skipped and named; a failed list costs that source's items for
 this observation only (the plan then rests on the forecast, as without notice).
 
+Each source also marks the pods of the work it announces (``marker``): those pods are real
+demand once they exist, but the histories leave them out (``forecaster_observed_unannounced_
+demand_gpus``), so the forecast is of unannounced work and announced work is counted once.
+
 Adding a source: a module here with a class satisfying ``NoticeSource``, and its entry in
 ``actuators.notice.registry.SOURCES``.
 """
@@ -16,7 +20,7 @@ Adding a source: a module here with a class satisfying ``NoticeSource``, and its
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -70,6 +74,10 @@ class NoticeContext:
         return nodepool_of(pod, self.pools)
 
 
+PodMarker = Callable[[Pod], bool]
+"""Whether a pod is of work a source announced."""
+
+
 class NoticeSource(Protocol):
     """Turns objects of ``kinds[0]`` into announced items (the other kinds are context, listed
     only when there is an object of ``kinds[0]``)."""
@@ -82,6 +90,11 @@ class NoticeSource(Protocol):
         an object it cannot read (the reader skips and names it)."""
         ...
 
+    def marker(self, context: NoticeContext) -> PodMarker:
+        """Whether a pod is of work this source announces (its items once their pods exist),
+        from the objects read this time; must not raise on a malformed pod or object."""
+        ...
+
 
 @dataclass
 class NoticeReading:
@@ -89,6 +102,12 @@ class NoticeReading:
 
     items: dict[str, tuple[AnnouncedItem, ...]] = field(default_factory=dict)
     statuses: tuple[SourceStatus, ...] = ()
+    markers: tuple[PodMarker, ...] = ()
+    """One per source read this time: a source not installed or not read marks nothing."""
+
+    def announced(self, pod: Pod) -> bool:
+        """Is ``pod`` of announced work (left out of the histories the forecast learns)."""
+        return any(marks(pod) for marks in self.markers)
 
 
 class NoticeReader:
@@ -127,7 +146,7 @@ def read_notice(
 ) -> NoticeReading:
     """Run every source over what the cluster serves (see the module docstring)."""
     items: dict[str, list[AnnouncedItem]] = {}
-    statuses = []
+    statuses, markers = [], []
     for source in sources:
         objects: dict[ApiKind, list[Obj]] = {}
         served = True
@@ -157,9 +176,12 @@ def read_notice(
                 skipped.append(f"{_name(obj)}: {type(exc).__name__}: {exc}")
         for item in found_items:
             items.setdefault(item.pool, []).append(item)
+        markers.append(source.marker(context))
         problem = f"skipped {len(skipped)} unreadable object(s): {skipped[0]}" if skipped else None
         statuses.append(SourceStatus(source.name, True, len(found_items), problem))
-    return NoticeReading({pool: tuple(found) for pool, found in items.items()}, tuple(statuses))
+    return NoticeReading(
+        {pool: tuple(found) for pool, found in items.items()}, tuple(statuses), tuple(markers)
+    )
 
 
 def _name(obj: Obj) -> str:

@@ -27,8 +27,8 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from forecaster.actuators.manifests import PodTemplateSpec
-from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj
+from forecaster.actuators.manifests import Pod, PodTemplateSpec
+from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
 from forecaster.actuators.quantities import pod_gpus, timestamp_seconds
 from forecaster.core.notice import AnnouncedItem
 
@@ -74,6 +74,25 @@ class CronJobSource:
                 key=f"cronjob {meta['namespace']}/{meta['name']}@{when}",
             )
         ]
+
+    def marker(self, context: NoticeContext) -> PodMarker:
+        """A pod of a CronJob's run: owned by a Job named ``<cronjob>-<minutes>`` (the name the
+        CronJob controller gives each run's Job) in a namespace with that CronJob."""
+        crons = {
+            (meta.get("namespace"), meta.get("name"))
+            for meta in (obj.get("metadata") or {} for obj in context.objects.get(CRONJOBS, []))
+        }
+
+        def marks(pod: Pod) -> bool:
+            meta = pod.get("metadata") or {}
+            for ref in meta.get("ownerReferences") or []:
+                base, _, minutes = str(ref.get("name", "")).rpartition("-")
+                run = ref.get("kind") == "Job" and minutes.isdigit()
+                if run and (meta.get("namespace"), base) in crons:
+                    return True
+            return False
+
+        return marks
 
 
 def next_run(obj: Obj, now: int, *, grace_seconds: int) -> tuple[int, int]:

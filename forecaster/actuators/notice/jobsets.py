@@ -24,8 +24,8 @@ from __future__ import annotations
 import statistics
 from typing import Any, cast
 
-from forecaster.actuators.manifests import PodTemplateSpec
-from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj
+from forecaster.actuators.manifests import Pod, PodTemplateSpec
+from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
 from forecaster.actuators.quantities import pod_gpus, timestamp_seconds
 from forecaster.core.notice import AnnouncedItem
 
@@ -82,6 +82,30 @@ class JobSetSource:
                 )
             )
         return items
+
+    def marker(self, context: NoticeContext) -> PodMarker:
+        """A pod of a ReplicatedJob that waits on ``dependsOn`` (the stages this source
+        announces), by the labels the JobSet controller puts on its pods; a JobSet's first
+        stage gives no notice and stays in the histories."""
+        waiting = {
+            (obj["metadata"].get("namespace"), obj["metadata"].get("name"), r.get("name"))
+            for obj in context.objects.get(JOBSETS, [])
+            if isinstance(obj.get("metadata"), dict) and isinstance(obj.get("spec"), dict)
+            for r in obj["spec"].get("replicatedJobs") or []
+            if isinstance(r, dict) and r.get("dependsOn")
+        }
+
+        def marks(pod: Pod) -> bool:
+            meta = pod.get("metadata") or {}
+            labels = meta.get("labels") or {}
+            key = (
+                meta.get("namespace"),
+                labels.get(JOBSET_LABEL),
+                labels.get(REPLICATED_JOB_LABEL),
+            )
+            return key in waiting
+
+        return marks
 
 
 def _finished(status: Obj) -> bool:
