@@ -1144,6 +1144,24 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "an item announced too late to prewarm counts as notice ahead of the lead time",
+        "forecaster/core/notice.py",
+        "ahead=came and notice >= window_seconds,",
+        "ahead=came,",
+        (
+            "tests/core/test_notice.py::test_the_notice_each_item_came_with_is_measured_against_the_pools_window",
+        ),
+    ),
+    Mutation(
+        "a quiet tick counts the last tick's arrived announced work again",
+        "forecaster/reconcile/loop.py",
+        "            notice_ended=(),  # nothing was followed",
+        "            # nothing was followed",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists",
+        ),
+    ),
+    Mutation(
         "a second pause overwrites the first incident's reason",
         "forecaster/cli/oneshot.py",
         "        if earlier is not None and not args.force:",

@@ -10,6 +10,7 @@ come). Pure: the notice sources (``actuators.notice``) build the items from the 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -76,6 +77,13 @@ class SourceStatus:
     """GPU-hours held in the last 7 days for its items that did not come."""
     trusted: bool = True
     """False: its items are not planned until its precision recovers."""
+    came_gpus: int = 0
+    """GPUs of its items that came in the last 7 days."""
+    ahead_gpus: int = 0
+    """Of those, the GPUs announced at least the pool's lead time before they came (the notice
+    that lets prewarm be warm when the pods come)."""
+    median_notice_seconds: float | None = None
+    """Median time from an item's first reading to its coming, over the last 7 days."""
 
 
 TRUST_WINDOW_SECONDS = 7 * 86400
@@ -97,12 +105,18 @@ class Outcome:
     came: bool
     at: int
     held_gpu_hours: float = 0.0
+    gpus: int = 0
+    notice_seconds: int = 0
+    """From its first reading to its end (to a tick: the reading that no longer lists it)."""
+    ahead: bool = False
+    """It came with notice of at least the pool's prewarm window (its lead time)."""
 
 
 @dataclass
 class _Open:
     item: AnnouncedItem
     due_since: int | None
+    first_seen: int
 
 
 class NoticeLedger:
@@ -142,13 +156,29 @@ class NoticeLedger:
             hours = 0.0
             if not came and held.due_since is not None:
                 hours = held.item.gpus * max(0, held.item.latest_start - held.due_since) / 3600
-            resolved.append(Outcome(held.item.source, pool, held.item.key, came, now, hours))
+            notice = now - held.first_seen
+            resolved.append(
+                Outcome(
+                    held.item.source,
+                    pool,
+                    held.item.key,
+                    came,
+                    now,
+                    hours,
+                    gpus=held.item.gpus,
+                    notice_seconds=notice,
+                    ahead=came and notice >= window_seconds,
+                )
+            )
             del self._open[key]
         for key, item in seen.items():
             due = item.due(now, within_seconds=window_seconds)
             before = self._open.get(key)
             since = before.due_since if before is not None else None
-            self._open[key] = _Open(item, since if since is not None else (now if due else None))
+            first = before.first_seen if before is not None else now
+            self._open[key] = _Open(
+                item, since if since is not None else (now if due else None), first
+            )
         self.outcomes = [o for o in self.outcomes if o.at > now - TRUST_WINDOW_SECONDS] + resolved
         return resolved
 
@@ -170,14 +200,24 @@ class NoticeLedger:
         )
 
     def judged(self, status: SourceStatus, *, now: int) -> SourceStatus:
-        """``status`` with the source's precision, waste and trust filled in."""
+        """``status`` with the source's precision, waste, trust and notice filled in."""
         value, count = self.precision(status.source, now=now)
+        came = [
+            o
+            for o in self.outcomes
+            if o.source == status.source and o.came and o.at > now - TRUST_WINDOW_SECONDS
+        ]
         return dataclasses.replace(
             status,
             precision=value,
             resolved=count,
             waste_gpu_hours=self.waste_gpu_hours(status.source, now=now),
             trusted=status.source not in self.distrusted(now=now),
+            came_gpus=sum(o.gpus for o in came),
+            ahead_gpus=sum(o.gpus for o in came if o.ahead),
+            median_notice_seconds=(
+                statistics.median(o.notice_seconds for o in came) if came else None
+            ),
         )
 
     def distrusted(self, *, now: int) -> dict[str, str]:

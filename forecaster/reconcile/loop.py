@@ -58,7 +58,7 @@ from forecaster.core.cluster import (
     assumed_snapshot,
 )
 from forecaster.core.error_budget import Evaluation, SloPolicy, Transition, advance
-from forecaster.core.notice import NoticeLedger, SourceStatus, due_items
+from forecaster.core.notice import NoticeLedger, Outcome, SourceStatus, due_items
 from forecaster.core.operating_point import (
     OperatingPoint,
     following_the_point,
@@ -199,6 +199,8 @@ class TickRecord:
     """False for a quiet tick: the cluster looked as at the last plan, which stands."""
     notice: tuple[SourceStatus, ...] = ()
     """How each notice source fared at this tick's observation."""
+    notice_ended: tuple[Outcome, ...] = ()
+    """Announced items that ended this tick (came or withdrawn), with the notice they gave."""
 
 
 class Reconciler:
@@ -262,8 +264,7 @@ class Reconciler:
             return self.last
         inputs, views, transitions = [], {}, []
         scored: dict[str, tuple[Evaluation, ...]] = {}
-        if act and snapshots:
-            self._follow_notice(snapshots, now)
+        ended = self._follow_notice(snapshots, now) if act and snapshots else ()
         distrusted = self.notice_ledger.distrusted(now=now)
         for runtime in self.pools:
             name = runtime.policy.pool
@@ -346,6 +347,7 @@ class Reconciler:
             observed.unattributed,
             scored,
             notice=tuple(self.notice_ledger.judged(n, now=now) for n in observed.notice),
+            notice_ended=ended,
         )
         return self.last
 
@@ -403,10 +405,13 @@ class Reconciler:
             )
         return [(name, transition) for transition in changed]
 
-    def _follow_notice(self, snapshots: Mapping[str, PoolSnapshot], now: int) -> None:
-        """Record this reading's announced items; log the ones that did not come. The leader
-        only: a follower's verdicts would repeat the leader's."""
+    def _follow_notice(
+        self, snapshots: Mapping[str, PoolSnapshot], now: int
+    ) -> tuple[Outcome, ...]:
+        """Record this reading's announced items; log the ones that did not come; return every
+        item that ended. The leader only: a follower's verdicts would repeat the leader's."""
         readable = _readable_sources(snapshots)
+        ended: list[Outcome] = []
         for name, snapshot in snapshots.items():
             for outcome in self.notice_ledger.observe(
                 name,
@@ -415,6 +420,7 @@ class Reconciler:
                 now=now,
                 window_seconds=self._horizons.get(name, 0),
             ):
+                ended.append(outcome)
                 if not outcome.came:
                     log.warning(
                         "pool %s: %s did not come by its latest start: withdrawn, %.1f"
@@ -424,6 +430,7 @@ class Reconciler:
                         outcome.held_gpu_hours,
                         outcome.source,
                     )
+        return tuple(ended)
 
     def _kept(self, snapshots: Mapping[str, PoolSnapshot] | None, now: int) -> TickRecord:
         """The record of a quiet tick: the last plan, today's observation, nothing done."""
@@ -445,6 +452,7 @@ class Reconciler:
             evaluations={},
             unattributed=snapshots.unattributed if isinstance(snapshots, Observation) else (),
             replanned=False,
+            notice_ended=(),  # nothing was followed: the last tick's items are counted once
         )
 
     # ---- steps ---------------------------------------------------------------------------

@@ -298,6 +298,9 @@ def create_app(daemon: Daemon) -> FastAPI:
                     "resolved_7d": n.resolved,
                     "waste_gpu_hours_7d": round(n.waste_gpu_hours, 3),
                     "trusted": n.trusted,
+                    "came_gpus_7d": n.came_gpus,
+                    "ahead_gpus_7d": n.ahead_gpus,
+                    "median_notice_seconds_7d": n.median_notice_seconds,
                 }
                 for n in (record.notice if record else ())
             ],

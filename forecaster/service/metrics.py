@@ -167,6 +167,21 @@ class Metrics:
             ["pool", "source"],
             registry=r,
         )
+        self.notice_came = Counter(
+            "forecaster_notice_came_gpus",
+            'GPUs of announced items that came, per pool and source; ahead="true": announced'
+            " at least the pool's prewarm window before (divided by forecaster_arrived_gpus_total:"
+            " the share of new GPU work that came with notice enough to be warm)",
+            ["pool", "source", "ahead"],
+            registry=r,
+        )
+        self.notice_lead = Histogram(
+            "forecaster_notice_lead_seconds",
+            "Notice an announced item gave: from its first reading to its coming",
+            ["source"],
+            buckets=(60, 180, 300, 600, 900, 1800, 3600, 4 * 3600, 86400, 7 * 86400),
+            registry=r,
+        )
         self.lead = Gauge(
             "forecaster_lead_measured_seconds",
             "What launches of the last day took per pool (median): part provisioning (node"
@@ -269,6 +284,13 @@ class Metrics:
                 totals[item.source] = totals.get(item.source, 0) + item.gpus
             for source, gpus in totals.items():
                 self.announced.labels(pool=name, source=source).set(gpus)
+        for ended in record.notice_ended:
+            if ended.came:
+                ahead = "true" if ended.ahead else "false"
+                self.notice_came.labels(pool=ended.pool, source=ended.source, ahead=ahead).inc(
+                    ended.gpus
+                )
+                self.notice_lead.labels(source=ended.source).observe(ended.notice_seconds)
 
     def _count_arrivals(self, pool: str, pods: tuple[tuple[str, int], ...]) -> None:
         """Add the GPUs of pods not counted before; forget pods that left the hour's window

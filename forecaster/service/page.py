@@ -205,9 +205,9 @@ function operatingPoint(o) {
 function announced(sources, items) {
   const src = s => "<tr><td>" + esc(s.source) + "</td><td>" + (s.installed ? (s.trusted ? "trusted" : "not trusted: its items are not planned") : "not installed")
     + (s.problem ? " (" + esc(s.problem) + ")" : "") + "</td><td>" + s.items + "</td><td>" + (s.precision_7d === null ? "-" : (s.precision_7d * 100).toFixed(0) + "% of " + s.resolved_7d)
-    + "</td><td>" + s.waste_gpu_hours_7d.toFixed(1) + "</td></tr>";
+    + "</td><td>" + s.waste_gpu_hours_7d.toFixed(1) + "</td><td>" + (s.came_gpus_7d ? s.ahead_gpus_7d + " of " + s.came_gpus_7d + " GPUs; median " + (s.median_notice_seconds_7d / 60).toFixed(0) + " min" : "-") + "</td></tr>";
   const item = i => "<tr><td>" + esc(i.key) + "</td><td>" + i.gpus + (i.gang ? " (gang)" : "") + "</td><td>" + i.earliest_start + " (in " + Math.max(0, i.starts_in_seconds) + " s)</td></tr>";
-  $("announced").innerHTML = (sources.length ? "<table><tr><th>notice source</th><th>state</th><th>items now</th><th>came, 7 days</th><th>GPU-hours held for work that did not come</th></tr>" + sources.map(src).join("") + "</table>" : "<p>No notice source read.</p>")
+  $("announced").innerHTML = (sources.length ? "<table><tr><th>notice source</th><th>state</th><th>items now</th><th>came, 7 days</th><th>GPU-hours held for work that did not come</th><th>came with notice &ge; lead time, 7 days</th></tr>" + sources.map(src).join("") + "</table>" : "<p>No notice source read.</p>")
     + (items.length ? "<table><tr><th>announced for this pool</th><th>GPUs</th><th>earliest start</th></tr>" + items.slice(0, 10).map(item).join("") + "</table>" : "<p>Nothing announced for this pool now.</p>");
 }
 async function refresh() {

@@ -224,6 +224,9 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
             "resolved_7d": 0,
             "waste_gpu_hours_7d": 0.0,
             "trusted": True,
+            "came_gpus_7d": 0,
+            "ahead_gpus_7d": 0,
+            "median_notice_seconds_7d": None,
         },
         {
             "source": "jobset",
@@ -234,6 +237,9 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
             "resolved_7d": 0,
             "waste_gpu_hours_7d": 0.0,
             "trusted": True,
+            "came_gpus_7d": 0,
+            "ahead_gpus_7d": 0,
+            "median_notice_seconds_7d": None,
         },
     ]
 
@@ -262,6 +268,17 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     metrics = TestClient(create_app(daemon)).get("/metrics").text
     assert f'forecaster_observed_unannounced_demand_gpus{{pool="{POOL}"}} 16.0' in metrics
     assert f'forecaster_observed_demand_gpus{{pool="{POOL}"}} 32.0' in metrics
+    # the run came 300 s after it was first read: less than the pool's window, so not ahead
+    came = 'forecaster_notice_came_gpus_total{ahead="false",pool="%s",source="cronjob"} 16.0'
+    assert came % POOL in metrics
+    assert 'forecaster_notice_lead_seconds_bucket{le="300.0",source="cronjob"} 1.0' in metrics
+    (cron, _) = TestClient(create_app(daemon)).get("/api/v1/status").json()["notice_sources"]
+    assert (cron["came_gpus_7d"], cron["ahead_gpus_7d"]) == (16, 0)
+    assert cron["median_notice_seconds_7d"] == 300
+    api.clock = float(T0 + 315)
+    quiet = daemon.reconcile(T0 + 315)  # nothing changed: the plan stands
+    assert quiet is not None and not quiet.replanned
+    assert came % POOL in TestClient(create_app(daemon)).get("/metrics").text  # counted once
 
 
 def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(

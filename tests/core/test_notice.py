@@ -120,3 +120,19 @@ def test_fewer_than_four_resolved_items_is_no_verdict() -> None:
         ledger.observe("a", [], readable=None, now=NOW + 901, window_seconds=WINDOW)
     assert ledger.precision("cronjob", now=NOW + 901) == (0.0, 3)
     assert ledger.distrusted(now=NOW + 901) == {}
+
+
+def test_the_notice_each_item_came_with_is_measured_against_the_pools_window() -> None:
+    """Announced a day ahead, a run comes with more notice than the 900 s window: ahead. A
+    stage first read 300 s before it came had too little notice to prewarm it in time."""
+    ledger = NoticeLedger()
+    nightly, stage = item("nightly", start=NOW + 86400), item("stage", start=NOW + 86400, gpus=8)
+    ledger.observe("a", [nightly], readable=None, now=NOW, window_seconds=WINDOW)
+    ledger.observe("a", [nightly, stage], readable=None, now=NOW + 86100, window_seconds=WINDOW)
+    ledger.observe("a", [], readable=None, now=NOW + 86400, window_seconds=WINDOW)
+    by_key = {o.key: o for o in ledger.outcomes}
+    assert (by_key["nightly"].notice_seconds, by_key["nightly"].ahead) == (86400, True)
+    assert (by_key["stage"].notice_seconds, by_key["stage"].ahead) == (300, False)
+    status = ledger.judged(SourceStatus("cronjob", True, 0), now=NOW + 86400)
+    assert (status.came_gpus, status.ahead_gpus) == (24, 16)
+    assert status.median_notice_seconds == (86400 + 300) / 2
