@@ -17,7 +17,7 @@ from forecaster.actuators.kube import Kube
 from forecaster.actuators.notice.base import read_notice
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.durations import DAY
-from forecaster.errors import ConfigError
+from forecaster.errors import ConfigError, SourceError
 from forecaster.settings import Settings
 from forecaster.sources.base import DemandSource
 from forecaster.sources.prometheus import (
@@ -61,6 +61,25 @@ def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
         problem = f"; {status.problem}" if status.problem else ""
         lines.append(f"notice {status.source}: {status.items} item(s) announced{soonest}{problem}")
     return lines
+
+
+def announced_history_line(source: DemandSource, *, now: int) -> str:
+    """What the cluster announced over the last week: the share of the GPU-hours its Running
+    pods used that were of announced work (Jobs of CronJobs and JobSets), the part notice can
+    prewarm for; the rest is left to the forecast."""
+    if not isinstance(source, PrometheusSource):
+        return "notice last 7 days: not measured (source.kind is not prometheus)"
+    try:
+        share = source.announced_share(start=now - 7 * DAY, end=now)
+    except SourceError as exc:
+        return f"notice last 7 days: not measured ({exc})"
+    if share.gpu_hours <= 0:
+        return "notice last 7 days: no GPU pod ran (kube_pod_container_resource_requests)"
+    return (
+        f"notice last 7 days: {share.announced_gpu_hours:.0f} of {share.gpu_hours:.0f} GPU-hours"
+        f" run ({share.announced_gpu_hours / share.gpu_hours:.0%}) were Jobs of CronJobs or"
+        " JobSets, work the cluster announces before its pods exist"
+    )
 
 
 def run_guardrails(

@@ -181,13 +181,13 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     checks = dict(DOCTOR_CHECKS)
     if settings.source.kind == "prometheus":  # the history training will read
         try:
-            retention, queried = doctor.check_queries(
-                settings, connect.build_source(settings), pools=None, now=now
-            )
+            source = connect.build_source(settings)
+            retention, queried = doctor.check_queries(settings, source, pools=None, now=now)
         except SourceError as exc:
             findings.append(Guardrail("prometheus-unreachable", None, str(exc)))
         else:
             findings += doctor.history_findings(settings, retention, checks=queried, now=now)
+            print(doctor.announced_history_line(source, now=now))
     else:
         checks = {code: text for code, text in checks.items() if code not in PROMETHEUS_CHECKS}
     unique = list(dict.fromkeys(findings))

@@ -86,6 +86,29 @@ BOOTSTRAP_QUERY = """sum(
 the daemon ran. ``max by`` container first: kube-state-metrics starts a new series when it
 labels a bound pod's ``node`` (and two exporters would duplicate every series)."""
 
+_RUNNING_GPUS = """sum(
+  sum by (namespace, pod) (max by (namespace, pod, container) (
+    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
+  ))
+  * on (namespace, pod) group_left()
+    max by (namespace, pod) (kube_pod_status_phase{phase="Running"} == 1)ONLY
+)"""
+RUNNING_GPUS_QUERY = _RUNNING_GPUS.replace("ONLY", "")
+"""GPUs of Running pods, cluster-wide, our own left out (default metrics only)."""
+ANNOUNCED_RUNNING_GPUS_QUERY = _RUNNING_GPUS.replace(
+    "ONLY", "\n  and on (namespace, pod) " + ANNOUNCED_PODS
+)
+"""Of those, the pods of announced work (``ANNOUNCED_PODS``)."""
+
+
+@dataclass(frozen=True)
+class AnnouncedShare:
+    """GPU-hours run over a span, and those of announced work (``doctor``)."""
+
+    gpu_hours: float
+    announced_gpu_hours: float
+
+
 DEFAULT_QUERY = OWN_DEMAND_QUERY + " or " + BOOTSTRAP_QUERY
 """GPUs requested by Pending + Running pods of NodePool ``{pool}``: the daemon's own export
 (``forecaster_observed_demand_gpus``: our placeholders excluded, node affinity attributed) where
@@ -429,6 +452,20 @@ class PrometheusSource:
             nodeselectors_first_at=self._first_hour(f"count({selects})", start, now),
             nodeselectors_exported=self._first_hour(f"count({NODESELECTORS})", start, now)
             is not None,
+        )
+
+    def announced_share(self, *, start: int, end: int, step_seconds: int = 300) -> AnnouncedShare:
+        """GPU-hours Running pods used in [start, end] and those of announced work: how much of
+        the cluster's GPU work gives notice (a JobSet's first stage, which gives none, is
+        counted as announced: ``ANNOUNCED_PODS`` is coarse). Raises ``SourceError``."""
+
+        def gpu_hours(template: str) -> float:
+            query = template.replace(EXCLUDE, exclusion(self._exclude))
+            _, values = self._query_range(query, start, end, step_seconds)
+            return float(np.nansum(values)) * step_seconds / 3600
+
+        return AnnouncedShare(
+            gpu_hours(RUNNING_GPUS_QUERY), gpu_hours(ANNOUNCED_RUNNING_GPUS_QUERY)
         )
 
     def _first_hour(self, query: str, start: int, end: int) -> int | None:

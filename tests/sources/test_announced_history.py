@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.app import build, training
+from forecaster.app import build, doctor, training
 from forecaster.service.clock import FakeClock
 from forecaster.service.daemon import Daemon
 from forecaster.sources.prometheus import PrometheusSource
@@ -146,3 +146,19 @@ def test_runs_of_jobs_no_cronjob_owns_stay_in_the_history_and_the_forecast(
     assert upper >= 31.5, reasons  # the seasonal model sees yesterday's run
     assert target == 16, reasons
     assert not any(r.startswith("announced:") for r in reasons), reasons
+
+
+@pytest.mark.parametrize(("owner_kind", "announced"), [("CronJob", 3 * 16.0), ("<none>", 0.0)])
+def test_doctor_measures_the_share_of_gpu_hours_the_cluster_announced(
+    tmp_path: Path, owner_kind: str, announced: float
+) -> None:
+    """Three days of 16 GPUs and three 16-GPU hour-long runs: 48 of 1200 GPU-hours are a
+    CronJob's (5-minute steps: a run's edges make it a step longer or shorter); none when no
+    CronJob owns the runs' Jobs."""
+    with running_prometheus(tmp_path / "p", history(owner_kind)) as url:
+        source = PrometheusSource(url=url, queries={}, outage_min_seconds=0)
+        share = source.announced_share(start=START, end=NOW)
+        line = doctor.announced_history_line(source, now=NOW)
+    assert share.gpu_hours == pytest.approx(3 * 24 * 16 + 48, rel=0.02)
+    assert share.announced_gpu_hours == pytest.approx(announced, abs=3 * 16 * 300 / 3600)
+    assert line.startswith(f"notice last 7 days: {share.announced_gpu_hours:.0f} of")
