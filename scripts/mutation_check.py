@@ -34,8 +34,8 @@ MUTATIONS = (
     Mutation(
         "a distrusted notice source's items are planned anyway",
         "forecaster/core/planner.py",
-        "        i.gpus for i in due if i.source not in (distrusted or {})",
-        "        i.gpus for i in due",
+        "sum(i.gpus for i in due if i.source not in (distrusted or {}))",
+        "sum(i.gpus for i in due)",
         ("tests/core/test_notice.py::test_a_distrusted_sources_items_are_left_out_and_said",),
     ),
     Mutation(
@@ -80,7 +80,7 @@ MUTATIONS = (
     Mutation(
         "the error budget judges the model's forecast, not the demand the plan acted on",
         "forecaster/reconcile/loop.py",
-        "    return dataclasses.replace(demand, upper_gpus=planned)",
+        "    return dataclasses.replace(demand, upper_gpus=planned - known)",
         "    return demand",
         (
             "tests/simulation/test_replay.py::test_the_daemon_prewarms_for_workloads_kueue_holds_and_is_judged_on_its_plan",
@@ -945,9 +945,11 @@ MUTATIONS = (
         "our placeholders counted as demand",
         "forecaster/sources/prometheus.py",
         '    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}\n'
-        "  ))\n  * on (namespace, pod) group_left()\n    max by",
+        "  ))\n  * on (namespace, pod) group_left()\n"
+        '    max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"}',
         '    kube_pod_container_resource_requests{resource="nvidia_com_gpu"}\n'
-        "  ))\n  * on (namespace, pod) group_left()\n    max by",
+        "  ))\n  * on (namespace, pod) group_left()\n"
+        '    max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"}',
         ("tests/sources/test_prometheus.py",),
     ),
     Mutation(
@@ -1137,8 +1139,8 @@ MUTATIONS = (
     Mutation(
         "announced work is planned as the larger of it and the forecast, not on top",
         "forecaster/core/planner.py",
-        "float(snap.announced_real_gpus + due) + max(forecast.upper_gpus, unannounced_now)",
-        "max(forecast.upper_gpus, float(snap.real_demand_gpus + due + reserved))",
+        "    return float(announced) + max(forecast.upper_gpus, unannounced_now)",
+        "    return max(forecast.upper_gpus, float(snap.real_demand_gpus + announced + reserved))",
         (
             "tests/core/test_notice.py::test_announced_work_is_added_to_the_forecast_of_the_rest_once",
         ),
@@ -1159,6 +1161,24 @@ MUTATIONS = (
         "            # nothing was followed",
         (
             "tests/actuators/test_notice_cronjobs.py::test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists",
+        ),
+    ),
+    Mutation(
+        "the arrivals model rises from all pods now, announced work's too (counted twice)",
+        "forecaster/reconcile/loop.py",
+        "            snapshot.real_demand_gpus - snapshot.announced_real_gpus,",
+        "            snapshot.real_demand_gpus,",
+        (
+            "tests/reconcile/test_arrivals_path.py::test_the_rise_is_of_unannounced_work_and_announced_work_is_added_once",
+        ),
+    ),
+    Mutation(
+        "the error budget judges announced work against a history that leaves it out",
+        "forecaster/reconcile/loop.py",
+        "    return dataclasses.replace(demand, upper_gpus=planned - known)",
+        "    return dataclasses.replace(demand, upper_gpus=planned)",
+        (
+            "tests/reconcile/test_arrivals_path.py::test_the_rise_is_of_unannounced_work_and_announced_work_is_added_once",
         ),
     ),
     Mutation(

@@ -264,25 +264,27 @@ def planned_demand(
     """The demand the plan acts on: the work known to be coming added to the forecast of the
     rest. The forecast learnt from histories that leave announced work's pods out (the sources
     mark them: ``actuators.notice``, the twin's flag), so it is of unannounced work, and the
-    announced items due within ``window_seconds`` and the announced work running now come on
-    top of it - counted once each. Kueue workloads that hold quota but have no pods yet are of
-    unannounced work: they raise its part to at least what runs now plus them (max, not sum:
-    the forecast learnt from their kind). With nothing known the forecast alone, as without
-    notice. The error budget judges this number, not the model's alone: it is what the plan
-    prewarmed for, so a burst that was announced and covered is not a miss that hands the pool
-    to reactive scaling. Items of ``distrusted`` sources are left out."""
+    announced work (``announced_gpus``) comes on top of it - counted once. Kueue workloads that
+    hold quota but have no pods yet are of unannounced work: they raise its part to at least
+    what runs now plus them (max, not sum: the forecast learnt from their kind). With nothing
+    known the forecast alone, as without notice. Items of ``distrusted`` sources are left
+    out. The error budget judges the unannounced part (this less ``announced_gpus``) against
+    the unannounced history: a burst Kueue announced and the plan covered is no miss."""
+    announced = announced_gpus(snap, window_seconds=window_seconds, distrusted=distrusted)
     reserved = snap.kueue.reserved_gpus if snap.kueue else 0
-    due = _due_gpus(snap, window_seconds=window_seconds, distrusted=distrusted or {})
-    if not (reserved or due or snap.announced_real_gpus):
+    if not (reserved or announced):
         return forecast.upper_gpus
     unannounced_now = snap.real_demand_gpus - snap.announced_real_gpus + reserved
-    return float(snap.announced_real_gpus + due) + max(forecast.upper_gpus, unannounced_now)
+    return float(announced) + max(forecast.upper_gpus, unannounced_now)
 
 
-def _due_gpus(snap: PoolSnapshot, *, window_seconds: float, distrusted: Mapping[str, str]) -> int:
-    """GPUs of the trusted sources' items due within ``window_seconds``."""
+def announced_gpus(
+    snap: PoolSnapshot, *, window_seconds: float, distrusted: Mapping[str, str] | None = None
+) -> int:
+    """GPUs of announced work the plan covers: running or pending now, and the trusted
+    sources' items due within ``window_seconds``."""
     due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
-    return sum(i.gpus for i in due if i.source not in distrusted)
+    return snap.announced_real_gpus + sum(i.gpus for i in due if i.source not in (distrusted or {}))
 
 
 def _distrusted(snap: PoolSnapshot, item: PoolInput) -> list[str]:

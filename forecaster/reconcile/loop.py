@@ -64,7 +64,14 @@ from forecaster.core.operating_point import (
     following_the_point,
     following_the_points,
 )
-from forecaster.core.planner import Mode, Plan, PoolInput, plan, planned_demand
+from forecaster.core.planner import (
+    Mode,
+    Plan,
+    PoolInput,
+    announced_gpus,
+    plan,
+    planned_demand,
+)
 from forecaster.core.policy import Budgets, PlanningHorizon, PoolPolicy, planning_horizon
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, Forecast
@@ -606,7 +613,9 @@ class Reconciler:
         horizon: PlanningHorizon,
     ) -> PoolView:
         """The view with the plan's demand from the arrivals model, when the pool has one and
-        the cluster shows what was created lately; else as it was (the level forecast)."""
+        the cluster shows what was created lately; else as it was (the level forecast). Of
+        unannounced work, as the level forecast: it rises from the GPUs of unannounced pods
+        now (the plan adds announced work on top, ``core.planner.planned_demand``)."""
         name = runtime.policy.pool
         active = self._active.get(name)
         model = active.arrivals if active is not None else None
@@ -616,7 +625,7 @@ class Reconciler:
         q, ahead, level = (
             self._quantile(runtime),
             horizon.horizon_seconds,
-            snapshot.real_demand_gpus,
+            snapshot.real_demand_gpus - snapshot.announced_real_gpus,
         )
         try:
             upper = model.rise(
@@ -640,7 +649,8 @@ class Reconciler:
             model="arrivals",
             quantile=q,
             peak=True,
-            basis=f"{level} GPUs requested now + peak rise {upper:.1f} within {ahead} s;"
+            basis=f"{level} GPUs of unannounced work requested now + peak rise {upper:.1f}"
+            f" within {ahead} s;"
             f" GPUs of pods created: {created}",
         )
         return PoolView(**{**view.__dict__, "demand": demand})
@@ -798,12 +808,13 @@ def _as_planned(
     window_seconds: float,
     distrusted: Mapping[str, str],
 ) -> DemandForecast | None:
-    """The forecast as the plan acts on it (``core.planner.planned_demand``): what the error
-    budget judges."""
+    """The forecast as the plan acts on it (``core.planner.planned_demand``) less the announced
+    work it adds: what the error budget judges against the history, which leaves that out."""
     if demand is None:
         return None
     planned = planned_demand(snapshot, demand, window_seconds=window_seconds, distrusted=distrusted)
-    return dataclasses.replace(demand, upper_gpus=planned)
+    known = announced_gpus(snapshot, window_seconds=window_seconds, distrusted=distrusted)
+    return dataclasses.replace(demand, upper_gpus=planned - known)
 
 
 def _score(pool_state: PoolState, series: DemandSeries) -> list[Evaluation]:

@@ -170,3 +170,23 @@ def test_the_status_says_what_the_plan_covered_and_why(arrivals_model: ArrivalsM
     assert demand["pods_created_gpus"] == {"1m": 8, "5m": 32, "15m": 32, "60m": 40}
     assert demand["upper_gpus"] == pytest.approx(reconciler.last.plan.pool("a").demand_upper_gpus)  # type: ignore[union-attr]
     assert "peak rise" in demand["basis"]
+
+
+def test_the_rise_is_of_unannounced_work_and_announced_work_is_added_once(
+    arrivals_model: ArrivalsModel,
+) -> None:
+    """Of the 36 GPUs running, 16 are a CronJob's run: the arrivals model rises from the 20
+    unannounced ones, and the plan adds the 16 back once (36 + rise, not 52 + rise); the error
+    budget judges the unannounced part (the history it is scored on leaves the run out)."""
+    start = 1_800_003_600
+    seen = {"a": snapshot(arrivals=QUIET, announced_real_gpus=16)}
+    reconciler = loop(Counting(arrivals_model), seen, start=start)[0]
+    record = reconciler.tick(start)
+    rise = arrivals_model.rise(level=20, recent=QUIET, at=start, horizon_seconds=600, quantile=0.95)
+    demand = record.pools["a"].demand
+    assert demand is not None and demand.upper_gpus == pytest.approx(20 + rise)
+    assert demand.basis.startswith("20 GPUs of unannounced work requested now")
+    (planned,) = [r for r in record.plan.pool("a").reasons if "announced work run now" in r]
+    assert planned.endswith(f"demand {36 + rise:.0f} (known work + the forecast of the rest)")
+    judged = reconciler.state.pool("a").pending[-1]
+    assert judged.upper_gpus == pytest.approx(20 + rise)
