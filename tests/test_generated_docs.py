@@ -4,7 +4,8 @@
 (a field added without regenerating fails here); ``scripts/results_tables.py`` turns a
 ``replay --frontier`` JSON into one row per budget - the chosen point, its GPU-hours against
 reactive, and its ratios over static headroom and the burst rule interpolated at the same
-GPU-hours - and writes it between the markers of a document.
+GPU-hours - and writes it between the markers of a document; the declared-notice bench's JSON
+into one row per budget and share announced, with the seeds' spread.
 """
 
 from __future__ import annotations
@@ -78,3 +79,39 @@ def test_a_frontier_becomes_a_row_per_budget_between_the_markers(tmp_path: Path)
     assert results_tables.main([str(source), "--check", str(document)]) == 0
     document.write_text(text.replace("0.40x", "0.41x"))
     assert results_tables.main([str(source), "--check", str(document)]) == 1
+
+
+def test_declared_notice_runs_become_a_row_per_budget_and_share_with_the_seeds_spread(
+    tmp_path: Path,
+) -> None:
+    """Two seeds at 30 % announced and one run without: each cell is the seeds' min - max
+    (one figure when they agree); a point beyond static's sweep says so rather than guess."""
+    document = {
+        "trace": "toy",
+        "reactive": FRONTIER["reactive"],
+        "static": FRONTIER["static"],
+        "runs": [
+            {"budget": 5, "mix_percent": 0, "seed": 1, "metrics": metrics(1050, 0.06, 60, 330),
+             "groups": []},
+            {"budget": 5, "mix_percent": 30, "seed": 1, "metrics": metrics(1100, 0.05, 40, 200),
+             "groups": [{"group": "ahead", "jobs": 90, "p95_wait_s": 5.0, "mean_wait_s": 1.0}]},
+            {"budget": 5, "mix_percent": 30, "seed": 2, "metrics": metrics(1100, 0.04, 40, 240),
+             "groups": [{"group": "ahead", "jobs": 80, "p95_wait_s": 7.0, "mean_wait_s": 1.0}]},
+            {"budget": 10, "mix_percent": 30, "seed": 1, "metrics": metrics(1300, 0.0, 1, 9),
+             "groups": []},
+        ],
+    }  # fmt: skip
+    source = tmp_path / "declared-notice-toy.json"
+    source.write_text(json.dumps(document))
+    page = tmp_path / "doc.md"
+    page.write_text(f"{results_tables.NOTICE_BEGIN}\nold\n{results_tables.NOTICE_END}\n")
+    assert results_tables.main([str(source), "--write", str(page)]) == 0
+    rows = [line for line in page.read_text().splitlines() if line.startswith("| toy |")]
+    outside = "n/a (outside the sweep)"
+    assert rows == [
+        "| toy | +5 % | none | 1 | +5.0% | 0.40x | 0.80x | 0.94x | -18% | - |",
+        "| toy | +5 % | 30 % | 2 | +10.0% | 0.40x - 0.50x | 0.80x | 0.67x - 0.80x | -50% - -40%"
+        " | 80 - 90 jobs, 5 - 7 s |",
+        f"| toy | +10 % | 30 % | 1 | +30.0% | {outside} | {outside} | {outside} | -98% | - |",
+    ]
+    assert results_tables.main([str(source), "--check", str(page)]) == 0

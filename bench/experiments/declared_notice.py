@@ -95,6 +95,11 @@ def main() -> None:
     own.add_argument("--tune-days", default="10-30")
     own.add_argument("--eval-days", default="30-50")
     own.add_argument("--workers", type=int, default=usable_cpus())
+    own.add_argument(
+        "--json",
+        type=Path,
+        help="write every run here (scripts/results_tables.py makes the published table)",
+    )
     mine = own.parse_args()
     logging.basicConfig(level=logging.WARNING)
     frontier = json.loads(mine.frontier_json.read_text())
@@ -147,6 +152,26 @@ def main() -> None:
         if task.mix_percent == 0:
             print(f"    MIX none reproduces the frontier's row: {_same(m, chosen[task.budget])}")
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (parent)")
+    if mine.json:
+        runs = [
+            {
+                "budget": task.budget,
+                "mix_percent": task.mix_percent,
+                "seed": task.seed,
+                "metrics": dataclasses.asdict(m),
+                "groups": [dataclasses.asdict(g) for g in groups],
+            }
+            for task, (m, groups) in zip(tasks, results, strict=True)
+        ]
+        document = {
+            "trace": mine.trace,
+            "tune_days": mine.tune_days,
+            "eval_days": mine.eval_days,
+            "reactive": reactive,
+            "static": frontier["static"],
+            "runs": runs,
+        }
+        mine.json.write_text(json.dumps(document, indent=1, default=float) + "\n")
 
 
 def _same(measured: ReplayMetrics, row: dict[str, Any]) -> str:
