@@ -81,8 +81,9 @@ NOTICE_BEGIN = (
 NOTICE_END = "<!-- end of the generated declared-notice table -->"
 NOTICE_HEADER = (
     "| trace | budget | announced | seeds | eval GPU-h | > 5 min vs static | mean wait vs static"
-    " | P95 vs static | P95 vs reactive | announced >= lead: jobs, P95 wait |"
-    "\n|---|---|---|---|---|---|---|---|---|---|"
+    " | P95 vs static | P95 vs reactive | announced >= lead: jobs, P95 wait"
+    " | announced later: jobs, P95 wait | not announced: P95 wait |"
+    "\n|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -115,20 +116,25 @@ def notice_rows(document: dict[str, Any]) -> list[str]:
         spent = [p.gpu_hours / float(reactive["gpu_hours"]) - 1 for p in points]
         vs_static = [_span([_over(p, static, key) for p in points], "{:.2f}x") for key in KEYS]
         p95 = [p.p95_wait_s / float(reactive["p95_wait_s"]) - 1 for p in points]
-        ahead = [r["groups"][0] for r in runs if r["groups"]]
-        early = (
-            f"{_span([a['jobs'] for a in ahead], '{:.0f}')} jobs,"
-            f" {_span([a['p95_wait_s'] for a in ahead], '{:.0f}')} s"
-            if ahead
-            else "-"
-        )
+        ahead, later = _group(runs, 0), _group(runs, 1)
+        unannounced = _group(runs, 2, jobs=False)
         out.append(
             f"| {document['trace']} | +{budget} % | {f'{mix} %' if mix else 'none'} | {len(runs)}"
             f" | {_span(spent, '{:+.1%}')} | "
             + " | ".join(vs_static)
-            + f" | {_span(p95, '{:+.0%}')} | {early} |"
+            + f" | {_span(p95, '{:+.0%}')} | {ahead} | {later} | {unannounced} |"
         )
     return out
+
+
+def _group(runs: list[dict[str, Any]], index: int, *, jobs: bool = True) -> str:
+    """Jobs and P95 wait of one notice group (``notice_waits``' order) over the seeds."""
+    found = [r["groups"][index] for r in runs if len(r["groups"]) > index]
+    found = [g for g in found if g["jobs"]]
+    if not found:
+        return "-"
+    p95 = f"{_span([g['p95_wait_s'] for g in found], '{:.0f}')} s"
+    return f"{_span([g['jobs'] for g in found], '{:.0f}')} jobs, {p95}" if jobs else p95
 
 
 def notice_table(paths: list[Path]) -> str:
