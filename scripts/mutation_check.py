@@ -1182,6 +1182,15 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "a restart trusts again a notice source that announced work that never came",
+        "forecaster/reconcile/loop.py",
+        "            self.notice_ledger.outcomes = list(state.notice)\n",
+        "",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",
+        ),
+    ),
+    Mutation(
         "a second pause overwrites the first incident's reason",
         "forecaster/cli/oneshot.py",
         "        if earlier is not None and not args.force:",

@@ -125,7 +125,8 @@ class NoticeLedger:
     An item that leaves its source's reading by its latest start came (its Job or pods now
     exist, so the source no longer announces it); one that leaves later, or is still announced
     past it, did not. Items of a source that could not be read this time are left open (a
-    failed list is no verdict). Kept in memory: a restart starts every source trusted."""
+    failed list is no verdict). The outcomes are persisted with the daemon's state
+    (``reconcile.state``), so a restart keeps the verdicts; items in flight are read again."""
 
     def __init__(self) -> None:
         self._open: dict[tuple[str, str], _Open] = {}

@@ -481,6 +481,7 @@ class Reconciler:
         self._saved_at = None  # the next record saves: what was read is all the store has
         if saved is not None:
             self.state = state
+            self.notice_ledger.outcomes = list(state.notice)
             for name, pool_state in self.state.pools.items():
                 if pool_state.budget.mode.value != "predictive":
                     log.warning(
@@ -732,6 +733,7 @@ class Reconciler:
                 max_step_seconds=self.budgets.commitment_seconds,
             )
         self.state.last_tick = now
+        self.state.notice = tuple(self.notice_ledger.outcomes)
         modes = {name: p.budget.mode for name, p in self.state.pools.items()}
         due = self._saved_at is None or now - self._saved_at >= SAVE_EVERY_SECONDS
         if not due and modes == self._saved_modes:

@@ -2,7 +2,9 @@
 
 Per pool: the error-budget state (so a restart does not forget a hand-off in progress) and the
 forecasts still waiting for their target time to be scored. Globally: the prewarm spend ledger
-(the GPU-hours/day budget must survive restarts too) and the time of the last tick.
+(the GPU-hours/day budget must survive restarts too), the time of the last tick, and how the
+notice sources' announced items ended (a restart must not trust a source again that announced
+work that never came).
 Stored by a ``StateStore``: a ConfigMap in the cluster, or memory (dry-run, tests, replay).
 """
 
@@ -15,6 +17,7 @@ from typing import Any, Protocol
 
 from forecaster.core.budget import SpendLedger
 from forecaster.core.error_budget import ErrorBudgetState
+from forecaster.core.notice import Outcome
 from forecaster.core.planner import Mode
 
 FORMAT_VERSION = 3
@@ -55,6 +58,9 @@ class ServiceState:
     pools: dict[str, PoolState] = field(default_factory=dict)
     ledger: SpendLedger = field(default_factory=SpendLedger)
     last_tick: int | None = None
+    notice: tuple[Outcome, ...] = ()
+    """The notice ledger's resolved items (``core.notice.NoticeLedger.outcomes``), the newest
+    ``MAX_NOTICE_OUTCOMES`` kept; their keys are not stored."""
 
     def pool(self, name: str) -> PoolState:
         """The pool's state, created on first use."""
@@ -71,6 +77,7 @@ class ServiceState:
                 "buckets": [list(b) for b in self.ledger.buckets],
             },
             "pools": {name: _pool_dict(p) for name, p in self.pools.items()},
+            "notice": _notice_dict(self.notice[-MAX_NOTICE_OUTCOMES:]),
         }
 
     @classmethod
@@ -102,7 +109,40 @@ class ServiceState:
             pools={name: _pool_state(p, now=last_tick) for name, p in pools.items()},
             ledger=ledger_state,
             last_tick=last_tick,
+            notice=_notice_outcomes(data.get("notice")),
         )
+
+
+MAX_NOTICE_OUTCOMES = 2000
+"""Resolved announced items kept across restarts (the newest): about 60 KiB of the ConfigMap."""
+
+
+def _notice_dict(outcomes: tuple[Outcome, ...]) -> dict[str, Any]:
+    """Outcomes as packed rows, their sources and pools by index into name lists."""
+    sources = sorted({o.source for o in outcomes})
+    pools = sorted({o.pool for o in outcomes})
+    rows = [
+        [o.at, sources.index(o.source), pools.index(o.pool), int(o.came),
+         round(o.held_gpu_hours, 3), o.gpus, o.notice_seconds, int(o.ahead)]
+        for o in sorted(outcomes, key=lambda o: o.at)
+    ]  # fmt: skip
+    return {"sources": sources, "pools": pools, "rows": _pack(rows)}
+
+
+def _notice_outcomes(data: Any) -> tuple[Outcome, ...]:
+    """Inverse of ``_notice_dict``; none saved (an older state) or unreadable: none, as after a
+    restart before they were kept - the sources start trusted, which costs at most prewarm."""
+    if not isinstance(data, dict):
+        return ()
+    try:
+        sources, pools = list(data["sources"]), list(data["pools"])
+        return tuple(
+            Outcome(str(sources[int(s)]), str(pools[int(p)]), "", bool(came), int(at),
+                    float(held), gpus=int(gpus), notice_seconds=int(notice), ahead=bool(ahead))
+            for at, s, p, came, held, gpus, notice, ahead in _unpack(data["rows"])
+        )  # fmt: skip
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        return ()
 
 
 def _pool_dict(pool: PoolState) -> dict[str, Any]:

@@ -286,8 +286,9 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
 ) -> None:
     """A CronJob every 15 minutes whose controller creates nothing: each run is announced,
     withdrawn past its latest start and charged; after four, precision 0 < 0.5 and its items
-    are no longer planned (the plan says why). The 09:00 run misses too; runs come again from
-    09:15 (announced from 09:30): five of ten is 0.5 and the source is trusted again."""
+    are no longer planned (the plan says why), also after a restart. The 09:00 run misses too;
+    runs come again from 09:15 (announced from 09:30): five of ten is 0.5 and the source is
+    trusted again."""
     api.put(
         "cronjobs",
         nightly(schedule="*/15 * * * *", status={"lastScheduleTime": "2027-01-15T07:45:00Z"}),
@@ -315,7 +316,16 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
     assert any(r.startswith("notice source cronjob not trusted (precision 0.00") for r in reasons)
     assert record.plan.pool(POOL).target_gpus == 0
 
-    for now in range(T0 + 3600 + 300, T0 + 2 * 3600 + 1800 + 1, 300):  # 09:05 .. 10:30: runs come
+    # a restart (another replica takes over) reads the verdicts back from the state ConfigMap
+    daemon = Daemon(
+        reconciler=build.build_reconciler(settings(tmp_path), source=source, kube=kube),
+        pools=(POOL,),
+    )
+    status = at(T0 + 3600 + 300).notice[0]
+    assert (status.trusted, status.precision, status.resolved) == (False, 0.0, 4)
+    assert status.waste_gpu_hours == pytest.approx(record.notice[0].waste_gpu_hours, abs=0.01)
+
+    for now in range(T0 + 3600 + 600, T0 + 2 * 3600 + 1800 + 1, 300):  # 09:10 .. 10:30: runs come
         if now % 900 == 0:
             obj = api.objects("cronjobs", "ml")[0]
             ran = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -11,6 +11,7 @@ keeps the state of 150 busy pools under the 1 MiB object limit, and format 2 is 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,9 +25,16 @@ from forecaster.actuators.leases import LEASE_NAME, LeaderElector, lease_body
 from forecaster.actuators.state_store import ConfigMapStateStore
 from forecaster.cli import main
 from forecaster.core.error_budget import ErrorBudgetState
+from forecaster.core.notice import Outcome
 from forecaster.core.planner import Mode
 from forecaster.errors import ActuationError
-from forecaster.reconcile.state import MemoryStateStore, PendingForecast, PoolState, ServiceState
+from forecaster.reconcile.state import (
+    MAX_NOTICE_OUTCOMES,
+    MemoryStateStore,
+    PendingForecast,
+    PoolState,
+    ServiceState,
+)
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from tests.kubeapi.server import KubeApiDouble
@@ -185,10 +193,20 @@ def busy_pool() -> PoolState:
 
 
 def test_the_state_of_150_busy_pools_fits_a_config_map() -> None:
-    state = ServiceState(pools={f"pool-{i:03d}": busy_pool() for i in range(150)}, last_tick=T0)
+    """With a full notice ledger too: its verdicts come back but for the items' keys."""
+    outcomes = tuple(
+        Outcome(f"source-{i % 3}", f"pool-{i % 150:03d}", f"cronjob ml/run-{i}", i % 4 != 0,
+                T0 - 7 * 86400 + 300 * i, held_gpu_hours=0.0 if i % 4 else 2.667, gpus=16,
+                notice_seconds=86400 + i, ahead=i % 4 != 0)
+        for i in range(MAX_NOTICE_OUTCOMES)
+    )  # fmt: skip
+    state = ServiceState(
+        pools={f"pool-{i:03d}": busy_pool() for i in range(150)}, last_tick=T0, notice=outcomes
+    )
     text = json.dumps(state.to_dict(), sort_keys=True, separators=(",", ":"))
     assert len(text.encode()) < 900 * 1024  # 1 MiB less room for metadata and growth
     back = ServiceState.from_dict(json.loads(text))
+    assert back.notice == tuple(dataclasses.replace(o, key="") for o in outcomes)
     original = busy_pool()
     assert back.pools["pool-007"].budget.points == original.budget.points
     assert back.pools["pool-007"].pending == original.pending
@@ -226,3 +244,16 @@ def test_format_2_is_still_read() -> None:
     assert pool.budget.mode is Mode.HANDED_OFF and pool.budget.points == ((T0 - 300, 5, 1),)
     assert pool.pending == [PendingForecast(T0 - 60, T0 + 840, 20.0, True)]
     assert datetime.fromtimestamp(state.ledger.buckets[0][0], tz=UTC)
+
+
+def test_notice_verdicts_unreadable_or_from_before_they_were_kept_are_none() -> None:
+    """The rest of the state stands: at worst the sources start trusted, as before a restart
+    kept their verdicts."""
+    before = ServiceState(last_tick=T0).to_dict()
+    del before["notice"]  # written before the verdicts were kept
+    assert ServiceState.from_dict(before).notice == ()
+    damaged = ServiceState(last_tick=T0).to_dict()
+    row = {"s": 1, "t": [T0], "c": [[0], [3], [1], [0.0], [16], [60], [0]]}  # pool 3 of none
+    damaged["notice"] = {"sources": ["cronjob"], "pools": [], "rows": row}
+    state = ServiceState.from_dict(damaged)
+    assert state.notice == () and state.last_tick == T0
