@@ -82,8 +82,9 @@ NOTICE_END = "<!-- end of the generated declared-notice table -->"
 NOTICE_HEADER = (
     "| trace | budget | announced | seeds | eval GPU-h | > 5 min vs static | mean wait vs static"
     " | P95 vs static | P95 vs reactive | announced >= lead: jobs, P95 wait"
-    " | announced later: jobs, P95 wait | not announced: P95 wait |"
-    "\n|---|---|---|---|---|---|---|---|---|---|---|---|"
+    " | announced later: jobs, P95 wait | not announced: P95 wait"
+    " | items that came, last 7 days (GPU-h held for the rest) |"
+    "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -122,9 +123,23 @@ def notice_rows(document: dict[str, Any]) -> list[str]:
             f"| {document['trace']} | +{budget} % | {f'{mix} %' if mix else 'none'} | {len(runs)}"
             f" | {_span(spent, '{:+.1%}')} | "
             + " | ".join(vs_static)
-            + f" | {_span(p95, '{:+.0%}')} | {ahead} | {later} | {unannounced} |"
+            + f" | {_span(p95, '{:+.0%}')} | {ahead} | {later} | {unannounced} | {_came(runs)} |"
         )
     return out
+
+
+def _came(runs: list[dict[str, Any]]) -> str:
+    """Per notice source, the seeds' share of items that came and GPU-hours held for the rest."""
+    sources = sorted({source for r in runs for source in r.get("ledger") or {}})
+    if not sources:
+        return "-"
+    cells = []
+    for source in sources:
+        verdicts = [r["ledger"][source] for r in runs if source in (r.get("ledger") or {})]
+        came = _span([v["precision_7d"] for v in verdicts], "{:.0%}")
+        held = _span([v["waste_gpu_hours_7d"] for v in verdicts], "{:.1f}")
+        cells.append(f"{source} {came} ({held})")
+    return ", ".join(cells)
 
 
 def _group(runs: list[dict[str, Any]], index: int, *, jobs: bool = True) -> str:

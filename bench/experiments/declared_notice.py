@@ -60,8 +60,9 @@ class Task:
 
 def replayed(
     task: Task, *, jobs: JobTrace, window: tuple[float, float]
-) -> tuple[ReplayMetrics, list[NoticeWaits]]:
-    """One replay (in a worker): the evaluation window's metrics and its waits by notice."""
+) -> tuple[ReplayMetrics, list[NoticeWaits], dict[str, Any]]:
+    """One replay (in a worker): the evaluation window's metrics, its waits by notice, and the
+    notice ledger's verdict per source over the replay's last 7 days (``ledger``)."""
     policy = replay_policy("predictive", task.setup, jobs=jobs)
     record = replay(jobs, policy, setup=task.setup).record
     metrics = measure(
@@ -83,7 +84,24 @@ def replayed(
             window=window,
             end=record.end,
         )
-    return metrics, groups
+    return metrics, groups, ledger(policy, now=int(record.end))
+
+
+def ledger(policy: object, *, now: int) -> dict[str, Any]:
+    """Per source: items resolved in the last 7 days, the share that came, and the GPU-hours
+    held for the ones that did not (the prewarm notice wasted)."""
+    found = getattr(getattr(policy, "reconciler", None), "notice_ledger", None)
+    if found is None:
+        return {}
+    out = {}
+    for source in sorted({o.source for o in found.outcomes}):
+        precision, resolved = found.precision(source, now=now)
+        out[source] = {
+            "resolved_7d": resolved,
+            "precision_7d": precision,
+            "waste_gpu_hours_7d": found.waste_gpu_hours(source, now=now),
+        }
+    return out
 
 
 def main() -> None:
@@ -135,7 +153,7 @@ def main() -> None:
     )
     static = [from_document(m) for m in frontier["static"]]
     reactive = frontier["reactive"]
-    for task, (m, groups) in zip(tasks, results, strict=True):
+    for task, (m, groups, verdicts) in zip(tasks, results, strict=True):
         ahead = groups[0] if groups else None
         print(
             f"+{task.budget} % MIX {task.mix_percent:2d} % seed {task.seed}:"
@@ -147,6 +165,12 @@ def main() -> None:
                 f"; {ahead.group}: {ahead.jobs} jobs, P95 {ahead.p95_wait_s:.0f} s"
                 if ahead is not None
                 else ""
+            )
+            + "".join(
+                f"; {source}: {v['resolved_7d']} items in the last 7 days,"
+                f" {v['precision_7d'] or 0:.0%} came, {v['waste_gpu_hours_7d']:.1f} GPU-h held"
+                " for the rest"
+                for source, v in verdicts.items()
             )
         )
         if task.mix_percent == 0:
@@ -160,8 +184,9 @@ def main() -> None:
                 "seed": task.seed,
                 "metrics": dataclasses.asdict(m),
                 "groups": [dataclasses.asdict(g) for g in groups],
+                "ledger": verdicts,
             }
-            for task, (m, groups) in zip(tasks, results, strict=True)
+            for task, (m, groups, verdicts) in zip(tasks, results, strict=True)
         ]
         document = {
             "trace": mine.trace,
