@@ -121,8 +121,10 @@ def _notice_dict(outcomes: tuple[Outcome, ...]) -> dict[str, Any]:
     """Outcomes as packed rows, their sources and pools by index into name lists."""
     sources = sorted({o.source for o in outcomes})
     pools = sorted({o.pool for o in outcomes})
+    source_at = {name: i for i, name in enumerate(sources)}
+    pool_at = {name: i for i, name in enumerate(pools)}
     rows = [
-        [o.at, sources.index(o.source), pools.index(o.pool), int(o.came),
+        [o.at, source_at[o.source], pool_at[o.pool], int(o.came),
          round(o.held_gpu_hours, 3), o.gpus, o.notice_seconds, int(o.ahead)]
         for o in sorted(outcomes, key=lambda o: o.at)
     ]  # fmt: skip

@@ -100,7 +100,7 @@ def next_run(obj: Obj, now: int, *, grace_seconds: int) -> tuple[int, int]:
     spec, status = obj["spec"], obj.get("status") or {}
     last = status.get("lastScheduleTime") or obj["metadata"]["creationTimestamp"]
     schedule = spec["schedule"]
-    if not croniter.is_valid(schedule):
+    if not _valid(schedule):
         raise ValueError(f"spec.schedule {schedule!r} is not a cron expression")
     late = spec.get("startingDeadlineSeconds")
     window = int(late) if late is not None else grace_seconds
@@ -109,6 +109,12 @@ def next_run(obj: Obj, now: int, *, grace_seconds: int) -> tuple[int, int]:
     if due < now - window:  # missed for good: the first run whose deadline has not passed
         due = _next_after(schedule, zone_name, now - window - 1)  # a run due then still counts
     return due, due + window
+
+
+@functools.lru_cache(maxsize=4096)
+def _valid(schedule: str) -> bool:
+    """Whether croniter reads the schedule (cached as ``_next_after``: as slow, as repeated)."""
+    return bool(croniter.is_valid(schedule))
 
 
 @functools.lru_cache(maxsize=4096)
