@@ -34,8 +34,8 @@ MUTATIONS = (
     Mutation(
         "a distrusted notice source's items are planned anyway",
         "forecaster/core/planner.py",
-        "sum(i.gpus for i in due if i.source not in (distrusted or {}))",
-        "sum(i.gpus for i in due)",
+        "    return tuple(i for i in due if i.source not in distrusted)",
+        "    return due",
         ("tests/core/test_notice.py::test_a_distrusted_sources_items_are_left_out_and_said",),
     ),
     Mutation(

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from forecaster.core.cluster import DemandForecast, PoolSnapshot, whole_node_gpus
-from forecaster.core.notice import due_items
+from forecaster.core.notice import AnnouncedItem, due_items
 from forecaster.core.policy import Budgets, PoolPolicy
 
 
@@ -283,8 +283,17 @@ def announced_gpus(
 ) -> int:
     """GPUs of announced work the plan covers: running or pending now, and the trusted
     sources' items due within ``window_seconds``."""
+    due = _trusted_due(snap, window_seconds=window_seconds, distrusted=distrusted or {})
+    return snap.announced_real_gpus + sum(i.gpus for i in due)
+
+
+def _trusted_due(
+    snap: PoolSnapshot, *, window_seconds: float, distrusted: Mapping[str, str]
+) -> tuple[AnnouncedItem, ...]:
+    """The items due within ``window_seconds`` that the plan covers (trusted sources'), soonest
+    first."""
     due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
-    return snap.announced_real_gpus + sum(i.gpus for i in due if i.source not in (distrusted or {}))
+    return tuple(i for i in due if i.source not in distrusted)
 
 
 def _distrusted(snap: PoolSnapshot, item: PoolInput) -> list[str]:
@@ -309,11 +318,7 @@ def _known_work(
         parts.append(
             f"Kueue: {snap.kueue.reserved_gpus} GPUs of workloads hold quota but have no pods yet"
         )
-    due = tuple(
-        i
-        for i in due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
-        if i.source not in distrusted
-    )
+    due = _trusted_due(snap, window_seconds=window_seconds, distrusted=distrusted)
     if due:
         shown = "; ".join(
             f"{i.key} ({i.gpus} GPUs, in {max(0, i.earliest_start - snap.observed_at)}s)"
