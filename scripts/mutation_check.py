@@ -1016,6 +1016,14 @@ MUTATIONS = (
         ("tests/service/test_closed_loop.py::test_demand_read_back_is_the_real_pods_gpus",),
     ),
     Mutation(
+        "the closed loop: the daemon's unannounced demand export counts our placeholders",
+        "forecaster/service/metrics.py",
+        "                snapshot.real_demand_gpus - snapshot.announced_real_gpus\n",
+        "                snapshot.real_demand_gpus - snapshot.announced_real_gpus"
+        " + snapshot.prewarm_gpus\n",
+        ("tests/service/test_closed_loop.py::test_demand_read_back_is_the_real_pods_gpus",),
+    ),
+    Mutation(
         "the closed loop: the shipped queries count our namespace",
         "forecaster/sources/prometheus.py",
         "    return f'namespace!=\"{namespace}\"' if namespace else 'namespace!=\"\"'",
