@@ -331,6 +331,7 @@ def frontier_command(args: argparse.Namespace) -> int:
         evaluate=evaluate,
         workers=workers,
         progress=progress,
+        pool=settings.twin.pool if settings is not None else None,
     )
     for line in lines:
         print(line)

@@ -26,7 +26,8 @@ JSON (``--json``): evaluation-window metrics
 "predictive": [M + {"knob": q, "floor_gpus": F}], "burst": [M + {"knob": alpha}],
 "chosen": {"5": M + {"knob": q, "floor_gpus": F}, "10": ...},
 "chosen_burst": {...}, "continuation": {"60": [M + {"knob": floor}], ...},
-"chosen_continuation": {"60": {"5": M + {"knob": floor}, ...}, ...}}`` with ``M`` =
+"chosen_continuation": {"60": {"5": M + {"knob": floor}, ...}, ...},
+"verdict": {"5": simulation.verdict.Verdict.to_dict(), ...}}`` with ``M`` =
 gpu_hours, p95_wait_s, mean_wait_s, share_waiting_over_60s, share_waiting_over_5min,
 cap_breaches; plus the same under ``"tune"``.
 """
@@ -52,6 +53,7 @@ from forecaster.errors import ConfigError
 from forecaster.simulation.metrics import ReplayMetrics, as_candidate, measure
 from forecaster.simulation.replay import ReplaySetup, replay
 from forecaster.simulation.twin import Policy
+from forecaster.simulation.verdict import BETTER, NO_WORSE, in_sentences, verdicts
 from forecaster.simulation.workers import run_each
 
 
@@ -201,7 +203,8 @@ def in_words(
 def said(document: dict[str, Any]) -> list[str]:
     """The frontier's evaluation window in words (``in_words``): the points chosen on the tuning
     window for each budget (predictive, then the burst baseline) and the oracle, each against
-    static headroom at the same GPU-hours - what its HTML report says before any chart."""
+    static headroom at the same GPU-hours, then the verdict - what its HTML report says before
+    any chart."""
     static = [from_document(m) for m in document["static"]]
     reactive = float(document["reactive"]["gpu_hours"])
     lines = []
@@ -230,6 +233,9 @@ def said(document: dict[str, Any]) -> list[str]:
             reactive_gpu_hours=reactive,
         )
     )
+    if "tune" in document:  # the verdict, as the terminal said it
+        judged = verdicts(document, BUDGETS_PERCENT)
+        lines += in_sentences(judged, scope="evaluation window", pool=None)
     return lines
 
 
@@ -273,10 +279,12 @@ def frontier(
     continuation_gaps: Sequence[float] = CONTINUATION_GAPS,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
+    pool: str | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
     """Run the sweeps, ``workers`` replays at a time (``simulation.workers``; the same figures
-    whatever the number); the JSON document and the lines to print. ``make_policy`` must pickle
-    when ``workers`` > 1 (a module-level function)."""
+    whatever the number); the JSON document and the lines to print, ending with the verdict at
+    each budget (``simulation.verdict``; ``pool`` names the pool its configuration lines are
+    for). ``make_policy`` must pickle when ``workers`` > 1 (a module-level function)."""
     if tune[1] > evaluate[0]:
         raise ConfigError("--tune-days must end before --eval-days begin")
     setup = dataclasses.replace(
@@ -396,6 +404,16 @@ def frontier(
                     f"+{budget} % budget: predictive against burst at the same GPU-hours: "
                     + ratios(point.eval, [p.eval for p in burst])
                 )
+    judged = verdicts(document, BUDGETS_PERCENT)
+    document["verdict"] = {str(v.budget_percent): v.to_dict() for v in judged}
+    lines.append(
+        f"-- verdict (rule: forecaster where <= {BETTER:g}x of static at the same GPU-hours on"
+        f" one of > 5 min / mean / P95 and <= {NO_WORSE:g}x on the others)"
+    )
+    scope = f"{pool or 'the trace'}, tuned days {tune[0]:g}-{tune[1]:g}"
+    lines += in_sentences(
+        judged, scope=f"{scope}, judged days {evaluate[0]:g}-{evaluate[1]:g}", pool=pool
+    )
     return document, lines
 
 

@@ -171,8 +171,13 @@ def test_the_cli_writes_the_frontier_json(
     assert "continuation: knows the rest of each submission" in out
     # the report says in words, before its chart, where each chosen point stands
     html = (tmp_path / "f.html").read_text()
+    assert set(document["verdict"]) == {"5", "10"}
+    assert "-- verdict (rule: forecaster where <= 0.9x of static" in out
+    assert sum("-> recommend " in line for line in out.splitlines()) == 2
     words = said(document)
-    assert len(words) == 2 * 2 + 1  # predictive and burst per budget, and the oracle
+    # predictive and burst per budget, the oracle, then the verdict (two lines or more a budget)
+    assert len(words) >= 2 * 2 + 1 + 2 * 2
+    assert sum("-> recommend " in w for w in words) == 2
     for budget in ("5", "10"):
         if budget in document["chosen"]:
             assert any(w.startswith(f"+{budget} % budget, predictive P90") for w in words)
