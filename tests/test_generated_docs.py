@@ -33,6 +33,16 @@ def test_the_published_frontier_table_is_what_the_committed_runs_make() -> None:
     assert results_tables.main([*map(str, runs), "--check", str(ROOT / "docs" / "results.md")]) == 0
 
 
+def test_the_published_declared_notice_table_is_what_the_committed_runs_make() -> None:
+    """Likewise its declared-notice table, from the two declared-notice benches' JSON."""
+    runs = sorted((ROOT / "docs" / "results").glob("*.json"))
+    assert [r.stem for r in runs if r.stem.startswith("declared-notice")] == [
+        "declared-notice-cluster04",
+        "declared-notice-cluster07",
+    ]
+    assert results_tables.main([*map(str, runs), "--check", str(ROOT / "docs" / "results.md")]) == 0
+
+
 def metrics(gpu_hours: float, share: float, mean: float, p95: float, **extra: float) -> dict:
     return {
         "gpu_hours": gpu_hours,
