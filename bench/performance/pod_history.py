@@ -3,10 +3,10 @@
 The operating point replays the pool's own pods (``sources.prometheus.POD_QUERIES``: per pod its
 GPU requests, creation and start times and the last minute it was Pending or Running, one day
 at a time). This bench writes kube-state-metrics series for the pods of an ITP trace's days
-2-30 (each job split into node-sized pods, as the cluster would run them; one scrape every
-``--scrape-seconds``), backfills them into a real Prometheus with ``promtool``, reads them back
-with ``PrometheusSource.fetch_pods`` and prints the time taken, the pods found and how their
-GPU-hours compare with the trace's.
+2-30 (each job as node-sized pods of one Job, as the cluster would run them; one scrape every
+``--scrape-seconds``: ``tests.support.ksm_history``), backfills them into a real Prometheus
+with ``promtool``, reads them back with ``PrometheusSource.fetch_pods`` and prints the time
+taken, the jobs found and how their GPU-hours compare with the trace's.
 
 Run: ``.venv/bin/python -m bench.performance.pod_history --trace cluster04 [--scrape-seconds 300]``
 (needs ``prometheus`` and ``promtool``: ``scripts/setup`` installs them).
@@ -17,17 +17,16 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
-from bench.experiments.operating_point import ROOT, as_pods
-from forecaster.core.jobs import JobTrace
+from bench.experiments.operating_point import ROOT
 from forecaster.durations import DAY
 from forecaster.sources.files import read_job_trace
 from forecaster.sources.prometheus import PrometheusSource
-from tests.support.prometheus_server import Series, running_prometheus
+from tests.support.ksm_history import job_series
+from tests.support.prometheus_server import running_prometheus
 
 EPOCH = 1_767_225_600  # 2026-01-01T00:00Z: trace second 0
 POOL = "itp"
@@ -42,10 +41,10 @@ def main() -> None:
     mine = own.parse_args()
     jobs = read_job_trace(ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv", epoch=EPOCH)
     start, end = int(EPOCH + mine.first_day * DAY), int(EPOCH + mine.last_day * DAY)
-    pods = as_pods(jobs, 8).seen_between(start, end)
+    pods = jobs.seen_between(start, end)
     began = time.perf_counter()
     with tempfile.TemporaryDirectory() as work:
-        series = list(_kube_state_metrics(pods, start, end, mine.scrape_seconds))
+        series = list(job_series(jobs, start=start, end=end, every=mine.scrape_seconds, pool=POOL))
         with running_prometheus(Path(work), series) as url:
             backfill = time.perf_counter() - began
             source = PrometheusSource(url=url, queries={}, timeout_seconds=120)
@@ -56,47 +55,17 @@ def main() -> None:
     real_hours = float(np.sum(pods.duration * pods.gpus)) / 3600
     read_hours = float(np.sum(seen.duration * seen.gpus)) / 3600
     print(
-        f"{mine.trace} days {mine.first_day:g}-{mine.last_day:g}: {len(pods):,} pods"
+        f"{mine.trace} days {mine.first_day:g}-{mine.last_day:g}: {len(pods):,} jobs"
         f" ({pods.gpus.sum():,} GPUs requested in all), kube-state-metrics every"
         f" {mine.scrape_seconds} s, backfilled and started in {backfill:.0f} s"
     )
     print(
-        f"fetch_pods: {len(found):,} pods in {took:.1f} s"
-        f" ({(end - start) / DAY:.0f} windows of a day, 4 queries each);"
+        f"fetch_pods: {len(found):,} jobs (pods of one Job a gang) in {took:.1f} s"
+        f" ({(end - start) / DAY:.0f} windows of a day, 5 queries each);"
         f" GPU-hours {read_hours:,.0f} read vs {real_hours:,.0f} in the trace"
         f" ({read_hours / real_hours - 1:+.2%}: a pod is seen alive until the scrape after"
         " it ends)"
     )
-
-
-def _kube_state_metrics(pods: JobTrace, start: int, end: int, every: int) -> Iterator[Series]:
-    """The series kube-state-metrics exports for each pod while it lives (Running from its
-    creation: the trace has no wait), and its phase 0 one scrape after it ends."""
-    for i in range(len(pods)):
-        created = float(pods.submit[i])
-        ended = min(created + float(pods.duration[i]), end)
-        first = int(np.ceil(max(created, start) / every) * every)
-        alive = range(first, int(ended) + 1, every)
-        ident = {"namespace": "ml", "pod": f"p{i}"}
-        gpus = float(pods.gpus[i])
-        yield Series(
-            "kube_pod_container_resource_requests",
-            {**ident, "container": "c0", "resource": "nvidia_com_gpu", "unit": "integer"},
-            [(t, gpus) for t in alive],
-        )
-        yield Series("kube_pod_created", ident, [(t, created) for t in alive])
-        yield Series("kube_pod_start_time", ident, [(t, created) for t in alive])
-        yield Series(
-            "kube_pod_nodeselectors",
-            {**ident, "nodeselector_karpenter_sh_nodepool": POOL},
-            [(t, 1.0) for t in alive],
-        )
-        after = [(first + every * len(alive), 0.0)] if ended < end else []
-        yield Series(
-            "kube_pod_status_phase",
-            {**ident, "phase": "Running"},
-            [*[(t, 1.0) for t in alive], *after],
-        )
 
 
 if __name__ == "__main__":

@@ -15,13 +15,12 @@ import signal
 import sys
 import threading
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from forecaster import __version__
 from forecaster.cli.config_paths import DEFAULT_CONFIG
-from forecaster.cli.replay_args import add_replay_arguments
+from forecaster.cli.replay_args import add_replay_arguments, parse_instant
 from forecaster.durations import DAY, parse_duration
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.registry import known_names
@@ -195,8 +194,23 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     doctor.add_argument("--kube-host", help="API server URL (default: in-cluster, else kubeconfig)")
     doctor.add_argument(
         "--at",
-        type=_instant,
+        type=parse_instant,
         help="judge Prometheus' history as of this time (ISO 8601, UTC; default: now)",
+    )
+
+    hist = sub.add_parser("history", help="a pool's own history from Prometheus")
+    hist_sub = hist.add_subparsers(dest="history_command", required=True)
+    export = hist_sub.add_parser(
+        "export",
+        help="the pool's GPU pods (kube-state-metrics; ours left out; the pods of one owner"
+        " created together one gang) as a job trace CSV that replay --jobs reads",
+    )
+    _config_arg(export)
+    export.add_argument("--pool", required=True, help="the configured pool (NodePool)")
+    export.add_argument("--days", type=int, default=14, help="days of history to read (14)")
+    export.add_argument("-o", "--output", type=Path, required=True, help="the CSV to write")
+    export.add_argument(
+        "--end", type=parse_instant, help="history up to this time (ISO 8601, UTC; default: now)"
     )
 
     check = sub.add_parser(
@@ -207,7 +221,7 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     _config_arg(check)
     check.add_argument("--pool", action="append", help="only this pool (repeatable)")
     check.add_argument(
-        "--at", type=_instant, help="check as of this time (ISO 8601, UTC; default: now)"
+        "--at", type=parse_instant, help="check as of this time (ISO 8601, UTC; default: now)"
     )
 
     pause = sub.add_parser(
@@ -237,15 +251,6 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
         help="also write a fresh state (a new daily GPU-hours budget): only when the daemon"
         " refuses a lost or unreadable state and you accept starting over",
     )
-
-
-def _instant(text: str) -> int:
-    """An ISO 8601 time as epoch seconds (UTC unless it says otherwise)."""
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"bad time {text!r} (use e.g. 2026-11-30T12:00Z)") from exc
-    return int(moment.replace(tzinfo=moment.tzinfo or UTC).timestamp())
 
 
 def _config_arg(parser: argparse.ArgumentParser) -> None:

@@ -1,10 +1,10 @@
 """The one-shot commands an operator runs at the terminal: ``pause``, ``resume``, ``doctor``,
-``check-query``, ``validate-config``, ``helm-values`` and ``cleanup``.
+``check-query``, ``validate-config``, ``helm-values``, ``cleanup`` and ``history export``.
 
 They load no model library (prophet, statsmodels, scikit-learn, pandas, matplotlib): a kill
 switch answers in about a second (``tests/cli/test_one_shot_imports.py``,
 ``bench/performance/cli_startup.py``). Everything they need is ``app.connect``, ``app.doctor``,
-``app.cleanup`` and ``app.takeover``.
+``app.cleanup``, ``app.takeover`` and ``app.history``.
 """
 
 from __future__ import annotations
@@ -19,18 +19,28 @@ import yaml
 
 from forecaster.actuators.control import CONTROL_CONFIG_MAP
 from forecaster.actuators.guardrails import Guardrail
-from forecaster.app import cleanup, connect, doctor, takeover
+from forecaster.app import cleanup, connect, doctor, history, takeover
 from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG, namespace_of
 from forecaster.cli.helm_values import helm_values
 from forecaster.cli.query_report import query_check_report
 from forecaster.core.actions import Halt
 from forecaster.core.series import iso_utc
-from forecaster.errors import ConfigError, SourceError
+from forecaster.errors import ConfigError, DataError, SourceError
 from forecaster.service.clock import SystemClock
 from forecaster.settings import Settings, load_settings
+from forecaster.sources.files import write_job_trace
 
 ONE_SHOT = frozenset(
-    {"pause", "resume", "doctor", "check-query", "validate-config", "helm-values", "cleanup"}
+    {
+        "pause",
+        "resume",
+        "doctor",
+        "check-query",
+        "validate-config",
+        "helm-values",
+        "cleanup",
+        "history",
+    }
 )
 
 
@@ -46,6 +56,7 @@ def dispatch(args: argparse.Namespace) -> int:
         "check-query": _check_query,
         "pause": _switch,
         "resume": _switch,
+        "history": _history_export,
     }
     return handlers[args.command](settings_from(args.config), args)
 
@@ -69,6 +80,26 @@ def _cleanup(args: argparse.Namespace) -> int:
         print(f"cleanup: {changed}; {len(undone.failed)} object(s) could not be undone (above)")
         return 1
     print(f"cleanup: {changed}")
+    return 0
+
+
+def _history_export(settings: Settings, args: argparse.Namespace) -> int:
+    """``history export``: the pool's pods in Prometheus as a job trace ``replay`` reads."""
+    end = args.end if args.end is not None else int(SystemClock().now().timestamp())
+    found = history.read_history(settings, pool=args.pool, days=args.days, end=end)
+    write_job_trace(args.output, found.jobs, epoch=found.start)
+    print(found.said())
+    try:
+        split = history.windows(found.days, frontier=False)
+    except DataError as exc:
+        print(f"wrote {args.output}; too short to replay: {exc}")
+        return 0
+    config = f" --config {args.config}" if args.config else ""
+    print(
+        f"wrote {args.output} (seconds since {iso_utc(found.start)}); replay it with: forecaster"
+        f" replay{config} --pool {args.pool} --jobs {args.output} --epoch {iso_utc(found.start)}"
+        f" --start-day 0 --warmup-days {split.warmup} --end-day {split.days}"
+    )
     return 0
 
 

@@ -7,13 +7,16 @@ import dataclasses
 import json
 import logging
 import sys
+import time
 from datetime import datetime
 from typing import Any
 
 from tqdm import tqdm
 
 from forecaster.app.build_replay import replay_policy, replay_setup, replay_setup_from_settings
+from forecaster.app.history import PoolHistory, read_history
 from forecaster.cli.replay_args import EPOCH_DEFAULT, POOL_DEFAULTS
+from forecaster.core.cluster import MeasuredLead
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
@@ -68,10 +71,59 @@ def load_trace(
     raise ConfigError("give --jobs FILE or --series FILE")
 
 
+def pool_history(args: argparse.Namespace, settings: Settings | None) -> PoolHistory | None:
+    """With ``--days``: the configured pool's own history from Prometheus, the replay's days
+    set from how it splits (``app.history.windows``), and what was found said; else None."""
+    if args.days is None:
+        if args.end is not None:
+            raise ConfigError("--end: only with --days (the history to replay)")
+        return None
+    if settings is None:
+        raise ConfigError("--days: needs --config (the Prometheus and the pool to read)")
+    if args.jobs is not None or args.series is not None:
+        raise ConfigError("--days: replays the pool's own history, not --jobs or --series")
+    args.pool = args.pool or settings.twin.pool
+    end = args.end if args.end is not None else int(time.time())
+    history = read_history(
+        settings, pool=args.pool, days=args.days, end=end, replay=True, frontier=args.frontier
+    )
+    split = history.windows
+    assert split is not None  # asked for a replay
+    args.start_day, args.warmup_days, args.end_day = 0.0, float(split.warmup), float(split.days)
+    tuned_to = split.warmup + split.tuned
+    args.tune_days, args.eval_days = f"{split.warmup}-{tuned_to}", f"{tuned_to}-{split.days}"
+    print(history.said())
+    print(f"replaying {split.said()}")
+    lead = history.lead
+    if lead is None:
+        pool = settings.pool(args.pool)
+        print(
+            f"lead: the configured {pool.lead_time.provisioning_seconds:g} s launch +"
+            f" {pool.lead_time.image_pull_seconds:g} s image pull (the daemon measured none in"
+            " this history)"
+        )
+    else:
+        print(
+            f"lead: measured by the daemon (medians over the history): launch"
+            f" {lead.provisioning_seconds:.0f} s, start-up"
+            + (
+                f" {lead.startup_seconds:.0f} s"
+                if lead.startup_seconds is not None
+                else " not seen"
+            )
+        )
+    return history
+
+
 def setup_from(
-    args: argparse.Namespace, epoch: int, *, settings: Settings | None = None
+    args: argparse.Namespace,
+    epoch: int,
+    *,
+    settings: Settings | None = None,
+    lead: MeasuredLead | None = None,
 ) -> ReplaySetup:
-    """Twin, window and caps from the command line - or from ``--config``'s ``settings``."""
+    """Twin, window and caps from the command line - or from ``--config``'s ``settings``
+    (the pool's ``lead`` as measured, where it was)."""
     if args.model not in known_names():
         raise ConfigError(f"--model: unknown {args.model!r}; known: {known_names()}")
     if not 0.5 < args.quantile < 1:
@@ -82,6 +134,8 @@ def setup_from(
         raise ConfigError("--kueue-notice with --kueue-quota-gpus: not modelled together")
     if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
         raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
+    if settings is None and args.pool is not None:
+        raise ConfigError("--pool: names a pool of --config")
     if settings is not None:
         given = [f for f, default in POOL_DEFAULTS.items() if getattr(args, f) != default]
         if given:
@@ -94,9 +148,21 @@ def setup_from(
             warmup_days=args.warmup_days,
             end_day=args.end_day,
             model=args.model,
+            pool_name=args.pool,
         )
+        twin = configured.twin
+        if lead is not None:  # the pool's nodes launch as they did, not as configured
+            twin = dataclasses.replace(
+                twin,
+                provision_seconds=lead.provisioning_seconds,
+                image_pull_seconds=(
+                    twin.image_pull_seconds
+                    if lead.startup_seconds is None
+                    else lead.startup_seconds
+                ),
+            )
         kueue = dataclasses.replace(  # the simulated cluster's Kueue, not the pool's settings
-            configured.twin,
+            twin,
             kueue_quota_gpus=args.kueue_quota_gpus,
             kueue_notice_seconds=args.kueue_notice,
             notice=args.notice,
@@ -230,8 +296,9 @@ def replay_command(args: argparse.Namespace) -> int:
     if args.frontier:
         return frontier_command(args)
     settings = load_settings(args.config) if args.config is not None else None
-    jobs, epoch = load_trace(args, settings=settings)
-    setup = setup_from(args, epoch, settings=settings)
+    history = pool_history(args, settings)
+    jobs, epoch = (history.jobs, history.start) if history else load_trace(args, settings=settings)
+    setup = setup_from(args, epoch, settings=settings, lead=history.lead if history else None)
     names = [n.strip() for n in args.policy.split(",") if n.strip()]
     try:
         sweep_names = [f"static:{int(k)}" for k in args.sweep.split(",") if k.strip()]
@@ -310,12 +377,13 @@ def frontier_command(args: argparse.Namespace) -> int:
     if workers < 1:
         raise ConfigError(f"--workers: at least 1 replay at a time, got {workers}")
 
+    settings = load_settings(args.config) if args.config is not None else None
+    history = pool_history(args, settings)
     tune = parse_days(args.tune_days, "--tune-days")
     evaluate = parse_days(args.eval_days, "--eval-days")
-    settings = load_settings(args.config) if args.config is not None else None
-    jobs, epoch = load_trace(args, settings=settings)
+    jobs, epoch = (history.jobs, history.start) if history else load_trace(args, settings=settings)
     args.warmup_days, args.end_day = tune[0] - args.start_day, evaluate[1]
-    setup = setup_from(args, epoch, settings=settings)
+    setup = setup_from(args, epoch, settings=settings, lead=history.lead if history else None)
 
     def progress(text: str) -> None:
         print(f"frontier: {text}", file=sys.stderr)

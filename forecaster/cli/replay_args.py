@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 from pathlib import Path
 
 from forecaster.core.policy import MIN_WAKE_SECONDS
@@ -27,6 +28,15 @@ describes it instead, and a flag moved off its default is refused."""
 EPOCH_DEFAULT = "2026-01-08T00:00:00Z"
 
 
+def parse_instant(text: str) -> int:
+    """An ISO 8601 time as epoch seconds (UTC unless it says otherwise)."""
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"bad time {text!r} (use e.g. 2026-11-30T12:00Z)") from exc
+    return int(moment.replace(tzinfo=moment.tzinfo or UTC).timestamp())
+
+
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``replay`` subcommand's options."""
     parser.add_argument(
@@ -35,6 +45,23 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         help="replay the twin's pool (twin.pool) exactly as this configured daemon runs it:"
         " its policy, caps, SLO, horizon, quantile and reconcile interval; the trace and epoch"
         " default to twin.jobs and twin.epoch",
+    )
+    parser.add_argument(
+        "--pool",
+        help="with --config: replay this configured pool (default: twin.pool); with --days its"
+        " own history",
+    )
+    parser.add_argument(
+        "--days",
+        type=int,
+        help="with --config and --pool: replay the pool's last DAYS of pods from Prometheus"
+        " (kube-state-metrics), split into warm-up, tuned and judged days (--frontier needs"
+        " 14, a plain replay 3)",
+    )
+    parser.add_argument(
+        "--end",
+        type=parse_instant,
+        help="with --days: history up to this time (ISO 8601, UTC; default: now)",
     )
     parser.add_argument(
         "--jobs",

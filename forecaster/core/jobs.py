@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,4 +87,54 @@ def jobs_from_series(
         submit=np.asarray(submit, dtype=np.float64),
         duration=np.asarray(duration, dtype=np.float64),
         gpus=np.asarray(gpus, dtype=np.int64),
+    )
+
+
+GANG_OWNERS_EXCLUDED = frozenset({"<none>", "ReplicaSet", "StatefulSet", "DaemonSet", "Node"})
+"""Owner kinds (``kube_pod_owner``'s ``owner_kind``) whose pods are never one gang: their pods
+are replicas scheduled one by one, not one submission (``<none>``: a bare pod)."""
+
+
+@dataclass(frozen=True)
+class SeenPod:
+    """One pod as the cluster's history shows it (epoch seconds; ``started`` NaN: never on a
+    node), with its owner (``kube_pod_owner``: namespace, kind, name; None: not known)."""
+
+    created: float
+    started: float
+    last_alive: float
+    gpus: int
+    owner: tuple[str, str, str] | None = None
+
+    @property
+    def on_node(self) -> float:
+        """When it reached a node; one never on a node ran (Pending) from its creation."""
+        return self.created if math.isnan(self.started) else max(self.created, self.started)
+
+
+def jobs_from_pods(pods: Sequence[SeenPod], *, step_seconds: int) -> JobTrace:
+    """The pods as submissions: the pods of one owner created within ``step_seconds`` of its
+    first are one gang (a Job's parallel pods, a JobSet's replicated Job, a PyTorchJob's
+    workers), submitted when the first was created, started when the last reached a node
+    (gang admission, as the twin models it) and running until the last was seen alive, with
+    the GPUs of all of them. A pod without an owner, or owned by a kind that schedules replicas
+    one by one (``GANG_OWNERS_EXCLUDED``), is a job of its own; so is a pod of the same owner
+    created later (a retry, the next of a Job's serial completions)."""
+    groups: list[list[SeenPod]] = []
+    open_gang: dict[tuple[str, str, str], list[SeenPod]] = {}
+    for pod in sorted(pods, key=lambda p: p.created):
+        gang = open_gang.get(pod.owner) if pod.owner is not None else None
+        if gang is not None and pod.created - gang[0].created <= step_seconds:
+            gang.append(pod)
+            continue
+        groups.append([pod])
+        if pod.owner is not None and pod.owner[1] not in GANG_OWNERS_EXCLUDED:
+            open_gang[pod.owner] = groups[-1]
+    submit = np.array([g[0].created for g in groups], dtype=np.float64)
+    began = np.array([max(p.on_node for p in g) for g in groups], dtype=np.float64)
+    last = np.array([max(p.last_alive for p in g) for g in groups], dtype=np.float64)
+    return JobTrace(
+        submit=submit,
+        duration=np.maximum(last - began, float(step_seconds)),
+        gpus=np.array([sum(p.gpus for p in g) for g in groups], dtype=np.int64),
     )

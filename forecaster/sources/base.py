@@ -41,8 +41,9 @@ class PodHistorySource(Protocol):
     (``simulation.operating_point``)."""
 
     def fetch_pods(self, pool: str, *, start: int, end: int, step_seconds: int) -> JobTrace:
-        """The pool's GPU pods alive in [start, end]: each one's creation (``submit``), the
-        time it ran (``duration``: from its start to the last moment it was seen Pending or
-        Running, to within ``step_seconds``) and its GPUs. A pod may begin before ``start``
-        and still run at ``end``."""
+        """The pool's GPU pods alive in [start, end] as submissions (the pods of one owner
+        created together are one gang): each one's creation (``submit``), the time it ran
+        (``duration``: from its start to the last moment it was seen Pending or Running, to
+        within ``step_seconds``) and its GPUs. A pod may begin before ``start`` and still run
+        at ``end``."""
         ...

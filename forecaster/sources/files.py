@@ -170,6 +170,30 @@ class CsvSource:
 JOB_COLUMNS = ("submission_time", "duration", "num_gpu")
 
 
+def write_job_trace(path: Path, jobs: JobTrace, *, epoch: int) -> None:
+    """``jobs`` as ``read_job_trace`` reads them (seconds since ``epoch``), written to a
+    temporary file and renamed over ``path``: an interrupted export leaves no half a trace."""
+    partial = path.with_name(path.name + ".partial")
+    with partial.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(("job_id", *JOB_COLUMNS))
+        for i in range(len(jobs)):
+            writer.writerow(
+                (
+                    i,
+                    _exact(float(jobs.submit[i]) - epoch),
+                    _exact(float(jobs.duration[i])),
+                    int(jobs.gpus[i]),
+                )
+            )
+    partial.replace(path)
+
+
+def _exact(seconds: float) -> str:
+    """Seconds as text that reads back to the same float (whole seconds without ``.0``)."""
+    return str(int(seconds)) if seconds.is_integer() else repr(seconds)
+
+
 def read_job_trace(path: Path, *, epoch: int) -> JobTrace:
     """Jobs ``job_id,submission_time,duration,num_gpu`` (seconds since ``epoch``), sorted.
 

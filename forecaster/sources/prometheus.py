@@ -17,6 +17,7 @@ override the query in config. ``{pool}`` in a query is replaced with the NodePoo
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
 from collections.abc import Callable
@@ -31,10 +32,13 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
-from forecaster.core.jobs import JobTrace
+from forecaster.core.cluster import MeasuredLead
+from forecaster.core.jobs import JobTrace, SeenPod, jobs_from_pods
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries, iso_utc
 from forecaster.errors import SourceError
+
+log = logging.getLogger(__name__)
 
 DEFAULT_RETENTION = "15d"
 """What Prometheus keeps when ``--storage.tsdb.retention.time`` is not set (its flag then reads
@@ -159,6 +163,15 @@ the pod is bound, so the largest per container), creation and start times
 (``kube_pod_start_time``: when a node took it), and
 the last step it was Pending or Running (``timestamp`` inside the subquery is the step's time).
 ``fetch_pods`` runs them one window at a time and joins them by pod."""
+
+OWNER_QUERY = """group by (namespace, pod, owner_kind, owner_name) (
+  last_over_time(kube_pod_owner[{window}])
+) and on (namespace, pod) ({pods})"""
+"""Per pod of the pool, its owner (kube-state-metrics, default): pods of one owner created
+together are one gang (``core.jobs.jobs_from_pods``)."""
+
+LEAD_QUERY = 'max(forecaster_lead_measured_seconds{pool="{pool}",part="{part}"})'
+"""The daemon's measured lead of a pool, one part (``provisioning``, ``startup``)."""
 
 POD_WINDOW_SECONDS = 86_400
 """``fetch_pods`` asks one day at a time: a subquery over a day at one-minute steps is 1,440
@@ -290,13 +303,15 @@ class PrometheusSource:
         return self._fetch(query, pool, start, end, step_seconds, shift=step_seconds, outages=0)
 
     def fetch_pods(self, pool: str, *, start: int, end: int, step_seconds: int) -> JobTrace:
-        """The pool's GPU pods alive in [start, end] (a ``PodHistorySource``): ``POD_QUERIES``
-        one window at a time, joined by pod. A pod seen in several windows is one pod (same
-        namespace, name and creation time), its start time taken from whichever window knew
-        it; one never seen Pending or Running, or without a creation time, is left out."""
+        """The pool's GPU pods alive in [start, end] as submissions (a ``PodHistorySource``):
+        ``POD_QUERIES`` one window at a time, joined by pod, and the pods of one owner created
+        together as one gang (``core.jobs.jobs_from_pods``). A pod seen in several windows is
+        one pod (same namespace, name and creation time), its start time taken from whichever
+        window knew it; one never seen Pending or Running, or without a creation time, is left
+        out."""
         template = self._pod_selectors.get(pool, POD_SELECTOR)
         selector = render_query(template, pool, exclude_namespace=self._exclude)
-        rows: dict[tuple[str, str, float], list[float]] = {}  # -> [gpus, started, last alive]
+        pods: dict[tuple[str, str, float], SeenPod] = {}
         at = start
         while at < end:
             at = min(end, at + self._pod_window)
@@ -310,24 +325,41 @@ class PrometheusSource:
                 )
                 for name, query in POD_QUERIES.items()
             }
-            for pod, gpus in values["gpus"].items():
+            owners = self._owners(
+                OWNER_QUERY.replace("{pods}", selector).replace("{window}", window), at
+            )
+            for pod, requested in values["gpus"].items():
                 created, alive = values["created"].get(pod), values["alive"].get(pod)
-                if created is None or alive is None or gpus <= 0:
+                if created is None or alive is None or requested <= 0:
                     continue
                 started = values["started"].get(pod, math.nan)  # not yet on a node: NaN
-                row = rows.setdefault((*pod, created), [gpus, started, alive])
-                row[0], row[2] = max(row[0], gpus), max(row[2], alive)
-                row[1] = started if math.isnan(row[1]) else row[1]
-        ordered = sorted((key[2], row) for key, row in rows.items())
-        submit = np.array([c for c, _ in ordered], dtype=np.float64)
-        began = np.array([row[1] for _, row in ordered], dtype=np.float64)
-        began = np.fmax(submit, began)  # never on a node (NaN): it ran from creation
-        last_seen = np.array([row[2] for _, row in ordered], dtype=np.float64)
-        return JobTrace(
-            submit=submit,
-            duration=np.maximum(last_seen - began, float(step_seconds)),
-            gpus=np.array([round(row[0]) for _, row in ordered], dtype=np.int64),
-        )
+                seen = pods.get((*pod, created))
+                gpus = requested
+                if seen is not None:
+                    gpus, alive = max(gpus, seen.gpus), max(alive, seen.last_alive)
+                    started = started if math.isnan(seen.started) else seen.started
+                pods[(*pod, created)] = SeenPod(
+                    created=created,
+                    started=started,
+                    last_alive=alive,
+                    gpus=round(gpus),
+                    owner=owners.get(pod) or (seen.owner if seen is not None else None),
+                )
+        jobs = jobs_from_pods(list(pods.values()), step_seconds=step_seconds)
+        log.info("pool %s: %d GPU pods in the history, %d submissions", pool, len(pods), len(jobs))
+        return jobs
+
+    def _owners(self, query: str, at: int) -> dict[tuple[str, str], tuple[str, str, str]]:
+        """``OWNER_QUERY`` at ``at`` as {(namespace, pod): (namespace, owner kind, name)}."""
+        result = self._guarded(lambda: self._client.custom_query(query, params={"time": str(at)}))
+        out = {}
+        for item in result:
+            labels = item.get("metric", {})
+            if {"namespace", "pod", "owner_kind", "owner_name"} <= labels.keys():
+                namespace = labels["namespace"]
+                owner = (namespace, labels["owner_kind"], labels["owner_name"])
+                out[(namespace, labels["pod"])] = owner
+        return out
 
     def _per_pod(self, query: str, at: int) -> dict[tuple[str, str], float]:
         """An instant query at ``at`` as {(namespace, pod): value}."""
@@ -466,6 +498,31 @@ class PrometheusSource:
 
         return AnnouncedShare(
             gpu_hours(RUNNING_GPUS_QUERY), gpu_hours(ANNOUNCED_RUNNING_GPUS_QUERY)
+        )
+
+    def first_pod_at(self, pool: str, *, start: int, end: int) -> int | None:
+        """The first hour in [start, end] at which a pod of ``pool`` shows in the pod history
+        (``POD_SELECTOR`` or the pool's ``pods_query``); None: none at all."""
+        template = self._pod_selectors.get(pool, POD_SELECTOR)
+        selector = render_query(template, pool, exclude_namespace=self._exclude)
+        return self._first_hour(f"count({selector.replace('{window}', '1h')})", start, end)
+
+    def measured_lead(self, pool: str, *, start: int, end: int) -> MeasuredLead | None:
+        """The pool's lead as the daemon measured it over [start, end]: the median of its
+        hourly export (``forecaster_lead_measured_seconds``, ``LEAD_QUERY``) per part; None
+        where the daemon never measured one (it has not run, or no node launched)."""
+
+        def median(part: str) -> float | None:
+            query = LEAD_QUERY.replace("{pool}", pool).replace("{part}", part)
+            _, values = self._query_range(query, start, end, 3600)
+            finite = values[np.isfinite(values)]
+            return float(np.median(finite)) if finite.size else None
+
+        provisioning = median("provisioning")
+        if provisioning is None:
+            return None
+        return MeasuredLead(
+            provisioning_seconds=provisioning, startup_seconds=median("startup"), launches=0
         )
 
     def _first_hour(self, query: str, start: int, end: int) -> int | None:
