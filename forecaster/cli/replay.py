@@ -6,18 +6,22 @@ import argparse
 import dataclasses
 import json
 import logging
+import subprocess
 import sys
 import time
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
 
+from forecaster import __version__
 from forecaster.app.build_replay import replay_policy, replay_setup, replay_setup_from_settings
 from forecaster.app.history import PoolHistory, read_history
 from forecaster.cli.replay_args import EPOCH_DEFAULT, POOL_DEFAULTS
 from forecaster.core.cluster import MeasuredLead
 from forecaster.core.jobs import JobTrace, jobs_from_series
+from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
@@ -347,7 +351,7 @@ def replay_command(args: argparse.Namespace) -> int:
         runs = [ReportRun(r.policy, r.metrics, r.record) for r in results]
         sweep_runs = [ReportRun(r.policy, r.metrics, r.record) for r in sweep]
         notes = [
-            f"trace: {args.jobs or args.series}; {len(jobs)} jobs; metrics over days"
+            f"trace: {_trace_name(args, history)}; {len(jobs)} jobs; metrics over days"
             f" {args.start_day + args.warmup_days:g}-{args.end_day:g} (warm-up excluded)",
             f"nodes of {setup.twin.gpus_per_node} GPUs;"
             f" provisioning {setup.twin.provision_seconds:g} s;"
@@ -399,8 +403,10 @@ def frontier_command(args: argparse.Namespace) -> int:
         evaluate=evaluate,
         workers=workers,
         progress=progress,
-        pool=settings.twin.pool if settings is not None else None,
+        pool=(args.pool or settings.twin.pool) if settings is not None else None,
+        **({} if args.bounds else {"continuation_gaps": ()}),  # the bounds: 16 more runs
     )
+    document["meta"] = _meta(args, epoch=epoch, jobs=jobs, history=history)
     for line in lines:
         print(line)
     if said_notice:
@@ -411,7 +417,7 @@ def frontier_command(args: argparse.Namespace) -> int:
     if args.report:
         notes = [
             *([said_notice] if said_notice else []),
-            f"trace: {args.jobs or args.series}; {len(jobs)} jobs; knobs chosen on days"
+            f"trace: {_trace_name(args, history)}; {len(jobs)} jobs; knobs chosen on days"
             f" {args.tune_days}, judged on days {args.eval_days}",
             "each chosen point is compared with static headroom at its own evaluation GPU-hours"
             " (the static curve interpolated)",
@@ -423,6 +429,48 @@ def frontier_command(args: argparse.Namespace) -> int:
         )
         print(f"wrote {args.report}")
     return 0
+
+
+def _meta(
+    args: argparse.Namespace, *, epoch: int, jobs: JobTrace, history: PoolHistory | None
+) -> dict[str, Any]:
+    """What a frontier's JSON was made from: the trace (or the pool's history), its time zero,
+    every flag, the package version and the git commit of the code (None outside a checkout)."""
+    return {
+        "trace": str(args.jobs or args.series) if history is None else None,
+        "pool": args.pool if history is None else history.pool,
+        "history": None if history is None else history.said(),
+        "epoch": iso_utc(epoch),
+        "jobs": len(jobs),
+        "parameters": {
+            k: str(v) if isinstance(v, Path) else v
+            for k, v in sorted(vars(args).items())
+            if isinstance(v, str | int | float | bool | Path | None)
+        },
+        "forecaster": __version__,
+        "commit": _git_commit(),
+    }
+
+
+def _trace_name(args: argparse.Namespace, history: PoolHistory | None) -> str:
+    """The replayed trace as the report names it: its file, or the pool's history."""
+    return history.said() if history is not None else str(args.jobs or args.series)
+
+
+def _git_commit() -> str | None:
+    """The commit of the checkout this package runs from, if it runs from one."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
 
 
 def _image_pulls(text: str) -> list[float]:

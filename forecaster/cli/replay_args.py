@@ -179,6 +179,12 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         " --eval-days",
     )
     parser.add_argument(
+        "--bounds",
+        action="store_true",
+        help="with --frontier: also sweep the continuation bounds (how far reading bursts"
+        " could go; 16 more replays)",
+    )
+    parser.add_argument(
         "--workers",
         type=int,
         default=None,

@@ -329,6 +329,25 @@ def frontier(
     (reactive,), (oracle,) = curves.pop("reactive"), curves.pop("oracle")
     static, predictive = curves.pop("static", []), curves.pop("predictive", [])
     burst = curves.pop("burst", [])
+
+    def more_static(knobs: Sequence[int]) -> list[Point]:
+        extra = [Run("static", f"static:{k}", k, setup) for k in knobs]
+        if progress is not None:
+            progress(f"extending the static sweep: {', '.join(r.name for r in extra)}")
+        return run_each(
+            functools.partial(measured, jobs=jobs, make_policy=make_policy, windows=windows),
+            extra,
+            workers=workers,
+        )
+
+    chosen_gpu_hours = [
+        point.eval.gpu_hours
+        for points in (predictive, burst)
+        for budget in BUDGETS_PERCENT
+        if (point := choose(points, reactive_gpu_hours=reactive.tune.gpu_hours,
+                            budget_percent=budget)) is not None
+    ]  # fmt: skip
+    static = extend_static(static, chosen_gpu_hours, run=more_static, gpus_per_node=per_node)
     continuation = {f"{gap:g}": curves.pop(f"{gap:g}", []) for gap in continuation_gaps}
     document: dict[str, Any] = {
         "chosen": {},
@@ -351,31 +370,22 @@ def frontier(
         f"windows: tune days {tune[0]:g}-{tune[1]:g},"
         f" evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
     ]
-    for window in ("tune", "eval"):
-        base = getattr(reactive, window).gpu_hours
-        lines.append(
-            f"-- {window} window (GPU-hours vs reactive, P95 / mean wait, > 60 s, > 5 min)"
-        )
-        for label, points in (
+    lines += _tables(
+        [
             ("reactive", [reactive]),
             ("oracle", [oracle]),
             ("static", static),
             ("predictive", predictive),
             ("burst", burst),
             *((f"continuation:{gap}", points) for gap, points in continuation.items()),
-        ):
-            for p in points:
-                m = getattr(p, window)
-                knob = "" if label in ("reactive", "oracle") else f":{p.label}"
-                lines.append(
-                    f"{label + knob:>16} {m.gpu_hours / base - 1:+7.2%} {m.p95_wait_s:6.0f} s"
-                    f" {m.mean_wait_s:7.1f} s {m.share_waiting_over_60s:7.1%}"
-                    f" {m.share_waiting_over_5min:7.1%}"
-                )
-    lines.append(
-        "continuation: knows the rest of each submission (jobs at most GAP s apart) once its"
-        " first pod exists, over a static floor - the bound of a model that reads bursts"
+        ],
+        reactive=reactive,
     )
+    if continuation:
+        lines.append(
+            "continuation: knows the rest of each submission (jobs at most GAP s apart) once"
+            " its first pod exists, over a static floor - the bound of a model that reads bursts"
+        )
     chosen_into = [
         ("predictive", predictive, document["chosen"]),
         ("burst", burst, document["chosen_burst"]),
@@ -415,6 +425,52 @@ def frontier(
         judged, scope=f"{scope}, judged days {evaluate[0]:g}-{evaluate[1]:g}", pool=pool
     )
     return document, lines
+
+
+def _tables(named: Sequence[tuple[str, Sequence[Point]]], *, reactive: Point) -> list[str]:
+    """Every run on each window: GPU-hours against reactive, P95 and mean wait, shares."""
+    lines = []
+    for window in ("tune", "eval"):
+        base = getattr(reactive, window).gpu_hours
+        lines.append(
+            f"-- {window} window (GPU-hours vs reactive, P95 / mean wait, > 60 s, > 5 min)"
+        )
+        for label, points in named:
+            for p in points:
+                m = getattr(p, window)
+                knob = "" if label in ("reactive", "oracle") else f":{p.label}"
+                lines.append(
+                    f"{label + knob:>16} {m.gpu_hours / base - 1:+7.2%} {m.p95_wait_s:6.0f} s"
+                    f" {m.mean_wait_s:7.1f} s {m.share_waiting_over_60s:7.1%}"
+                    f" {m.share_waiting_over_5min:7.1%}"
+                )
+    return lines
+
+
+MAX_EXTENSIONS = 4
+"""Rounds of static K added at most to bracket the chosen points (each half again the largest
+K): past that the verdict says the point is outside the sweep."""
+
+
+def extend_static(
+    static: list[Point],
+    targets: Sequence[float],
+    *,
+    run: Callable[[Sequence[int]], list[Point]],
+    gpus_per_node: int,
+) -> list[Point]:
+    """The static curve, extended until it brackets every chosen point's evaluation GPU-hours
+    (``targets``): while one spends more than the largest K, ``run`` the next K - half again
+    the largest, in whole nodes - for at most ``MAX_EXTENSIONS`` rounds. A point judged against
+    static is then never outside the curve (``verdict`` would refuse to extrapolate)."""
+    curve = sorted(static, key=lambda p: p.knob)
+    for _ in range(MAX_EXTENSIONS):
+        if not curve or not targets or max(targets) <= max(p.eval.gpu_hours for p in curve):
+            break
+        largest = int(curve[-1].knob)
+        step = max(gpus_per_node, -(-largest // 2 // gpus_per_node) * gpus_per_node)
+        curve += run([largest + step])
+    return curve
 
 
 @dataclass(frozen=True)

@@ -17,14 +17,18 @@ import numpy as np
 import pytest
 import yaml
 
-from forecaster.cli import main
+from forecaster.app import build
+from forecaster.cli import build_parser, main
+from forecaster.cli.replay import setup_from
 from forecaster.core.jobs import JobTrace
 from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
+from forecaster.settings import load_settings
 from forecaster.sources.files import read_job_trace
+from forecaster.sources.prometheus import PrometheusSource
 from tests.conftest import ROOT, SAMPLES
 from tests.support.ksm_history import job_series
-from tests.support.prometheus_server import running_prometheus
+from tests.support.prometheus_server import Series, running_prometheus
 
 EPOCH = 1_767_225_600  # 2026-01-01T00:00Z: trace second 0
 FIRST, LAST = 2, 5  # the trace days kube-state-metrics saw
@@ -116,3 +120,34 @@ def test_a_history_too_short_is_refused_in_one_line(
     assert err[-1].startswith("forecaster: error: pool itp: replay")
     assert f"needs at least {needs} days of history" in err[-1]
     assert "found" in err[-1]
+
+
+def test_the_daemons_measured_lead_is_read_as_medians_and_launches_the_twins_nodes(
+    tmp_path: Path,
+) -> None:
+    hours = range(START, END, 3600)
+    provisioning = [(t, 90.0 + (t // 3600) % 3) for t in hours]  # 90, 91, 92, ...: median 91
+    series = [
+        Series(
+            "forecaster_lead_measured_seconds",
+            {"pool": "itp", "part": "provisioning"},
+            provisioning,
+        ),
+        Series(
+            "forecaster_lead_measured_seconds", {"pool": "itp", "part": "startup"}, [(START, 240.0)]
+        ),
+    ]
+    with running_prometheus(tmp_path, series) as url:
+        source = PrometheusSource(url=url, queries={})
+        lead = source.measured_lead("itp", start=START, end=END)
+        assert source.measured_lead("other", start=START, end=END) is None
+    assert lead is not None
+    assert (lead.provisioning_seconds, lead.startup_seconds) == (91.0, 240.0)
+    settings = load_settings(_config(tmp_path, "http://127.0.0.1:9"))
+    args = build_parser().parse_args(["replay", "--config", "x", "--pool", "itp"])
+    measured = setup_from(args, START, settings=settings, lead=lead)
+    configured = setup_from(args, START, settings=settings)
+    assert (measured.twin.provision_seconds, measured.twin.image_pull_seconds) == (91.0, 240.0)
+    pool = settings.pool("itp")
+    assert configured.twin.provision_seconds == pool.lead_time.provisioning_seconds
+    assert configured.budgets == build.budgets(settings)  # the config's caps, not derived ones

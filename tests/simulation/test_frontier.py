@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+from collections.abc import Sequence
 from html import escape as html_escape
 from pathlib import Path
 
@@ -27,8 +28,10 @@ from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.simulation.frontier import (
     KEYS,
+    MAX_EXTENSIONS,
     Point,
     choose,
+    extend_static,
     frontier,
     in_words,
     interpolate,
@@ -161,11 +164,16 @@ def test_the_cli_writes_the_frontier_json(
     code = main([
         "replay", "--jobs", str(trace), "--epoch", epoch, "--frontier", "--tune-days", "1-2",
         "--eval-days", "2-3", "--json", str(out), "--report", str(tmp_path / "f.html"),
+        "--bounds",
     ])  # fmt: skip
     assert code == 0
     document = json.loads(out.read_text())
     assert {"reactive", "oracle", "static", "predictive", "chosen", "tune"} <= set(document)
-    assert set(document["continuation"]) == {"60"}
+    assert set(document["continuation"]) == {"60"}  # --bounds: the continuation bound too
+    meta = document["meta"]
+    assert (meta["trace"], meta["epoch"], meta["jobs"]) == (str(trace), epoch, len(jobs))
+    assert meta["parameters"]["tune_days"] == "1-2" and meta["parameters"]["bounds"] is True
+    assert meta["forecaster"] and "commit" in meta
     out = capsys.readouterr().out
     assert "windows: tune days 1-2, evaluation days 2-3" in out
     assert "continuation: knows the rest of each submission" in out
@@ -198,3 +206,24 @@ def test_workers_give_the_same_frontier() -> None:
     assert len(reported) == 9  # reactive, oracle, 2 static, 2 predictive, 1 burst, 2 bounds
     assert sum("predictive P90+16 done" in line for line in reported) == 1
     assert reported[-1].endswith("(9 of 9)")
+
+
+def test_the_static_sweep_is_extended_until_it_brackets_the_chosen_points() -> None:
+    def point(k: float) -> Point:
+        m = metrics(100 + k)  # each GPU of headroom: one more GPU-hour
+        return Point(k, m, m)
+
+    asked: list[list[int]] = []
+
+    def run(knobs: Sequence[int]) -> list[Point]:
+        asked.append(list(knobs))
+        return [point(k) for k in knobs]
+
+    swept = [point(0), point(16), point(32)]
+    curve = extend_static(swept, [150.0], run=run, gpus_per_node=8)
+    # half again the largest K in whole nodes: 48 (148 GPU-hours, short of 150), then 72
+    assert asked == [[48], [72]] and [p.knob for p in curve] == [0, 16, 32, 48, 72]
+    assert interpolate([p.eval for p in curve], 150.0, key="mean_wait_s") is not None
+    assert extend_static(swept, [120.0], run=run, gpus_per_node=8) == swept  # bracketed: none
+    far = extend_static(swept, [1e6], run=run, gpus_per_node=8)
+    assert len(far) == 3 + MAX_EXTENSIONS  # bounded: past that the verdict says "widen it"
