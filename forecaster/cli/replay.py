@@ -27,11 +27,11 @@ from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.settings import Settings, load_settings
 from forecaster.simulation.declared_notice import declare, notice_waits
-from forecaster.simulation.frontier import frontier, in_words, parse_days, said
+from forecaster.simulation.frontier import FrontierInterrupted, frontier, in_words, parse_days, said
 from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
-from forecaster.simulation.report import ReportRun, render, render_frontier
+from forecaster.simulation.report import ReportRun, render, render_frontier, render_partial
 from forecaster.simulation.twin import TwinConfig
-from forecaster.simulation.workers import usable_cpus
+from forecaster.simulation.workers import Interrupted, usable_cpus
 from forecaster.sources.files import CsvSource, read_job_trace
 
 KEYS = (
@@ -204,26 +204,35 @@ def setup_from(
 def run_all(
     names: list[str], jobs: JobTrace, *, setup: ReplaySetup, static_gpus: int
 ) -> list[ReplayResult]:
-    """Each policy in turn, with a progress bar over simulated days."""
-    results = []
-    total_days = (setup.end - setup.start) / DAY
-    for name in names:
-        policy = replay_policy(name, setup, jobs=jobs, static_gpus=static_gpus)
-        with tqdm(
-            total=round(total_days, 1),
-            desc=f"{policy.name:>12}",
-            unit="day",
-            file=sys.stderr,
-            bar_format="{desc} {bar} {n:.0f}/{total:.0f} simulated days [{elapsed}]",
-        ) as bar:
-
-            def progress(now: float) -> None:
-                day = int((now - setup.start) // DAY)
-                if day > bar.n:
-                    bar.update(day - bar.n)
-
-            results.append(replay(jobs, policy, setup=setup, progress=progress))
+    """Each policy in turn, with a progress bar over simulated days; Ctrl-C raises
+    ``Interrupted`` with the policies that finished."""
+    results: list[ReplayResult] = []
+    try:
+        for name in names:
+            results.append(_run_one(name, jobs, setup=setup, static_gpus=static_gpus))
+    except KeyboardInterrupt:
+        raise Interrupted(dict(enumerate(results))) from None
     return results
+
+
+def _run_one(name: str, jobs: JobTrace, *, setup: ReplaySetup, static_gpus: int) -> ReplayResult:
+    """One policy replayed, a progress bar over its simulated days on stderr."""
+    total_days = (setup.end - setup.start) / DAY
+    policy = replay_policy(name, setup, jobs=jobs, static_gpus=static_gpus)
+    with tqdm(
+        total=round(total_days, 1),
+        desc=f"{policy.name:>12}",
+        unit="day",
+        file=sys.stderr,
+        bar_format="{desc} {bar} {n:.0f}/{total:.0f} simulated days [{elapsed}]",
+    ) as bar:
+
+        def progress(now: float) -> None:
+            day = int((now - setup.start) // DAY)
+            if day > bar.n:
+                bar.update(day - bar.n)
+
+        return replay(jobs, policy, setup=setup, progress=progress)
 
 
 def table(results: list[ReplayResult]) -> list[str]:
@@ -312,10 +321,24 @@ def replay_command(args: argparse.Namespace) -> int:
         ) from None
     pulls = _image_pulls(args.image_pull_sweep)
     said_notice = _notice_line(setup, jobs)
-    results = run_all(names, jobs, setup=setup, static_gpus=args.static_gpus)
     # a swept K also asked for as a policy (static:64 in both) runs and is listed once
-    fresh = [n for n in dict.fromkeys(sweep_names) if n not in {r.policy for r in results}]
-    ran = run_all(fresh, jobs, setup=setup, static_gpus=args.static_gpus) if fresh else []
+    asked = {f"static:{args.static_gpus}" if n == "static" else n for n in names}
+    fresh = [n for n in dict.fromkeys(sweep_names) if n not in asked]
+    try:
+        every = run_all(names + fresh, jobs, setup=setup, static_gpus=args.static_gpus)
+    except Interrupted as stop:
+        done = list(stop.finished.values())
+        return _interrupted(
+            args,
+            {
+                "partial": True,
+                "runs": len(names) + len(fresh),
+                "finished": {
+                    r.policy: {"eval": {k: getattr(r.metrics, k) for k in KEYS}} for r in done
+                },
+            },
+        )
+    results, ran = every[: len(names)], every[len(names) :]
     by_name = {r.policy: r for r in results + ran}
     sweep = [by_name[n] for n in dict.fromkeys(sweep_names)]
     for line in table(results + ran):
@@ -337,16 +360,7 @@ def replay_command(args: argparse.Namespace) -> int:
         for line in pull_lines:
             print(line)
     if args.json:
-        document: dict[str, Any] = {
-            r.policy: {k: getattr(r.metrics, k) for k in KEYS} | {"jobs": r.metrics.jobs}
-            for r in results + sweep
-        }
-        if by_pull:
-            document["image_pull_sweep"] = by_pull
-        if said_notice:
-            document["notice"] = said_notice
-        args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
-        print(f"wrote {args.json}")
+        _write_json(args.json, results + sweep, by_pull=by_pull, notice=said_notice)
     if args.report:
         runs = [ReportRun(r.policy, r.metrics, r.record) for r in results]
         sweep_runs = [ReportRun(r.policy, r.metrics, r.record) for r in sweep]
@@ -375,6 +389,22 @@ def replay_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_json(
+    path: Path, results: list[ReplayResult], *, by_pull: dict[str, Any], notice: str | None
+) -> None:
+    """A plain replay's JSON: the figures per policy, the image-pull sweep, the notice line."""
+    document: dict[str, Any] = {
+        r.policy: {k: getattr(r.metrics, k) for k in KEYS} | {"jobs": r.metrics.jobs}
+        for r in results
+    }
+    if by_pull:
+        document["image_pull_sweep"] = by_pull
+    if notice:
+        document["notice"] = notice
+    path.write_text(json.dumps(document, indent=2, sort_keys=True))
+    print(f"wrote {path}")
+
+
 def frontier_command(args: argparse.Namespace) -> int:
     """``replay --frontier`` (see ``simulation.frontier``)."""
     workers = usable_cpus() if args.workers is None else args.workers
@@ -394,19 +424,24 @@ def frontier_command(args: argparse.Namespace) -> int:
 
     said_notice = _notice_line(setup, jobs)
 
-    document, lines = frontier(
-        jobs,
-        setup,
-        make_policy=replay_policy,
-        epoch=epoch,
-        tune=tune,
-        evaluate=evaluate,
-        workers=workers,
-        progress=progress,
-        pool=(args.pool or settings.twin.pool) if settings is not None else None,
-        **({} if args.bounds else {"continuation_gaps": ()}),  # the bounds: 16 more runs
-    )
-    document["meta"] = _meta(args, epoch=epoch, jobs=jobs, history=history)
+    try:
+        document, lines = frontier(
+            jobs,
+            setup,
+            make_policy=replay_policy,
+            epoch=epoch,
+            tune=tune,
+            evaluate=evaluate,
+            workers=workers,
+            progress=progress,
+            pool=(args.pool or settings.twin.pool) if settings is not None else None,
+            **({} if args.bounds else {"continuation_gaps": ()}),  # the bounds: 16 more runs
+        )
+        document["meta"] = _meta(args, epoch=epoch, jobs=jobs, history=history)
+    except FrontierInterrupted as stop:
+        return _interrupted(
+            args, stop.document | {"meta": _meta(args, epoch=epoch, jobs=jobs, history=history)}
+        )
     for line in lines:
         print(line)
     if said_notice:
@@ -429,6 +464,31 @@ def frontier_command(args: argparse.Namespace) -> int:
         )
         print(f"wrote {args.report}")
     return 0
+
+
+def _interrupted(args: argparse.Namespace, document: dict[str, Any]) -> int:
+    """Ctrl-C: write what finished (JSON and report marked partial), say so in one line, exit
+    130 (``cli.main``'s code for an interrupt)."""
+    finished = document.get("finished", {})
+    lines = [
+        f"{label}: " + ", ".join(f"{k} {v:.4g}" for k, v in figures["eval"].items())
+        for label, figures in finished.items()
+    ]
+    written = []
+    if args.json:
+        args.json.write_text(json.dumps(document, indent=2, sort_keys=True))
+        written.append(str(args.json))
+    if args.report:
+        notes = [f"{len(finished)} of {document.get('runs', '?')} replays finished"]
+        args.report.write_text(render_partial(lines, title="forecaster replay", notes=notes))
+        written.append(str(args.report))
+    wrote = f"; wrote {' and '.join(written)} (partial)" if written else ""
+    print(
+        f"forecaster: interrupted: {len(finished)} of {document.get('runs', '?')} replays"
+        f" finished{wrote}",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def _meta(

@@ -54,7 +54,7 @@ from forecaster.simulation.metrics import ReplayMetrics, as_candidate, measure
 from forecaster.simulation.replay import ReplaySetup, replay
 from forecaster.simulation.twin import Policy
 from forecaster.simulation.verdict import BETTER, NO_WORSE, in_sentences, verdicts
-from forecaster.simulation.workers import run_each
+from forecaster.simulation.workers import Interrupted, run_each
 
 
 class PolicyFactory(Protocol):
@@ -296,33 +296,24 @@ def frontier(
     }
 
     per_node = setup.twin.gpus_per_node
-    runs = [
-        Run("reactive", "reactive", 0, setup),
-        Run("oracle", "oracle", 0, setup),
-        *(Run("static", f"static:{k}", k, setup) for k in static_knobs),
-        *(
-            Run("predictive", "predictive", q, setup.at_point(q, n * per_node), n * per_node)
-            for q in predictive_knobs
-            for n in floor_nodes
-        ),
-        *(Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
-        *(
-            Run(f"{gap:g}", f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
-            for gap in continuation_gaps
-            for k in static_knobs
-        ),
-    ]
-
-    def done(index: int, finished: int) -> None:
-        if progress is not None:
-            progress(f"{runs[index].label} done ({finished} of {len(runs)})")
-
-    results = run_each(
-        functools.partial(measured, jobs=jobs, make_policy=make_policy, windows=windows),
-        runs,
-        workers=workers,
-        done=done,
+    runs = sweep(
+        setup,
+        static_knobs=static_knobs,
+        predictive_knobs=predictive_knobs,
+        floor_nodes=floor_nodes,
+        burst_knobs=burst_knobs,
+        continuation_gaps=continuation_gaps,
     )
+
+    replayed = functools.partial(
+        _replayed,
+        jobs=jobs,
+        make_policy=make_policy,
+        windows=windows,
+        workers=workers,
+        progress=progress,
+    )
+    results = replayed(runs)
     curves: dict[str, list[Point]] = {}
     for run, result in zip(runs, results, strict=True):
         curves.setdefault(run.curve, []).append(result)
@@ -331,14 +322,7 @@ def frontier(
     burst = curves.pop("burst", [])
 
     def more_static(knobs: Sequence[int]) -> list[Point]:
-        extra = [Run("static", f"static:{k}", k, setup) for k in knobs]
-        if progress is not None:
-            progress(f"extending the static sweep: {', '.join(r.name for r in extra)}")
-        return run_each(
-            functools.partial(measured, jobs=jobs, make_policy=make_policy, windows=windows),
-            extra,
-            workers=workers,
-        )
+        return replayed([Run("static", f"static:{k}", k, setup) for k in knobs])
 
     chosen_gpu_hours = [
         point.eval.gpu_hours
@@ -445,6 +429,85 @@ def _tables(named: Sequence[tuple[str, Sequence[Point]]], *, reactive: Point) ->
                     f" {m.share_waiting_over_5min:7.1%}"
                 )
     return lines
+
+
+class FrontierInterrupted(KeyboardInterrupt):
+    """Ctrl-C during the sweep: ``document`` holds the runs that finished (``partial``)."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        super().__init__()
+        self.document = document
+
+
+def partial(runs: Sequence[Run], finished: dict[int, Point]) -> dict[str, Any]:
+    """The JSON of an interrupted sweep: ``{"partial": true, "runs": N, "finished": {label:
+    {"tune": M, "eval": M}}}`` - no choice and no verdict (half a sweep chooses from half the
+    points)."""
+    return {
+        "partial": True,
+        "runs": len(runs),
+        "finished": {
+            runs[i].label: {"tune": _m(point.tune, **point.knobs), "eval": _m(point.eval)}
+            for i, point in sorted(finished.items())
+        },
+    }
+
+
+def _replayed(
+    runs: Sequence[Run],
+    *,
+    jobs: JobTrace,
+    make_policy: PolicyFactory,
+    windows: dict[str, tuple[float, float]],
+    workers: int,
+    progress: Callable[[str], None] | None,
+) -> list[Point]:
+    """``runs`` replayed and measured, a progress line as each finishes; Ctrl-C raises
+    ``FrontierInterrupted`` with those that finished."""
+
+    def done(index: int, finished: int) -> None:
+        if progress is not None:
+            progress(f"{runs[index].label} done ({finished} of {len(runs)})")
+
+    try:
+        return run_each(
+            functools.partial(measured, jobs=jobs, make_policy=make_policy, windows=windows),
+            runs,
+            workers=workers,
+            done=done,
+        )
+    except Interrupted as stop:
+        raise FrontierInterrupted(partial(runs, stop.finished)) from None
+
+
+def sweep(
+    setup: ReplaySetup,
+    *,
+    static_knobs: Sequence[int],
+    predictive_knobs: Sequence[float],
+    floor_nodes: Sequence[int],
+    burst_knobs: Sequence[float],
+    continuation_gaps: Sequence[float],
+) -> list[Run]:
+    """Every replay of the frontier: reactive, oracle, each static K, each predictive quantile
+    at each floor, each burst alpha, each continuation GAP over each static K."""
+    per_node = setup.twin.gpus_per_node
+    return [
+        Run("reactive", "reactive", 0, setup),
+        Run("oracle", "oracle", 0, setup),
+        *(Run("static", f"static:{k}", k, setup) for k in static_knobs),
+        *(
+            Run("predictive", "predictive", q, setup.at_point(q, n * per_node), n * per_node)
+            for q in predictive_knobs
+            for n in floor_nodes
+        ),
+        *(Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
+        *(
+            Run(f"{gap:g}", f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
+            for gap in continuation_gaps
+            for k in static_knobs
+        ),
+    ]
 
 
 MAX_EXTENSIONS = 4

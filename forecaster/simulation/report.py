@@ -227,3 +227,16 @@ def render_frontier(
         f"<img alt='cost against wait' src='data:image/png;base64,{frontier_chart(document)}'>"
         "</body></html>"
     )
+
+
+def render_partial(lines: Sequence[str], *, title: str, notes: Sequence[str]) -> str:
+    """The page of an interrupted run (marked partial): what was run and each finished
+    replay's figures, one line each - no choice, no verdict, no chart."""
+    items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+    rows = "".join(f"<li>{html.escape(line)}</li>" for line in lines)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)} (partial)</title></head><body>"
+        f"<h1>{html.escape(title)} - partial: interrupted</h1><ul>{items}</ul>"
+        f"<h2>Replays that finished</h2><ul>{rows}</ul></body></html>"
+    )

@@ -15,11 +15,12 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from logging.handlers import QueueHandler, QueueListener
 from multiprocessing.queues import Queue
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from threadpoolctl import threadpool_limits
 
@@ -34,6 +35,14 @@ def usable_cpus() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during ``run_each``: the results of the tasks that finished, by task index."""
+
+    def __init__(self, finished: dict[int, Any]) -> None:
+        super().__init__()
+        self.finished = finished
+
+
 def run_each(
     run: Callable[[Task], Result],
     tasks: Sequence[Task],
@@ -43,14 +52,18 @@ def run_each(
 ) -> list[Result]:
     """``run`` over ``tasks``, results in the tasks' order; in up to ``workers`` processes when
     more than one. ``done(index, finished)`` after each task, as tasks finish. The first error
-    raised by a task is raised here, and tasks not started yet are cancelled."""
+    raised by a task is raised here, and tasks not started yet are cancelled. Ctrl-C raises
+    ``Interrupted`` with what finished; the workers are stopped, not waited for."""
+    finished: dict[int, Result] = {}
     if workers <= 1 or len(tasks) <= 1:
-        results = []
-        for index, task in enumerate(tasks):
-            results.append(run(task))
-            if done is not None:
-                done(index, index + 1)
-        return results
+        try:
+            for index, task in enumerate(tasks):
+                finished[index] = run(task)
+                if done is not None:
+                    done(index, index + 1)
+        except KeyboardInterrupt:
+            raise Interrupted(finished) from None
+        return [finished[i] for i in range(len(tasks))]
     context = multiprocessing.get_context("spawn")
     records: Queue[logging.LogRecord] = context.Queue()
     root = logging.getLogger()
@@ -62,15 +75,22 @@ def run_each(
         initializer=_worker_started,
         initargs=(records, root.level, _levels()),
     )
+    interrupted = False
     try:
         futures: dict[Future[Result], int] = {pool.submit(run, t): i for i, t in enumerate(tasks)}
-        for finished, future in enumerate(as_completed(futures), start=1):
-            future.result()  # the first failure stops the rest
+        for count, future in enumerate(as_completed(futures), start=1):
+            finished[futures[future]] = future.result()  # the first failure stops the rest
             if done is not None:
-                done(futures[future], finished)
+                done(futures[future], count)
         return [future.result() for future in futures]
+    except KeyboardInterrupt:
+        interrupted = True
+        raise Interrupted(finished) from None
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if interrupted:  # a replay runs for minutes: stop the workers rather than wait
+            for child in multiprocessing.active_children():
+                child.terminate()
+        pool.shutdown(wait=not interrupted, cancel_futures=True)
         listener.stop()
 
 
@@ -90,6 +110,7 @@ def _worker_started(
 ) -> None:
     """Log through ``records`` at the caller's ``level`` and named loggers' ``levels``; one BLAS
     thread per worker (the workers are the parallelism, as the CLI's own limit)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
     root = logging.getLogger()
     root.handlers[:] = [QueueHandler(records)]
     root.setLevel(level)
