@@ -1221,6 +1221,29 @@ MUTATIONS = (
         "        if False:",
         ("tests/sources/test_check_query.py::test_the_default_retention_is_read_as_15_days",),
     ),
+    Mutation(
+        "the pods of one Job are not one gang in a pool's history",
+        "forecaster/core/jobs.py",
+        "        if gang is not None and pod.created - gang[0].created <= step_seconds:",
+        "        if False:",
+        (
+            "tests/cli/test_history_replay.py::test_the_export_gives_back_the_traces_jobs_gangs_whole",
+        ),
+    ),
+    Mutation(
+        "a history shorter than a replay needs is replayed anyway",
+        "forecaster/app/history.py",
+        "    if days < least.days:",
+        "    if False:",
+        ("tests/cli/test_history_replay.py::test_a_history_too_short_is_refused_in_one_line",),
+    ),
+    Mutation(
+        "Ctrl-C in a parallel sweep throws away the replays that finished",
+        "forecaster/simulation/workers.py",
+        "        raise Interrupted(finished) from None\n    finally:",
+        "        raise Interrupted({}) from None\n    finally:",
+        ("tests/cli/test_replay_interrupt.py::test_ctrl_c_writes_what_finished_and_exits_130",),
+    ),
 )
 
 
