@@ -304,8 +304,9 @@ def replay_command(args: argparse.Namespace) -> int:
     """The ``replay`` subcommand."""
     _make_output_folders(args)
     # the predictive policy is the daemon's loop: its per-tick decision line, at one tick per
-    # simulated half-minute for weeks, would be millions of lines; hand-offs still show
-    logging.getLogger("forecaster.reconcile.loop").setLevel(logging.WARNING)
+    # simulated half-minute for weeks, would be millions of lines, and a churning SLO's hand-off
+    # warnings thousands per frontier; the table counts hand-offs (its handoffs column)
+    logging.getLogger("forecaster.reconcile.loop").setLevel(logging.ERROR)
     if args.frontier:
         return frontier_command(args)
     settings = load_settings(args.config) if args.config is not None else None
