@@ -18,11 +18,13 @@ import pytest
 import yaml
 
 from forecaster.app import build
+from forecaster.app.history import MIN_FRONTIER, MIN_REPLAY, Windows, windows
 from forecaster.cli import build_parser, main
 from forecaster.cli.replay import setup_from
 from forecaster.core.jobs import JobTrace
 from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
+from forecaster.errors import DataError
 from forecaster.settings import load_settings
 from forecaster.sources.files import read_job_trace
 from forecaster.sources.prometheus import PrometheusSource
@@ -151,3 +153,12 @@ def test_the_daemons_measured_lead_is_read_as_medians_and_launches_the_twins_nod
     pool = settings.pool("itp")
     assert configured.twin.provision_seconds == pool.lead_time.provisioning_seconds
     assert configured.budgets == build.budgets(settings)  # the config's caps, not derived ones
+
+
+def test_what_exists_is_split_a_quarter_warm_up_then_tuned_and_judged() -> None:
+    assert windows(28, frontier=True) == Windows(warmup=7, tuned=12, judged=9)
+    assert windows(14, frontier=True) == MIN_FRONTIER == Windows(warmup=3, tuned=7, judged=4)
+    assert windows(3, frontier=False) == MIN_REPLAY == Windows(warmup=1, tuned=0, judged=2)
+    assert windows(28, frontier=True).said() == "warm-up days 1-7, tuned 8-19, judged 20-28"
+    with pytest.raises(DataError, match="needs at least 14 days"):
+        windows(13, frontier=True)
