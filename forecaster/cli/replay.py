@@ -301,12 +301,22 @@ def image_pull_sweep(
 
 
 def replay_command(args: argparse.Namespace) -> int:
-    """The ``replay`` subcommand."""
+    """The ``replay`` subcommand. The predictive policy is the daemon's loop: its per-tick
+    decision line, at one tick per simulated half-minute for weeks, would be millions of lines,
+    and a churning SLO's hand-off warnings thousands per frontier - the loop logs errors only
+    while it replays (the table counts hand-offs: its handoffs column)."""
+    loop = logging.getLogger("forecaster.reconcile.loop")
+    level = loop.level
+    loop.setLevel(logging.ERROR)
+    try:
+        return _replay(args)
+    finally:
+        loop.setLevel(level)
+
+
+def _replay(args: argparse.Namespace) -> int:
+    """``replay_command`` with the loop quieted."""
     _make_output_folders(args)
-    # the predictive policy is the daemon's loop: its per-tick decision line, at one tick per
-    # simulated half-minute for weeks, would be millions of lines, and a churning SLO's hand-off
-    # warnings thousands per frontier; the table counts hand-offs (its handoffs column)
-    logging.getLogger("forecaster.reconcile.loop").setLevel(logging.ERROR)
     if args.frontier:
         return frontier_command(args)
     settings = load_settings(args.config) if args.config is not None else None

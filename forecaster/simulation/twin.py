@@ -308,21 +308,19 @@ class Twin:
 
     def snapshot(self) -> PoolSnapshot:
         """What the observer would report now."""
-        ready = launching = 0
-        for node in self.live.values():
-            if node.ready_at <= self.now:
-                ready += self.cfg.gpus_per_node
-            else:
+        ready = launching = stranded = empty = 0
+        for node in self.live.values():  # one pass: this runs every tick of every replay
+            if node.ready_at > self.now:
                 launching += self.cfg.gpus_per_node
+                continue
+            ready += self.cfg.gpus_per_node
+            if node.jobs:
+                stranded += node.free
+            elif node.placeholder is None:
+                empty += node.free
         running = sum(map(self._gpus.__getitem__, self.job_nodes))
         pending = sum(map(self._gpus.__getitem__, self.pending))
         held = self.cfg.gpus_per_node * len(self.live_placeholders)
-        stranded = sum(n.free for n in self.live.values() if n.jobs and n.ready_at <= self.now)
-        empty = sum(
-            n.free
-            for n in self.live.values()
-            if not n.jobs and n.placeholder is None and n.ready_at <= self.now
-        )
         return PoolSnapshot(
             pool=self.cfg.pool,
             observed_at=int(self.now),
