@@ -8,7 +8,6 @@ import json
 import logging
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
+from forecaster.service.clock import SystemClock
 from forecaster.settings import Settings, load_settings
 from forecaster.simulation.declared_notice import declare, notice_waits
 from forecaster.simulation.frontier import FrontierInterrupted, frontier, in_words, parse_days, said
@@ -87,7 +87,7 @@ def pool_history(args: argparse.Namespace, settings: Settings | None) -> PoolHis
     if args.jobs is not None or args.series is not None:
         raise ConfigError("--days: replays the pool's own history, not --jobs or --series")
     args.pool = args.pool or settings.twin.pool
-    end = args.end if args.end is not None else int(time.time())
+    end = args.end if args.end is not None else int(SystemClock().now().timestamp())
     history = read_history(
         settings, pool=args.pool, days=args.days, end=end, replay=True, frontier=args.frontier
     )
@@ -339,7 +339,7 @@ def _replay(args: argparse.Namespace) -> int:
         every = run_all(names + fresh, jobs, setup=setup, static_gpus=args.static_gpus)
     except Interrupted as stop:
         done = list(stop.finished.values())
-        return _interrupted(
+        return _write_partial(
             args,
             {
                 "partial": True,
@@ -434,7 +434,7 @@ def frontier_command(args: argparse.Namespace) -> int:
         print(f"frontier: {text}", file=sys.stderr)
 
     said_notice = _notice_line(setup, jobs)
-
+    meta = _meta(args, epoch=epoch, jobs=jobs, history=history)
     try:
         document, lines = frontier(
             jobs,
@@ -448,11 +448,9 @@ def frontier_command(args: argparse.Namespace) -> int:
             pool=(args.pool or settings.twin.pool) if settings is not None else None,
             **({} if args.bounds else {"continuation_gaps": ()}),  # the bounds: 16 more runs
         )
-        document["meta"] = _meta(args, epoch=epoch, jobs=jobs, history=history)
     except FrontierInterrupted as stop:
-        return _interrupted(
-            args, stop.document | {"meta": _meta(args, epoch=epoch, jobs=jobs, history=history)}
-        )
+        return _write_partial(args, stop.document | {"meta": meta})
+    document["meta"] = meta
     for line in lines:
         print(line)
     if said_notice:
@@ -477,7 +475,7 @@ def frontier_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _interrupted(args: argparse.Namespace, document: dict[str, Any]) -> int:
+def _write_partial(args: argparse.Namespace, document: dict[str, Any]) -> int:
     """Ctrl-C: write what finished (JSON and report marked partial), say so in one line, exit
     130 (``cli.main``'s code for an interrupt)."""
     finished = document.get("finished", {})
