@@ -201,8 +201,8 @@ MUTATIONS = (
     Mutation(
         "a pod's start time is only read from the first window that saw it",
         "forecaster/sources/prometheus.py",
-        "row[1] = started if math.isnan(row[1]) else row[1]",
-        "row[1] = row[1]",
+        "started = started if math.isnan(seen.started) else seen.started",
+        "started = seen.started",
         (
             "tests/sources/test_prometheus.py::test_pod_history_has_each_pods_creation_run_time_and_gpus",
         ),
