@@ -1,0 +1,241 @@
+"""Mutation testing of the safety functions with cosmic-ray: time-boxed, resumable, published.
+
+The curated list (``scripts/mutation_check.py``) breaks the lines its authors thought of; this
+lets a tool break every line of the functions that decide money, expiry, leadership, ownership
+and the kill switch (``bench/mutation/scope.py``) and asks the suite to notice.
+
+How a run goes, all on the commit checked out (HEAD; a run judges a commit):
+
+1. a coverage map (which tests run which line; ``tests_map``), rebuilt when the source or the
+   tests changed;
+2. one cosmic-ray session per scoped module in ``.mutation/sessions``, kept while the module is
+   unchanged; mutants outside the scoped functions, in logging calls or of operators not worth
+   a run are marked skipped; survivors are tried again when the tests changed (new tests may
+   kill them);
+3. ``cosmic-ray exec`` over the pending mutants, one working copy per core, until done or the
+   time box ends (killed mid-mutant, the mutant stays pending for the next run);
+4. the result by module and function - mutants, killed, equivalent (``equivalent.py``, each
+   with its reason), survived, pending - printed and written to ``docs/results/mutation.json``.
+
+Run: ``.venv/bin/python -m bench.mutation.run [--minutes 60]`` (``--report`` only reports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from cosmic_ray.work_db import WorkDB, use_db
+from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
+
+from bench.mutation.paths import COPIED, PRISTINE, RESULT, ROOT, STATE, TESTS_MAP
+from bench.mutation.report import publish
+from bench.mutation.scope import SCOPE, SHARDS, kept
+from bench.mutation.skips import logging_lines, scoped
+from bench.mutation.tests_map import build
+
+SESSIONS = STATE / "sessions"
+MUTANT_TIMEOUT_SECONDS = 300
+
+
+def git(*args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def export(dest: Path) -> Path:
+    """A copy of HEAD's files at ``dest``, with the scoped modules' pristine copies beside."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", "HEAD", *COPIED], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    for module in SCOPE:
+        (dest / PRISTINE / module).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(dest / module, dest / PRISTINE / module)
+    return dest
+
+
+def session_of(module: str) -> Path:
+    return SESSIONS / (module.replace("/", "__") + ".sqlite")
+
+
+def config_of(module: str) -> Path:
+    config = SESSIONS / (module.replace("/", "__") + ".toml")
+    config.write_text(
+        "[cosmic-ray]\n"
+        f'module-path = "{module}"\n'
+        f"timeout = {MUTANT_TIMEOUT_SECONDS}.0\n"
+        "excluded-modules = []\n"
+        f'test-command = "{sys.executable} -m bench.mutation.select_tests"\n'
+        '[cosmic-ray.distributor]\nname = "local"\n'
+    )
+    return config
+
+
+def _keys(module: str) -> dict[str, str]:
+    path = session_of(module).with_suffix(".keys.json")
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def _save_keys(module: str, keys: dict[str, str]) -> None:
+    session_of(module).with_suffix(".keys.json").write_text(json.dumps(keys))
+
+
+def tests_map(map_key: str) -> dict[str, object]:
+    """The coverage map for HEAD, built once per source-and-tests state."""
+    path = STATE / "tests-map.json"
+    if path.exists():
+        cached = json.loads(path.read_text())
+        if cached.get("key") == map_key:
+            return dict(cached)
+    print("mutation: building the coverage map (the suite under coverage, once)", flush=True)
+    started = time.monotonic()
+    built = build(export(STATE / "map-copy"))
+    built["key"] = map_key
+    built["built_seconds"] = round(time.monotonic() - started)
+    path.write_text(json.dumps(built))
+    print(f"mutation: coverage map built in {built['built_seconds']} s", flush=True)
+    return built
+
+
+def prepare(module: str, copy: Path, map_key: str) -> None:
+    """The module's session: made (and filtered) for its source, survivors retried on new tests."""
+    session = session_of(module)
+    keys = _keys(module)
+    source_key = git("rev-parse", f"HEAD:{module}")
+    if keys.get("source") != source_key or not session.exists():
+        session.unlink(missing_ok=True)
+        subprocess.run(
+            [
+                str(Path(sys.executable).parent / "cosmic-ray"),
+                "init",
+                str(config_of(module)),
+                str(session),
+            ],
+            cwd=copy,
+            check=True,
+        )
+        _skip_out_of_scope(module, copy, session)
+        keys = {"source": source_key, "map": map_key}
+    elif keys.get("map") != map_key:
+        _retry_survivors(session)
+        keys["map"] = map_key
+    _save_keys(module, keys)
+
+
+def _skip_out_of_scope(module: str, copy: Path, session: Path) -> None:
+    in_logging = logging_lines(copy / module)
+    functions = set(SCOPE[module])
+    with use_db(str(session), WorkDB.Mode.open) as db:
+        skipped = []
+        for item in db.pending_work_items:
+            mutation = item.mutations[0]
+            reason = None
+            if not kept(mutation.operator_name):
+                reason = "operator not in the kept set"
+            elif not scoped(mutation.definition_name, functions):
+                reason = f"outside the scoped functions ({mutation.definition_name})"
+            elif mutation.start_pos[0] in in_logging:
+                reason = "inside a logging call"
+            if reason is not None:
+                skipped.append((item.job_id, reason))
+        for job_id, reason in skipped:
+            db.set_result(job_id, WorkResult(worker_outcome=WorkerOutcome.SKIPPED, output=reason))
+
+
+def _retry_survivors(session: Path) -> None:
+    with sqlite3.connect(session) as db:
+        db.execute("DELETE FROM work_results WHERE test_outcome = ?", (TestOutcome.SURVIVED.value,))
+
+
+def pending(module: str) -> int:
+    with use_db(str(session_of(module)), WorkDB.Mode.open) as db:
+        return db.num_work_items - db.num_results
+
+
+def _shards(modules: list[str]) -> list[list[str]]:
+    """Modules dealt to the shards, largest first, each to the lightest shard so far."""
+    shards: list[list[str]] = [[] for _ in range(SHARDS)]
+    loads = [0] * SHARDS
+    for module in sorted(modules, key=pending, reverse=True):
+        lightest = loads.index(min(loads))
+        shards[lightest].append(module)
+        loads[lightest] += pending(module)
+    return shards
+
+
+def _execute(modules: list[str], copy: Path, deadline: float, stopped: threading.Event) -> None:
+    cosmic_ray = str(Path(sys.executable).parent / "cosmic-ray")
+    env = dict(os.environ, PYTHONPATH=str(copy))
+    for module in modules:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or stopped.is_set():
+            return
+        process = subprocess.Popen(
+            [cosmic_ray, "exec", str(config_of(module)), str(session_of(module))],
+            cwd=copy,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        try:
+            process.wait(timeout=remaining)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            stopped.set()
+            return
+        print(f"mutation: {module} done ({pending(module)} pending)", flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=60.0, help="the time box (default 60)")
+    parser.add_argument("--report", action="store_true", help="only report what the sessions hold")
+    args = parser.parse_args(argv)
+    if not args.report:
+        if git("status", "--porcelain", "--untracked-files=no", *COPIED):
+            print("mutation: note: uncommitted changes are not judged (a run judges HEAD)")
+        started = time.monotonic()
+        deadline = started + args.minutes * 60
+        SESSIONS.mkdir(parents=True, exist_ok=True)
+        map_key = git("rev-parse", "HEAD:forecaster") + "-" + git("rev-parse", "HEAD:tests")
+        built = tests_map(map_key)
+        copies = [export(STATE / f"work-{shard}") for shard in range(SHARDS)]
+        for copy in copies:
+            (copy / TESTS_MAP).write_text(json.dumps(built))
+        for module in SCOPE:
+            prepare(module, copies[0], map_key)
+        stopped = threading.Event()
+        workers = [
+            threading.Thread(target=_execute, args=(modules, copy, deadline, stopped))
+            for modules, copy in zip(_shards(list(SCOPE)), copies, strict=True)
+        ]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        print(
+            f"mutation: ran {time.monotonic() - started:.0f} s of a {args.minutes:.0f}-minute box"
+        )
+    survivors = publish(
+        {module: session_of(module) for module in SCOPE}, git("rev-parse", "HEAD"), RESULT
+    )
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

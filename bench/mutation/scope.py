@@ -1,0 +1,158 @@
+"""What the mutation tool mutates: the functions that decide money, expiry, leadership, ownership
+and the kill switch, and the mutation operators worth a test run.
+
+A function is named as cosmic-ray names the definition that encloses a mutation: the innermost
+``def`` (a nested function by its own name). Everything else in these modules is left alone,
+and so is every line inside a logging call (a changed number in a log line is not a defect).
+"""
+
+from __future__ import annotations
+
+import re
+
+SCOPE: dict[str, tuple[str, ...]] = {
+    # NodePool protect / extend / restore
+    "forecaster/actuators/nodepools.py": (
+        "protect",
+        "restore",
+        "protected_until",
+        "_retrying",
+        "_restore_patch",
+        "_annotations",
+        "pause_record",
+        "_protect_patch",
+    ),
+    # placeholder converge, scale-down and delete; the pod spec that carries the safety fields
+    "forecaster/actuators/placeholders.py": (
+        "verify_priority_class",
+        "apply",
+        "remove_all",
+        "remove_bare_pods",
+        "_running_jobs",
+        "delete",
+        "_create",
+        "_require_existing_is_ours",
+        "placeholder_pod_spec",
+        "placeholder_job",
+        "_ended",
+        "_require_ours",
+        "_gpus",
+        "_created_at",
+    ),
+    # CapacityBuffer write / renew / expire / ownership
+    "forecaster/actuators/capacitybuffers.py": (
+        "apply",
+        "remove",
+        "expired",
+        "zero",
+        "_ensure_template",
+        "_buffer",
+        "_expires_at",
+    ),
+    # Lease renew and validity, the cleanup fence
+    "forecaster/actuators/leases.py": (
+        "is_leader",
+        "remaining_seconds",
+        "try_acquire_or_renew",
+        "earlier_leader",
+        "holder",
+        "step_down",
+        "release",
+        "_body",
+        "_round",
+        "fence",
+        "_earlier",
+        "_seconds",
+        "_deadline",
+        "release_fence",
+        "lease_body",
+    ),
+    # the observer's accounting of the GPUs we hold (launching nodes, shared nodes)
+    "forecaster/actuators/observer.py": (
+        "_ready",
+        "_is_placeholder",
+        "_allocatable",
+        "_buffer_gpus",
+        "_node_gpus",
+        "_snapshot",
+        "_note_created",
+    ),
+    # the actuator's per-pool error gate
+    "forecaster/actuators/actuator.py": (
+        "apply",
+        "_converge_placeholders",
+        "_carry_out",
+        "_set_prewarm",
+    ),
+    # the kill-switch read
+    "forecaster/actuators/control.py": ("read",),
+    # the daemon's reconcile and stuck logic; the loop's halt, act and spend record
+    "forecaster/service/daemon.py": ("stuck", "reconcile", "spend"),
+    "forecaster/reconcile/loop.py": ("_halt", "_act", "_record"),
+    # the expiry and cleanup job
+    "forecaster/app/cleanup.py": (
+        "attempt",
+        "cleanup",
+        "expire",
+        "_buffers",
+        "_zeroing",
+        "_deleting",
+        "_legacy_pods",
+        "_restore_nodepools",
+        "restore",
+        "_remove_buffers",
+        "still_held",
+    ),
+    # the planner's caps
+    "forecaster/core/planner.py": (
+        "_limit_room",
+        "_cap",
+        "billed_gpus",
+        "_allocate",
+        "_finish",
+        "_nodepool_action",
+    ),
+    "forecaster/core/budget.py": (
+        "add_gpu_hours",
+        "gpu_hours_last_day",
+        "_within_day",
+        "drop_through",
+        "record_spend",
+        "spent_last_day",
+    ),
+}
+
+# cosmic-ray's operators, as regular expressions over its names, that are worth a test run: a
+# negated or shifted comparison, a negated condition, True/False, and/or, a changed number,
+# + and -, * and /, a loop that never runs, break/continue, a swallowed exception. Left out:
+# the bit and power operators and the other arithmetic swaps (each would add ten mutants per
+# expression for no new question), the variable replacers (random names) and decorator removal.
+KEPT_OPERATORS = tuple(
+    re.compile(pattern)
+    for pattern in (
+        # a comparison negated or its boundary moved (not every other comparison: == made <
+        # asks nothing != does not)
+        r"core/ReplaceComparisonOperator_(Eq_NotEq|NotEq_Eq|Is_IsNot|IsNot_Is)",
+        r"core/ReplaceComparisonOperator_(Lt_GtE|Lt_LtE|LtE_Gt|LtE_Lt|Gt_LtE|Gt_GtE|GtE_Lt|GtE_Gt)",
+        r"core/AddNot",
+        r"core/ReplaceTrueWithFalse",
+        r"core/ReplaceFalseWithTrue",
+        r"core/ReplaceAndWithOr",
+        r"core/ReplaceOrWithAnd",
+        r"core/ReplaceBreakWithContinue",
+        r"core/ReplaceContinueWithBreak",
+        r"core/NumberReplacer",
+        r"core/ZeroIterationForLoop",
+        r"core/ExceptionReplacer",
+        r"core/ReplaceBinaryOperator_(Add_Sub|Sub_Add|Mul_Div|Div_Mul|FloorDiv_Div|Div_FloorDiv)",
+        r"core/ReplaceUnaryOperator_(Delete_Not|USub_UAdd)",
+    )
+)
+
+# the shards run side by side, one per core, each in a copy of its own
+SHARDS = 2
+
+
+def kept(operator: str) -> bool:
+    """Is ``operator`` one the run spends a test run on?"""
+    return any(pattern.fullmatch(operator) for pattern in KEPT_OPERATORS)

@@ -1,0 +1,79 @@
+"""cosmic-ray's test command: run the tests that execute the mutated lines, fastest first.
+
+cosmic-ray writes one mutant into the scoped module in this working copy and runs this (the
+working directory is the copy). It says nothing about which mutant, so the mutated lines are
+found by comparing each scoped module with the pristine copy kept beside it; the tests that
+cover those lines come from the coverage map (``tests_map``). Exit 0 means the mutant survived,
+anything else that a test failed (or the mutant broke the import: also caught).
+
+A line no in-process test covers (reached only by a subprocess test, or by nothing) falls back
+to the curated mutation check's tests for that file; no test at all is a survivor.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from bench.mutation.paths import PRISTINE, TESTS_MAP
+
+PYTEST_NO_TESTS = 5
+PYTEST_USAGE_ERROR = 4
+
+
+def mutated_lines(copy: Path, modules: list[str]) -> tuple[str, set[int]] | None:
+    """The scoped module that differs from its pristine copy, and its changed (old) lines."""
+    for module in modules:
+        now = (copy / module).read_text().splitlines()
+        before = (copy / PRISTINE / module).read_text().splitlines()
+        if now == before:
+            continue
+        lines: set[int] = set()
+        matcher = difflib.SequenceMatcher(a=before, b=now, autojunk=False)
+        for tag, start, end, _, _ in matcher.get_opcodes():
+            if tag != "equal":
+                lines.update(range(start + 1, max(end, start + 1) + 1))
+        return module, lines
+    return None
+
+
+def chosen_tests(tests_map: dict[str, object], module: str, lines: set[int]) -> list[str]:
+    """Covering tests, fastest first; the curated fallback when no in-process test covers."""
+    by_line: dict[str, list[str]] = tests_map["lines"].get(module, {})  # type: ignore[attr-defined]
+    seconds: dict[str, float] = tests_map["seconds"]  # type: ignore[assignment]
+    found = {test for line in lines for test in by_line.get(str(line), ())}
+    if not found:
+        found = set(tests_map["fallback"].get(module, ()))  # type: ignore[attr-defined]
+    return sorted(found, key=lambda test: (seconds.get(test, 60.0), test))
+
+
+def main() -> int:
+    copy = Path.cwd()
+    tests_map = json.loads((copy / TESTS_MAP).read_text())
+    found = mutated_lines(copy, sorted(tests_map["modules"]))
+    if found is None:
+        print("select-tests: no scoped module differs from its pristine copy")
+        return 0
+    module, lines = found
+    tests = chosen_tests(tests_map, module, lines)
+    print(f"select-tests: {module} lines {sorted(lines)}: {len(tests)} tests", flush=True)
+    if not tests:
+        return 0
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        cwd=copy,
+        check=False,
+    )
+    if result.returncode == PYTEST_NO_TESTS:
+        return 0
+    if result.returncode == PYTEST_USAGE_ERROR:
+        print("select-tests: SELECTION-ERROR pytest could not take the selection")
+        return 0  # a survivor to look at, not a kill nobody earned
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
