@@ -45,6 +45,7 @@ from bench.mutation.tests_map import build
 
 SESSIONS = STATE / "sessions"
 MUTANT_TIMEOUT_SECONDS = 300
+COSMIC_RAY = (sys.executable, "-m", "bench.mutation.cli")  # with our DropCall operator
 
 
 def git(*args: str) -> str:
@@ -114,16 +115,15 @@ def prepare(module: str, copy: Path, map_key: str) -> None:
     """The module's session: made (and filtered) for its source, survivors retried on new tests."""
     session = session_of(module)
     keys = _keys(module)
-    source_key = git("rev-parse", f"HEAD:{module}")
+    # the module, and what decides its mutants (the scope, the operators)
+    source_key = "-".join(
+        git("rev-parse", f"HEAD:{path}")
+        for path in (module, "bench/mutation/scope.py", "bench/mutation/operators.py")
+    )
     if keys.get("source") != source_key or not session.exists():
         session.unlink(missing_ok=True)
         subprocess.run(
-            [
-                str(Path(sys.executable).parent / "cosmic-ray"),
-                "init",
-                str(config_of(module)),
-                str(session),
-            ],
+            [*COSMIC_RAY, "init", str(config_of(module)), str(session)],
             cwd=copy,
             check=True,
         )
@@ -177,14 +177,13 @@ def _shards(modules: list[str]) -> list[list[str]]:
 
 
 def _execute(modules: list[str], copy: Path, deadline: float, stopped: threading.Event) -> None:
-    cosmic_ray = str(Path(sys.executable).parent / "cosmic-ray")
     env = dict(os.environ, PYTHONPATH=str(copy))
     for module in modules:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or stopped.is_set():
             return
         process = subprocess.Popen(
-            [cosmic_ray, "exec", str(config_of(module)), str(session_of(module))],
+            [*COSMIC_RAY, "exec", str(config_of(module)), str(session_of(module))],
             cwd=copy,
             env=env,
             stdout=subprocess.DEVNULL,

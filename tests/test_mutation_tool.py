@@ -1,0 +1,78 @@
+"""The mutation tool's own choices (``bench/mutation``): which lines a mutant changed, which
+tests it gets, which mutants are not worth a run. A wrong choice here would report survivors
+nobody could kill, or - worse - kills no test earned."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.mutation.paths import PRISTINE
+from bench.mutation.scope import SCOPE, kept
+from bench.mutation.select_tests import chosen_tests, mutated_lines
+from bench.mutation.skips import logging_lines, scoped
+
+MODULE = "forecaster/core/budget.py"
+
+
+def _copy(tmp_path: Path, before: str, after: str) -> Path:
+    for root, text in ((tmp_path / PRISTINE, before), (tmp_path, after)):
+        (root / MODULE).parent.mkdir(parents=True, exist_ok=True)
+        (root / MODULE).write_text(text)
+    return tmp_path
+
+
+def test_the_mutated_lines_are_found_in_the_pristine_numbering(tmp_path: Path) -> None:
+    before = "a = 1\nif a < 2:\n    b = [\n        1,\n        2,\n    ]\n"
+    after = "a = 1\nif a <= 2:\n    b = []\n"  # a shifted comparison, a loop made empty
+    copy = _copy(tmp_path, before, after)
+    assert mutated_lines(copy, [MODULE]) == (MODULE, {2, 3, 4, 5, 6})
+    (copy / MODULE).write_text(before)
+    assert mutated_lines(copy, [MODULE]) is None
+
+
+def test_a_mutant_gets_the_tests_that_run_its_lines_fastest_first_else_the_curated_ones() -> None:
+    tests_map: dict[str, object] = {
+        "lines": {MODULE: {"3": ["t::slow", "t::fast"], "4": ["t::fast", "t::other"]}},
+        "seconds": {"t::slow": 9.0, "t::fast": 0.1, "t::other": 1.0},
+        "fallback": {MODULE: ["t::curated"]},
+    }
+    assert chosen_tests(tests_map, MODULE, {3, 4}) == ["t::fast", "t::other", "t::slow"]
+    assert chosen_tests(tests_map, MODULE, {40}) == ["t::curated"]
+
+
+def test_log_lines_out_of_scope_functions_and_noisy_operators_are_skipped(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("def f(x):\n    log.info(\n        'x %d', x + 1\n    )\n    return x + 1\n")
+    assert logging_lines(module) == {2, 3, 4}
+    assert scoped("f", {"f"}) and not scoped("g", {"f"}) and not scoped(None, {"f"})
+    assert kept("core/ReplaceComparisonOperator_Lt_LtE") and kept("core/AddNot")
+    assert not kept("core/ReplaceBinaryOperator_Add_BitXor") and not kept("core/VariableReplacer")
+
+
+def test_every_scoped_function_exists() -> None:
+    """A function renamed in the code would silently fall out of the tool's scope."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent
+    for module, functions in SCOPE.items():
+        defined = {
+            node.name
+            for node in ast.walk(ast.parse((root / module).read_text()))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        }
+        assert set(functions) <= defined, (module, set(functions) - defined)
+
+
+def test_drop_call_drops_calls_made_for_their_effect_only() -> None:
+    from cosmic_ray.mutating import mutate_code
+
+    from bench.mutation.operators import DropCall
+
+    source = (
+        "def f(job):\n    check(job)  # why\n    client.delete(job)\n"
+        "    x = g(1)\n    return h(x)\n"
+    )
+    mutants = [mutate_code(source, DropCall(), occurrence) for occurrence in range(3)]
+    assert mutants[0] == source.replace("check(job)", "None")
+    assert mutants[1] == source.replace("client.delete(job)", "None")
+    assert mutants[2] is None  # an assignment's or a return's call is never dropped
