@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# no cache to write; no schemathesis plugin (no listed test fuzzes the API, and loading it with
+# hypothesis is about 2 s of every one of these runs)
+QUIET_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:schemathesis")
 
 
 @dataclass(frozen=True)
@@ -1276,7 +1279,7 @@ def survives(mutation: Mutation) -> bool:
         ).returncode:
             raise SystemExit("mutation-check: the scratch copy is not the code under test")
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *mutation.tests],
+            [sys.executable, "-m", "pytest", "-q", "-x", *QUIET_PLUGINS, *mutation.tests],
             cwd=scratch,
             capture_output=True,
             text=True,

@@ -205,12 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=60.0, help="the time box (default 60)")
     parser.add_argument("--report", action="store_true", help="only report what the sessions hold")
     args = parser.parse_args(argv)
+    judged = STATE / "judged-commit"  # what the sessions judge, whatever is committed meanwhile
     if not args.report:
         if git("status", "--porcelain", "--untracked-files=no", *COPIED):
             print("mutation: note: uncommitted changes are not judged (a run judges HEAD)")
         started = time.monotonic()
         deadline = started + args.minutes * 60
         SESSIONS.mkdir(parents=True, exist_ok=True)
+        judged.write_text(git("rev-parse", "HEAD"))
         map_key = git("rev-parse", "HEAD:forecaster") + "-" + git("rev-parse", "HEAD:tests")
         built = tests_map(map_key)
         copies = [export(STATE / f"work-{shard}") for shard in range(SHARDS)]
@@ -230,9 +232,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"mutation: ran {time.monotonic() - started:.0f} s of a {args.minutes:.0f}-minute box"
         )
-    survivors = publish(
-        {module: session_of(module) for module in SCOPE}, git("rev-parse", "HEAD"), RESULT
-    )
+    sessions = {module: session_of(module) for module in SCOPE}
+    survivors = publish(sessions, judged.read_text().strip(), RESULT)
     return 1 if survivors else 0
 
 

@@ -22,6 +22,7 @@ from bench.mutation.paths import PRISTINE, TESTS_MAP
 
 PYTEST_NO_TESTS = 5
 PYTEST_USAGE_ERROR = 4
+FUZZ = "tests/faults/test_api_fuzz.py"  # the only tests that need the schemathesis plugin
 
 
 def mutated_lines(copy: Path, modules: list[str]) -> tuple[str, set[int]] | None:
@@ -62,8 +63,11 @@ def main() -> int:
     print(f"select-tests: {module} lines {sorted(lines)}: {len(tests)} tests", flush=True)
     if not tests:
         return 0
+    plugins = ["-p", "no:cacheprovider"]
+    if not any(test.startswith(FUZZ) for test in tests):
+        plugins += ["-p", "no:schemathesis"]  # about 2 s of every run, for one test file
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests],
+        [sys.executable, "-m", "pytest", "-q", "-x", *plugins, *tests],
         cwd=copy,
         check=False,
     )
