@@ -35,9 +35,12 @@ def test_a_mutant_gets_the_tests_that_run_its_lines_fastest_first_else_the_curat
         "lines": {MODULE: {"3": ["t::slow", "t::fast"], "4": ["t::fast", "t::other"]}},
         "seconds": {"t::slow": 9.0, "t::fast": 0.1, "t::other": 1.0},
         "fallback": {MODULE: ["t::curated"]},
+        "failing": [],
     }
     assert chosen_tests(tests_map, MODULE, {3, 4}) == ["t::fast", "t::other", "t::slow"]
     assert chosen_tests(tests_map, MODULE, {40}) == ["t::curated"]
+    tests_map["failing"] = ["t::other"]  # fails unmutated in the copy: its failure proves nothing
+    assert chosen_tests(tests_map, MODULE, {3, 4}) == ["t::fast", "t::slow"]
 
 
 def test_log_lines_out_of_scope_functions_and_noisy_operators_are_skipped(tmp_path: Path) -> None:

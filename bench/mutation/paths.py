@@ -14,4 +14,7 @@ PRISTINE = Path(".pristine")
 TESTS_MAP = Path(".tests-map.json")
 
 # what a working copy holds (a `git archive` of HEAD: the run judges a commit)
-COPIED = ("forecaster", "tests", "data", "config", "deploy", "scripts", "bench", "pyproject.toml")
+COPIED = (
+    "forecaster", "tests", "data", "config", "deploy", "scripts", "bench", "docs", "models",
+    "pyproject.toml", "README.md", ".dockerignore", ".ci",
+)  # fmt: skip

@@ -38,8 +38,10 @@ def curated_tests() -> dict[str, list[str]]:
     return {path: sorted(tests) for path, tests in found.items()}
 
 
-def _seconds(junit: Path) -> dict[str, float]:
+def _cases(junit: Path) -> tuple[dict[str, float], list[str]]:
+    """Each test's time, and the tests that failed in the unmutated copy (never a mutant's)."""
     seconds: dict[str, float] = {}
+    failing: list[str] = []
     for case in ET.parse(junit).getroot().iter("testcase"):
         # classname "tests.core.test_budget" (+ ".TestClass"), name "test_x[param]"
         parts = case.get("classname", "").split(".")
@@ -51,7 +53,9 @@ def _seconds(junit: Path) -> dict[str, float]:
             "/".join(path_parts) + ".py::" + (f"{klass}::" if klass else "") + case.get("name", "")
         )
         seconds[node] = float(case.get("time", "0") or 0)
-    return seconds
+        if case.find("failure") is not None or case.find("error") is not None:
+            failing.append(node)
+    return seconds, sorted(failing)
 
 
 def build(copy: Path) -> dict[str, object]:
@@ -80,10 +84,11 @@ def build(copy: Path) -> dict[str, object]:
             for line, contexts in by_line.items()
             if any(contexts)
         }
+    seconds, failing = _cases(junit)
     return {
         "modules": sorted(SCOPE),
         "lines": lines,
-        "seconds": _seconds(junit),
+        "seconds": seconds,
+        "failing": failing,
         "fallback": {path: tests for path, tests in curated_tests().items() if path in SCOPE},
-        "suite_failed": result.returncode == 1,
     }
