@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.mutation.paths import PRISTINE
 from bench.mutation.scope import SCOPE, kept
-from bench.mutation.select_tests import chosen_tests, mutated_lines
+from bench.mutation.select_tests import chosen_tests, mutated_lines, within
 from bench.mutation.skips import logging_lines, scoped
 
 MODULE = "forecaster/core/budget.py"
@@ -41,6 +41,13 @@ def test_a_mutant_gets_the_tests_that_run_its_lines_fastest_first_else_the_curat
     assert chosen_tests(tests_map, MODULE, {40}) == ["t::curated"]
     tests_map["failing"] = ["t::other"]  # fails unmutated in the copy: its failure proves nothing
     assert chosen_tests(tests_map, MODULE, {3, 4}) == ["t::fast", "t::slow"]
+
+
+def test_a_mutant_runs_the_fastest_tests_within_the_budget_all_of_them_to_confirm() -> None:
+    seconds = {"a": 1.0, "b": 5.0, "c": 40.0}
+    assert within(["a", "b", "c"], seconds, 30) == ["a", "b"]
+    assert within(["c", "d"], seconds, 30) == ["c"]  # at least one, however slow
+    assert within(["a", "b", "c"], seconds, 0) == ["a", "b", "c"]
 
 
 def test_log_lines_out_of_scope_functions_and_noisy_operators_are_skipped(tmp_path: Path) -> None:

@@ -13,7 +13,9 @@ How a run goes, all on the commit checked out (HEAD; a run judges a commit):
    a run are marked skipped; survivors are tried again when the tests changed (new tests may
    kill them);
 3. ``cosmic-ray exec`` over the pending mutants, one working copy per core, until done or the
-   time box ends (killed mid-mutant, the mutant stays pending for the next run);
+   time box ends (killed mid-mutant, the mutant stays pending for the next run); each mutant
+   gets the fastest of its covering tests within a time budget, and ``--confirm`` runs every
+   survivor against all of them (a slow loop test may still kill it);
 4. the result by module and function - mutants, killed, equivalent (``equivalent.py``, each
    with its reason), survived, pending - printed and written to ``docs/results/mutation.json``.
 
@@ -40,11 +42,13 @@ from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 from bench.mutation.paths import COPIED, PRISTINE, RESULT, ROOT, STATE, TESTS_MAP
 from bench.mutation.report import publish
 from bench.mutation.scope import SCOPE, SHARDS, kept
+from bench.mutation.select_tests import BUDGET_VARIABLE
 from bench.mutation.skips import logging_lines, scoped
-from bench.mutation.tests_map import build
+from bench.mutation.tests_map import build, merged
 
 SESSIONS = STATE / "sessions"
-MUTANT_TIMEOUT_SECONDS = 300
+MUTANT_TIMEOUT_SECONDS = 240  # its tests take ~15 s; past this it loops forever
+CONFIRM_TIMEOUT_SECONDS = 3600  # every covering test of a survivor
 COSMIC_RAY = (sys.executable, "-m", "bench.mutation.cli")  # with our DropCall operator
 
 
@@ -72,12 +76,12 @@ def session_of(module: str) -> Path:
     return SESSIONS / (module.replace("/", "__") + ".sqlite")
 
 
-def config_of(module: str) -> Path:
+def config_of(module: str, timeout: int = MUTANT_TIMEOUT_SECONDS) -> Path:
     config = SESSIONS / (module.replace("/", "__") + ".toml")
     config.write_text(
         "[cosmic-ray]\n"
         f'module-path = "{module}"\n'
-        f"timeout = {MUTANT_TIMEOUT_SECONDS}.0\n"
+        f"timeout = {timeout}.0\n"
         "excluded-modules = []\n"
         f'test-command = "{sys.executable} -m bench.mutation.select_tests"\n'
         '[cosmic-ray.distributor]\nname = "local"\n'
@@ -94,21 +98,40 @@ def _save_keys(module: str, keys: dict[str, str]) -> None:
     session_of(module).with_suffix(".keys.json").write_text(json.dumps(keys))
 
 
-def tests_map(map_key: str) -> dict[str, object]:
-    """The coverage map for HEAD, built once per source-and-tests state."""
+def tests_map(commit: str) -> tuple[dict[str, object], str]:
+    """The coverage map for ``commit``, and its key (the source and the tests' trees).
+
+    Built once per source tree: when only test files (``tests/**/test_*.py``) changed since it
+    was built, only those are run again and merged in (what killing survivors changes)."""
     path = STATE / "tests-map.json"
-    if path.exists():
-        cached = json.loads(path.read_text())
-        if cached.get("key") == map_key:
-            return dict(cached)
-    print("mutation: building the coverage map (the suite under coverage, once)", flush=True)
+    source = git("rev-parse", f"{commit}:forecaster")
+    tests = git("rev-parse", f"{commit}:tests")
+    cached = json.loads(path.read_text()) if path.exists() else {}
+    if (cached.get("source"), cached.get("tests")) == (source, tests):
+        return cached, f"{source}-{tests}"
     started = time.monotonic()
-    built = build(export(STATE / "map-copy"))
-    built["key"] = map_key
+    copy = export(STATE / "map-copy")
+    changed = (
+        git("diff", "--name-only", cached["commit"], commit, "--", "tests").split()
+        if cached.get("source") == source
+        else None
+    )
+    if changed is not None and all(_is_test_file(name) for name in changed):
+        present = [name for name in changed if (copy / name).exists()]
+        print(f"mutation: coverage of {len(changed)} changed test files, merged", flush=True)
+        built = merged(cached, build(copy, present) if present else cached, changed)
+    else:
+        print("mutation: building the coverage map (the suite under coverage, once)", flush=True)
+        built = build(copy)
+    built.update(source=source, tests=tests, commit=commit)
     built["built_seconds"] = round(time.monotonic() - started)
     path.write_text(json.dumps(built))
-    print(f"mutation: coverage map built in {built['built_seconds']} s", flush=True)
-    return built
+    print(f"mutation: coverage map ready in {built['built_seconds']} s", flush=True)
+    return built, f"{source}-{tests}"
+
+
+def _is_test_file(name: str) -> bool:
+    return name.startswith("tests/") and Path(name).name.startswith("test_")
 
 
 def prepare(module: str, copy: Path, map_key: str) -> None:
@@ -176,14 +199,20 @@ def _shards(modules: list[str]) -> list[list[str]]:
     return shards
 
 
-def _execute(modules: list[str], copy: Path, deadline: float, stopped: threading.Event) -> None:
+def _execute(
+    modules: list[str], copy: Path, deadline: float, stopped: threading.Event, *, confirm: bool
+) -> None:
     env = dict(os.environ, PYTHONPATH=str(copy))
+    if confirm:
+        env[BUDGET_VARIABLE] = "0"
+    timeout = CONFIRM_TIMEOUT_SECONDS if confirm else MUTANT_TIMEOUT_SECONDS
     for module in modules:
         remaining = deadline - time.monotonic()
         if remaining <= 0 or stopped.is_set():
             return
+        config = config_of(module, timeout)
         process = subprocess.Popen(
-            [*COSMIC_RAY, "exec", str(config_of(module)), str(session_of(module))],
+            [*COSMIC_RAY, "exec", str(config), str(session_of(module))],
             cwd=copy,
             env=env,
             stdout=subprocess.DEVNULL,
@@ -204,6 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=60.0, help="the time box (default 60)")
     parser.add_argument("--report", action="store_true", help="only report what the sessions hold")
+    parser.add_argument(
+        "--confirm",
+        action="store_true",
+        help="run every survivor against all its covering tests, not only the fastest",
+    )
     args = parser.parse_args(argv)
     judged = STATE / "judged-commit"  # what the sessions judge, whatever is committed meanwhile
     if not args.report:
@@ -213,16 +247,21 @@ def main(argv: list[str] | None = None) -> int:
         deadline = started + args.minutes * 60
         SESSIONS.mkdir(parents=True, exist_ok=True)
         judged.write_text(git("rev-parse", "HEAD"))
-        map_key = git("rev-parse", "HEAD:forecaster") + "-" + git("rev-parse", "HEAD:tests")
-        built = tests_map(map_key)
+        built, map_key = tests_map(judged.read_text().strip())
         copies = [export(STATE / f"work-{shard}") for shard in range(SHARDS)]
         for copy in copies:
             (copy / TESTS_MAP).write_text(json.dumps(built))
         for module in SCOPE:
             prepare(module, copies[0], map_key)
+            if args.confirm:
+                _retry_survivors(session_of(module))
         stopped = threading.Event()
         workers = [
-            threading.Thread(target=_execute, args=(modules, copy, deadline, stopped))
+            threading.Thread(
+                target=_execute,
+                args=(modules, copy, deadline, stopped),
+                kwargs={"confirm": args.confirm},
+            )
             for modules, copy in zip(_shards(list(SCOPE)), copies, strict=True)
         ]
         for worker in workers:

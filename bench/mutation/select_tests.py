@@ -7,13 +7,15 @@ cover those lines come from the coverage map (``tests_map``). Exit 0 means the m
 anything else that a test failed (or the mutant broke the import: also caught).
 
 A line no in-process test covers (reached only by a subprocess test, or by nothing) falls back
-to the curated mutation check's tests for that file; no test at all is a survivor.
+to the curated mutation check's tests for that file; no test at all is a survivor. Only the
+fastest tests that fit a time budget run (``within``); ``run --confirm`` runs them all.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +24,11 @@ from bench.mutation.paths import PRISTINE, TESTS_MAP
 
 PYTEST_NO_TESTS = 5
 PYTEST_USAGE_ERROR = 4
+# A mutant gets the fastest covering tests that fit in this many seconds of test time: a line
+# of the planner is run by 160 tests (10 minutes), most of them whole reconcile loops. A
+# survivor of the budget is run against every covering test by ``run --confirm``.
+DEFAULT_BUDGET_SECONDS = "15"
+BUDGET_VARIABLE = "FORECASTER_MUTATION_BUDGET_SECONDS"
 FUZZ = "tests/faults/test_api_fuzz.py"  # the only tests that need the schemathesis plugin
 
 
@@ -52,6 +59,21 @@ def chosen_tests(tests_map: dict[str, object], module: str, lines: set[int]) -> 
     return sorted(found, key=lambda test: (seconds.get(test, 60.0), test))
 
 
+def within(tests: list[str], seconds: dict[str, float], budget: float) -> list[str]:
+    """The fastest of ``tests`` (already fastest first) that fit in ``budget`` seconds, at least
+    one; all of them when ``budget`` is 0 (``run --confirm``)."""
+    if budget <= 0:
+        return tests
+    chosen: list[str] = []
+    spent = 0.0
+    for test in tests:
+        spent += seconds.get(test, 60.0)
+        if chosen and spent > budget:
+            break
+        chosen.append(test)
+    return chosen
+
+
 def main() -> int:
     copy = Path.cwd()
     tests_map = json.loads((copy / TESTS_MAP).read_text())
@@ -60,8 +82,13 @@ def main() -> int:
         print("select-tests: no scoped module differs from its pristine copy")
         return 0
     module, lines = found
-    tests = chosen_tests(tests_map, module, lines)
-    print(f"select-tests: {module} lines {sorted(lines)}: {len(tests)} tests", flush=True)
+    covering = chosen_tests(tests_map, module, lines)
+    budget = float(os.environ.get(BUDGET_VARIABLE, DEFAULT_BUDGET_SECONDS))
+    tests = within(covering, tests_map["seconds"], budget)  # type: ignore[arg-type]
+    print(
+        f"select-tests: {module} lines {sorted(lines)}: {len(tests)} of {len(covering)} tests",
+        flush=True,
+    )
     if not tests:
         return 0
     plugins = ["-p", "no:cacheprovider"]

@@ -58,8 +58,8 @@ def _cases(junit: Path) -> tuple[dict[str, float], list[str]]:
     return seconds, sorted(failing)
 
 
-def build(copy: Path) -> dict[str, object]:
-    """Run the suite under coverage in ``copy`` and return the map (also what it cost)."""
+def build(copy: Path, test_files: list[str] | None = None) -> dict[str, object]:
+    """Run the suite (or ``test_files`` of it) under coverage in ``copy``; return the map."""
     data_file = copy / ".coverage-map"
     junit = copy / ".junit.xml"
     modules = [path.removesuffix(".py").replace("/", ".") for path in SCOPE]
@@ -67,14 +67,14 @@ def build(copy: Path) -> dict[str, object]:
         sys.executable, "-m", "pytest", "-q", "-n", str(os.cpu_count() or 1),
         "-p", "no:cacheprovider", "--cov-context=test", "--cov-report=",
         *(f"--cov={module}" for module in modules),
-        f"--junitxml={junit}",
+        f"--junitxml={junit}", *(test_files or ()),
     ]  # fmt: skip
     env = dict(os.environ, COVERAGE_FILE=str(data_file), PYTHONPATH=str(copy))
     result = subprocess.run(command, cwd=copy, env=env, check=False)
-    if result.returncode not in (0, 1):
+    if result.returncode not in (0, 1, 5):  # 5: no tests (every changed file deleted)
         raise SystemExit(f"mutation: the coverage run of the suite failed ({result.returncode})")
     data = coverage.CoverageData(str(data_file))
-    data.read()
+    data.read()  # an empty map if no test ran
     lines: dict[str, dict[str, list[str]]] = {}
     for measured in data.measured_files():
         module = str(Path(measured).resolve().relative_to(copy.resolve()))
@@ -92,3 +92,21 @@ def build(copy: Path) -> dict[str, object]:
         "failing": failing,
         "fallback": {path: tests for path, tests in curated_tests().items() if path in SCOPE},
     }
+
+
+def merged(old: dict[str, object], new: dict[str, object], files: list[str]) -> dict[str, object]:
+    """``old`` with everything from the test ``files`` replaced by ``new`` (their fresh run)."""
+
+    def kept(test: str) -> bool:
+        return test.split("::", maxsplit=1)[0] not in files
+
+    lines: dict[str, dict[str, list[str]]] = {}
+    for source in (old["lines"], new["lines"]):
+        for module, by_line in source.items():  # type: ignore[attr-defined]
+            for line, tests in by_line.items():
+                known = lines.setdefault(module, {}).setdefault(line, [])
+                known.extend(t for t in tests if source is new["lines"] or kept(t))
+    seconds = {t: s for t, s in old["seconds"].items() if kept(t)}  # type: ignore[attr-defined]
+    seconds.update(new["seconds"])  # type: ignore[arg-type]
+    failing = [t for t in old["failing"] if kept(t)] + list(new["failing"])  # type: ignore[attr-defined]
+    return {**old, "lines": lines, "seconds": seconds, "failing": sorted(set(failing))}
