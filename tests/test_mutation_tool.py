@@ -12,6 +12,7 @@ from bench.mutation.select_tests import chosen_tests, mutated_lines, within
 from bench.mutation.skips import logging_lines, scoped
 
 MODULE = "forecaster/core/budget.py"
+OWN = "tests/core/test_budget.py::test_x"  # the module's own package's tests come first
 
 
 def _copy(tmp_path: Path, before: str, after: str) -> Path:
@@ -30,17 +31,17 @@ def test_the_mutated_lines_are_found_in_the_pristine_numbering(tmp_path: Path) -
     assert mutated_lines(copy, [MODULE]) is None
 
 
-def test_a_mutant_gets_the_tests_that_run_its_lines_fastest_first_else_the_curated_ones() -> None:
+def test_a_mutant_gets_its_packages_tests_first_then_the_fastest_else_the_curated_ones() -> None:
     tests_map: dict[str, object] = {
-        "lines": {MODULE: {"3": ["t::slow", "t::fast"], "4": ["t::fast", "t::other"]}},
-        "seconds": {"t::slow": 9.0, "t::fast": 0.1, "t::other": 1.0},
+        "lines": {MODULE: {"3": ["t::slow", "t::fast", OWN], "4": ["t::fast", "t::other"]}},
+        "seconds": {"t::slow": 9.0, "t::fast": 0.1, "t::other": 1.0, OWN: 5.0},
         "fallback": {MODULE: ["t::curated"]},
         "failing": [],
     }
-    assert chosen_tests(tests_map, MODULE, {3, 4}) == ["t::fast", "t::other", "t::slow"]
+    assert chosen_tests(tests_map, MODULE, {3, 4}) == [OWN, "t::fast", "t::other", "t::slow"]
     assert chosen_tests(tests_map, MODULE, {40}) == ["t::curated"]
     tests_map["failing"] = ["t::other"]  # fails unmutated in the copy: its failure proves nothing
-    assert chosen_tests(tests_map, MODULE, {3, 4}) == ["t::fast", "t::slow"]
+    assert chosen_tests(tests_map, MODULE, {3, 4}) == [OWN, "t::fast", "t::slow"]
 
 
 def test_a_mutant_runs_the_fastest_tests_within_the_budget_all_of_them_to_confirm() -> None:

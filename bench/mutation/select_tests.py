@@ -49,14 +49,18 @@ def mutated_lines(copy: Path, modules: list[str]) -> tuple[str, set[int]] | None
 
 
 def chosen_tests(tests_map: dict[str, object], module: str, lines: set[int]) -> list[str]:
-    """Covering tests, fastest first; the curated fallback when no in-process test covers."""
+    """Covering tests, the module's package's first, fastest first; the curated fallback when no
+    in-process test covers."""
     by_line: dict[str, list[str]] = tests_map["lines"].get(module, {})  # type: ignore[attr-defined]
     seconds: dict[str, float] = tests_map["seconds"]  # type: ignore[assignment]
     found = {test for line in lines for test in by_line.get(str(line), ())}
     if not found:
         found = set(tests_map["fallback"].get(module, ()))  # type: ignore[attr-defined]
     found -= set(tests_map.get("failing", ()))  # type: ignore[arg-type]  # a kill nobody earned
-    return sorted(found, key=lambda test: (seconds.get(test, 60.0), test))
+    # the module's own package's tests first (forecaster/actuators -> tests/actuators: the
+    # tests written about it), then the rest; fastest first within each
+    own = "tests/" + module.split("/")[1] + "/"
+    return sorted(found, key=lambda test: (not test.startswith(own), seconds.get(test, 60.0), test))
 
 
 def within(tests: list[str], seconds: dict[str, float], budget: float) -> list[str]:
