@@ -87,3 +87,12 @@ def test_drop_call_drops_calls_made_for_their_effect_only() -> None:
     assert mutants[0] == source.replace("check(job)", "None")
     assert mutants[1] == source.replace("client.delete(job)", "None")
     assert mutants[2] is None  # an assignment's or a return's call is never dropped
+
+
+def test_a_signatures_keyword_only_marker_is_equivalent_a_multiplication_is_not() -> None:
+    from bench.mutation.equivalent import reason_for
+
+    mul = "core/ReplaceBinaryOperator_Mul_Div"
+    assert reason_for(MODULE, mul, "def f(kube: Kube, *, namespace: str) -> bool:")
+    assert reason_for(MODULE, mul, "    *,")
+    assert reason_for(MODULE, mul, "held = gpus * hours") is None
