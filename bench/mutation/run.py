@@ -180,7 +180,7 @@ def _skip_out_of_scope(module: str, copy: Path, session: Path) -> None:
 
 def _retry_survivors(session: Path) -> None:
     with sqlite3.connect(session) as db:
-        db.execute("DELETE FROM work_results WHERE test_outcome = ?", (TestOutcome.SURVIVED.value,))
+        db.execute("DELETE FROM work_results WHERE test_outcome = ?", (TestOutcome.SURVIVED.name,))
 
 
 def pending(module: str) -> int:
