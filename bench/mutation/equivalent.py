@@ -18,7 +18,32 @@ class Equivalent:
     reason: str
 
 
-EQUIVALENT: tuple[Equivalent, ...] = ()
+OBSERVER = "forecaster/actuators/observer.py"
+NUMBER = "core/NumberReplacer"
+
+EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(
+        OBSERVER,
+        NUMBER,
+        "stranded += max(0, _allocatable(node) - used_on.get(name, 0))",
+        "the default of used_on.get: a busy node has a pod on it, and every pod on a node adds"
+        " its GPUs to used_on, so the key is always there (the max(0, ...) mutants are killed)",
+    ),
+    Equivalent(
+        OBSERVER,
+        NUMBER,
+        "per_node = max((_allocatable(n) for n in own), default=0)",
+        "the default applies only to a pool with no nodes, whose launching GPUs are 0: the"
+        " min(unclaimed_launching, ...) it feeds is 0 whatever the node size",
+    ),
+    Equivalent(
+        OBSERVER,
+        NUMBER,
+        "images[image] = images.get(image, 0) + gpus",
+        "the default is added once to every image's count alike, and the counts are only used"
+        " to order the images",
+    ),
+)
 
 
 def reason_for(module: str, operator: str, line: str) -> str | None:
