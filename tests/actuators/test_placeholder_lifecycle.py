@@ -1,0 +1,149 @@
+"""Placeholder Jobs through their life, on an in-memory Kubernetes (``Placeholders.apply``).
+
+What money and safety rest on here: a placeholder past its TTL goes even if its Job has not
+ended, charged for its whole lifetime; a renewal is charged for the lifetime it did not use,
+and no more than ``max_renewals_per_tick`` happen in one tick; a scale-down charges the
+GPU-hours exactly (no rounding away); a Job has ended only on a true Complete/Failed condition;
+the PriorityClass must be strictly negative and no lower than ``LOWEST_PRIORITY``; the Job
+manifest keeps every field that bounds it (one pod, no retries, a read-only root).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from forecaster.actuators import labels as lbl
+from forecaster.actuators.placeholders import (
+    LOWEST_PRIORITY,
+    Placeholders,
+    PlaceholderSpec,
+    _ended,
+    placeholder_job,
+)
+from forecaster.errors import ActuationError
+
+NS = "forecaster"
+NOW = 1_800_000_000
+SPEC = PlaceholderSpec(pool="gpu", gpus=8, ttl_seconds=3600, renew_before_seconds=600)
+
+
+class FakeKube:
+    """The calls ``Placeholders`` makes, on dicts (one pool: selectors are not needed)."""
+
+    def __init__(self, priority: int = -1, policy: str = "Never") -> None:
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.running: set[str] = set()
+        self.priority_class = {"value": priority, "preemptionPolicy": policy}
+
+    def list_jobs(self, *, namespace: str, labels: object = None) -> list[dict[str, Any]]:
+        return list(self.jobs.values())
+
+    def list_pods(self, *, namespace: str, labels: object = None) -> list[dict[str, Any]]:
+        return [
+            {
+                "metadata": {"labels": {lbl.JOB_NAME: name}, "ownerReferences": [{}]},
+                "status": {"phase": "Running"},
+            }
+            for name in self.running
+        ]
+
+    def create_job(self, namespace: str, body: dict[str, Any]) -> None:
+        self.jobs[body["metadata"]["name"]] = body
+
+    def delete_job(self, namespace: str, name: str) -> None:
+        del self.jobs[name]
+
+    def get_priority_class(self, name: str) -> dict[str, Any]:
+        return self.priority_class
+
+
+def placeholders(kube: FakeKube) -> Placeholders:
+    return Placeholders(kube, namespace=NS, priority_class="p")  # type: ignore[arg-type]
+
+
+def created(kube: FakeKube, *, slot: int, at: int, running: bool = True) -> str:
+    job = placeholder_job(SPEC, namespace=NS, priority_class="p", slot=slot, now=at)
+    kube.create_job(NS, job)
+    if running:
+        kube.running.add(job["metadata"]["name"])
+    return str(job["metadata"]["name"])
+
+
+def test_a_placeholder_past_its_ttl_goes_even_if_its_job_has_not_ended() -> None:
+    kube = FakeKube()
+    name = created(kube, slot=0, at=NOW - 4000, running=False)  # pending: never renewed
+    applied = placeholders(kube).apply(SPEC, target=0, now=NOW)
+    assert applied.deleted == (name,)
+    assert applied.wasted_gpu_hours == 8.0  # its whole TTL, not the 4000 s since
+
+
+def test_renewals_are_charged_their_lifetime_and_capped_per_tick() -> None:
+    kube = FakeKube()
+    due = [created(kube, slot=slot, at=NOW - 3300 + slot) for slot in range(4)]
+    spec = PlaceholderSpec(pool="gpu", gpus=8, max_renewals_per_tick=2)
+    applied = placeholders(kube).apply(spec, target=4, now=NOW)
+    assert applied.deleted == tuple(due[:2])  # the oldest, two per tick
+    assert applied.wasted_gpu_hours == pytest.approx(8 * (3300 + 3299) / 3600)
+    assert len(applied.created) == 2  # their slots refilled
+    assert applied.used_gpus == 0
+
+
+def test_a_preempted_placeholder_was_used_not_wasted() -> None:
+    kube = FakeKube()
+    name = created(kube, slot=0, at=NOW - 600)
+    reason = {"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}
+    kube.jobs[name]["status"] = {"conditions": [reason]}
+    applied = placeholders(kube).apply(SPEC, target=0, now=NOW)
+    assert (applied.deleted, applied.used_gpus, applied.wasted_gpu_hours) == ((name,), 8, 0.0)
+
+
+def test_a_scale_down_charges_the_gpu_hours_exactly() -> None:
+    kube = FakeKube()
+    created(kube, slot=0, at=NOW - 1000)
+    applied = placeholders(kube).apply(SPEC, target=0, now=NOW)
+    assert applied.wasted_gpu_hours == pytest.approx(8 * 1000 / 3600)  # 2.22, not 2
+
+
+def test_a_job_has_ended_only_on_a_true_complete_or_failed_condition() -> None:
+    def job(*conditions: dict[str, str]) -> dict[str, Any]:
+        return {"status": {"conditions": list(conditions)}}
+
+    preempted = {"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}
+    assert _ended(job(preempted)) == "preempted"
+    assert _ended(job({"type": "Complete", "status": "True"})) == "ended"
+    assert _ended(job({"type": "Failed", "status": "False"})) is None
+    assert _ended(job({"type": "FailureTarget", "status": "True"})) is None  # pods still ending
+    assert _ended(job()) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "safe"),
+    [(-1, True), (LOWEST_PRIORITY, True), (0, False), (LOWEST_PRIORITY - 1, False)],
+)
+def test_the_priority_class_must_be_negative_and_not_below_the_lowest(
+    value: int, safe: bool
+) -> None:
+    kube = FakeKube(priority=value)
+    if safe:
+        placeholders(kube).verify_priority_class()
+    else:
+        with pytest.raises(ActuationError, match="PriorityClass p has value"):
+            placeholders(kube).verify_priority_class()
+
+
+def test_the_job_manifest_keeps_what_bounds_it() -> None:
+    job = placeholder_job(SPEC, namespace=NS, priority_class="p", slot=0, now=NOW)
+    spec = job["spec"]
+    assert (spec["backoffLimit"], spec["completions"], spec["parallelism"]) == (0, 1, 1)
+    assert spec["activeDeadlineSeconds"] == 3600
+    pod = spec["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["terminationGracePeriodSeconds"] == 0
+    (container,) = pod["containers"]
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
