@@ -1241,6 +1241,25 @@ MUTATIONS = (
         ("tests/cli/test_history_replay.py::test_a_history_too_short_is_refused_in_one_line",),
     ),
     Mutation(
+        "a crashing tick counts as progress (a crash-looping leader keeps its Lease)",
+        "forecaster/service/daemon.py",
+        '            self.metrics.errors.labels(kind="crash").inc()\n            return None',
+        '            self.metrics.errors.labels(kind="crash").inc()\n'
+        "            self._progress_at = self.monotonic()\n            return None",
+        (
+            "tests/service/test_cluster_service.py::test_a_crash_looping_leader_is_stuck_not_making_progress",
+        ),
+    ),
+    Mutation(
+        "a kill switch written as True is ignored",
+        "forecaster/actuators/control.py",
+        'if str(data.get(PAUSED, "")).strip().lower() != "true":',
+        'if str(data.get(PAUSED, "")).strip() != "true":',
+        (
+            "tests/service/test_kill_switch.py::test_the_kill_switch_reads_true_however_it_is_written",
+        ),
+    ),
+    Mutation(
         "Ctrl-C in a parallel sweep throws away the replays that finished",
         "forecaster/simulation/workers.py",
         "        raise Interrupted(finished) from None\n    finally:",

@@ -216,3 +216,27 @@ def test_a_new_pending_gpu_pod_wakes_a_tick_before_the_interval(
         service.stop()
     _, record = ticks[first]
     assert record is not None and record.pools[POOL].snapshot.pending_gpus == 8  # and it saw it
+
+
+def test_a_crash_looping_leader_is_stuck_not_making_progress(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
+    """A tick that raises every time is no progress: liveness fails and the Lease lapses, as
+    for a hung tick (a crash counted as progress would keep a broken leader forever)."""
+    clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
+    a = replica(tmp_path, api, "replica-a", clock)
+    a.renew()
+    a.reconcile()
+    client = TestClient(create_app(a.daemon))
+
+    def crash(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug in the tick")
+
+    a.daemon.reconciler.tick = crash  # type: ignore[method-assign]
+    for _ in range(7):  # 105 s of ticks, every one crashing
+        clock.advance(15)
+        a.renew()
+        a.reconcile()
+    assert client.get("/healthz").json() == {"status": "stuck"}
+    a.renew()
+    assert not a.daemon.is_leader()

@@ -4,7 +4,8 @@ Cases: ``forecaster pause`` makes the leader withdraw every placeholder and rest
 pause within one tick, and the tick after that sends no write at all; the page's status and the
 ``forecaster_halted`` metric say so, with the reason; ``forecaster resume`` brings prewarm back
 on the next tick; the GitOps form (a committed ConfigMap with only ``paused: "true"``) works
-the same; a kill switch that cannot be read stops the tick from acting.
+the same; a kill switch that cannot be read stops the tick from acting; "True" and " TRUE "
+halt as "true" does, anything else (even "yes") does not.
 """
 
 from __future__ import annotations
@@ -132,3 +133,28 @@ def test_an_unreadable_kill_switch_stops_the_tick_from_acting(
     record = loop.tick(T0)
     assert "kill switch" in (record.error("cluster") or "")
     assert placeholders(api) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "halted"),
+    [
+        ({"paused": "True"}, True),  # how a hand-written YAML boolean often comes out
+        ({"paused": " TRUE \n"}, True),
+        ({"paused": "true", "reason": "", "since": "12x"}, True),
+        ({"paused": "false"}, False),
+        ({"paused": "yes"}, False),  # only true means true: never a guess that halts
+        ({}, False),
+    ],
+)
+def test_the_kill_switch_reads_true_however_it_is_written(
+    api: KubeApiDouble, data: dict[str, str], halted: bool
+) -> None:
+    metadata = {"name": "forecaster-control", "namespace": NS}
+    api.put(
+        "configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+    )
+    halt = Control(client(api), namespace=NS).read()
+    assert (halt is not None) == halted
+    if halt is not None:
+        assert halt.reason == (data.get("reason") or "no reason given")
+        assert halt.since is None  # a since that is not a number is not guessed
