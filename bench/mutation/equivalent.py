@@ -7,6 +7,7 @@ no test can tell the mutant from the original.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -16,6 +17,9 @@ class Equivalent:
     operator: str
     line: str
     reason: str
+    mutated: str = ""
+    """A regular expression the mutated line must match, when only some of the operator's
+    mutants of the line are equivalent (``used_on.get(name, 1)`` but not ``max(1, ...)``)."""
 
 
 OBSERVER = "forecaster/actuators/observer.py"
@@ -27,7 +31,8 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         NUMBER,
         "stranded += max(0, _allocatable(node) - used_on.get(name, 0))",
         "the default of used_on.get: a busy node has a pod on it, and every pod on a node adds"
-        " its GPUs to used_on, so the key is always there (the max(0, ...) mutants are killed)",
+        " its GPUs to used_on, so the key is always there",
+        mutated=r"used_on\.get\(name, -?1\)",
     ),
     Equivalent(
         OBSERVER,
@@ -46,7 +51,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
 )
 
 
-def reason_for(module: str, operator: str, line: str) -> str | None:
+def reason_for(module: str, operator: str, line: str, mutated: str = "") -> str | None:
     """Why the mutant is equivalent, if it is listed (or of a kind that always is)."""
     line = line.strip()
     signature = line == "*," or (line.startswith("def ") and ", *," in line)
@@ -56,6 +61,8 @@ def reason_for(module: str, operator: str, line: str) -> str | None:
         # caller by keyword would fail mypy and the tests)
         return "the keyword-only marker of a signature made positional-only (callers unchanged)"
     for listed in EQUIVALENT:
-        if (listed.module, listed.operator, listed.line) == (module, operator, line.strip()):
+        if (listed.module, listed.operator, listed.line) == (module, operator, line.strip()) and (
+            re.search(listed.mutated, mutated)
+        ):
             return listed.reason
     return None
