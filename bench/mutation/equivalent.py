@@ -23,9 +23,17 @@ class Equivalent:
 
 
 OBSERVER = "forecaster/actuators/observer.py"
+LEASES = "forecaster/actuators/leases.py"
 NUMBER = "core/NumberReplacer"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(
+        LEASES,
+        "core/ReplaceOrWithAnd",
+        "if not isinstance(stamp, str) or not stamp:",
+        "a stamp that is not a string, or is empty, then fails timestamp_seconds' parse, whose"
+        " ValueError returns the same None",
+    ),
     Equivalent(
         OBSERVER,
         NUMBER,
@@ -54,7 +62,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
 def reason_for(module: str, operator: str, line: str, mutated: str = "") -> str | None:
     """Why the mutant is equivalent, if it is listed (or of a kind that always is)."""
     line = line.strip()
-    signature = line == "*," or (line.startswith("def ") and ", *," in line)
+    signature = re.search(r"(^|, )\*,", line) is not None  # a bare * is valid in a signature only
     if operator.startswith("core/ReplaceBinaryOperator_Mul_") and signature:
         # cosmic-ray reads a signature's bare ``*`` as multiplication; ``/`` there makes the
         # parameters before it positional-only, and every caller passes those by position (a

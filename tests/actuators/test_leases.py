@@ -233,3 +233,4 @@ def test_the_fence_waits_the_holders_own_duration_and_retries_a_racing_renewal(
     assert fence(kube, namespace=NS, identity=CLEANUP_IDENTITY, hold_seconds=600, wall=wall) == 40
     (lease,) = api.objects("leases", NS)
     assert lease["spec"]["holderIdentity"] == CLEANUP_IDENTITY
+    assert lease["spec"]["leaseTransitions"] == 1  # taken from replica-a: one transition

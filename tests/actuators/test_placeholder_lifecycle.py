@@ -3,7 +3,9 @@
 What money and safety rest on here: a placeholder past its TTL goes even if its Job has not
 ended, charged for its whole lifetime; a renewal is charged for the lifetime it did not use,
 and no more than ``max_renewals_per_tick`` happen in one tick; a scale-down charges the
-GPU-hours exactly (no rounding away); a Job has ended only on a true Complete/Failed condition;
+GPU-hours exactly (no rounding away) and takes the youngest first; a pending placeholder is
+never renewed; slots above a smaller target are not refilled past it; ``remove_all`` takes the
+bare pods of older versions too; a Job has ended only on a true Complete/Failed condition;
 the PriorityClass must be strictly negative and no lower than ``LOWEST_PRIORITY``; the Job
 manifest keeps every field that bounds it (one pod, no retries, a read-only root).
 """
@@ -35,6 +37,7 @@ class FakeKube:
     def __init__(self, priority: int = -1, policy: str = "Never") -> None:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.running: set[str] = set()
+        self.bare: dict[str, dict[str, Any]] = {}  # placeholder pods of versions before Jobs
         self.priority_class = {"value": priority, "preemptionPolicy": policy}
 
     def list_jobs(self, *, namespace: str, labels: object = None) -> list[dict[str, Any]]:
@@ -47,7 +50,10 @@ class FakeKube:
                 "status": {"phase": "Running"},
             }
             for name in self.running
-        ]
+        ] + list(self.bare.values())
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        del self.bare[name]
 
     def create_job(self, namespace: str, body: dict[str, Any]) -> None:
         self.jobs[body["metadata"]["name"]] = body
@@ -65,6 +71,7 @@ def placeholders(kube: FakeKube) -> Placeholders:
 
 def created(kube: FakeKube, *, slot: int, at: int, running: bool = True) -> str:
     job = placeholder_job(SPEC, namespace=NS, priority_class="p", slot=slot, now=at)
+    job["metadata"]["name"] += f"-{slot}"  # unique even when created at the same second
     kube.create_job(NS, job)
     if running:
         kube.running.add(job["metadata"]["name"])
@@ -141,9 +148,44 @@ def test_the_job_manifest_keeps_what_bounds_it() -> None:
     pod = spec["template"]["spec"]
     assert pod["automountServiceAccountToken"] is False
     assert pod["terminationGracePeriodSeconds"] == 0
+    assert pod["securityContext"]["runAsNonRoot"] is True
     (container,) = pod["containers"]
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
+
+
+def test_a_pending_placeholder_is_never_renewed() -> None:
+    kube = FakeKube()
+    name = created(kube, slot=0, at=NOW - 3300, running=False)  # due, were it running
+    applied = placeholders(kube).apply(SPEC, target=1, now=NOW)
+    assert applied.deleted == () and list(kube.jobs) == [name]
+
+
+def test_a_scale_down_takes_the_youngest_running_first() -> None:
+    kube = FakeKube()
+    old, young, middle = (
+        created(kube, slot=s, at=NOW - age) for s, age in ((0, 900), (1, 60), (2, 300))
+    )
+    applied = placeholders(kube).apply(SPEC, target=1, now=NOW)
+    assert applied.deleted == (young, middle) and list(kube.jobs) == [old]
+
+
+def test_slots_left_by_a_smaller_target_are_not_refilled_past_it() -> None:
+    kube = FakeKube()
+    created(kube, slot=3, at=NOW - 60)  # from when the target was 4
+    applied = placeholders(kube).apply(SPEC, target=2, now=NOW)
+    assert len(applied.created) == 1 and len(kube.jobs) == 2
+    applied = placeholders(kube).apply(SPEC, target=2, now=NOW + 15)
+    assert applied.created == () and len(kube.jobs) == 2
+
+
+def test_remove_all_also_removes_bare_placeholder_pods_and_names_them() -> None:
+    kube = FakeKube()
+    job = created(kube, slot=0, at=NOW - 60, running=False)
+    labels = {lbl.MANAGED_BY: lbl.MANAGER, lbl.ROLE: lbl.PLACEHOLDER, lbl.POOL: "gpu"}
+    kube.bare["old-pod"] = {"metadata": {"name": "old-pod", "labels": labels}, "status": {}}
+    assert placeholders(kube).remove_all("gpu") == [job, "old-pod"]
+    assert kube.jobs == {} and kube.bare == {}
