@@ -52,6 +52,13 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         OBSERVER,
         NUMBER,
+        'pending_ours = whole_node_gpus(ours_on.get("", 0), gpus_per_node=per_node)',
+        "-1 GPUs rounds up to whole nodes as 0 does: 0 nodes (the +1 mutant is killed)",
+        mutated=r'ours_on\.get\("", -1\)',
+    ),
+    Equivalent(
+        OBSERVER,
+        NUMBER,
         "images[image] = images.get(image, 0) + gpus",
         "the default is added once to every image's count alike, and the counts are only used"
         " to order the images",

@@ -108,6 +108,7 @@ def test_our_placeholders_add_up_per_node_and_pending_ones_hold_launching_nodes(
         ],
     )
     assert s.ready_placeholder_gpus == 8
+    assert (s.allocatable_gpus, s.launching_gpus) == (8, 8)
     assert s.prewarm_gpus == 16
     assert s.held_gpus == 16  # node a (only ours on it) and the launching node b
     assert s.running_gpus == 0 and s.pending_gpus == 0
@@ -192,3 +193,30 @@ def test_announced_work_is_not_an_arrival() -> None:
     )
     assert s.arrivals is not None and s.arrivals.gpus[0] == 2
     assert s.announced_real_gpus == 8
+
+
+def test_a_launching_node_a_real_pod_waits_for_is_not_ours() -> None:
+    launching = node("b", ready=False)
+    s = snap(
+        [node("a"), launching], [pod("real", 8, on="a"), pod("r2", 8), pod("p", 8, labels=OURS)]
+    )
+    assert s.held_gpus == 0  # b is for the real pending pod; our placeholder waits for another
+    s = snap([node("a"), launching], [pod("real", 8, on="a")])
+    assert s.held_gpus == 0  # nothing of ours pending: a launching node is not ours either
+
+
+def test_a_node_without_gpus_adds_none() -> None:
+    cpu = node("cpu")
+    del cpu["status"]["allocatable"][lbl.GPU_RESOURCE]
+    s = snap([node("a"), cpu], [pod("x", 8, on="a")])
+    assert s.allocatable_gpus == 8 and s.empty_gpus == 0
+
+
+def test_a_paused_pool_with_a_buffer_is_billed_once() -> None:
+    s = snap([node("a"), node("b")], [pod("x", 8, on="a")], buffer_gpus=8, paused=True)
+    assert s.held_gpus == 8  # node b: kept by the pause, and the buffer's - counted once
+
+
+def test_cpu_pods_are_no_arrivals() -> None:
+    s = snap([node("a")], [pod("cpu", 0, age=30), pod("gpu", 2, age=30)])
+    assert s.arrivals is not None and s.arrivals.pods == (("gpu", 2),)
