@@ -1260,6 +1260,33 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "a placeholder past its TTL stays while its Job has not ended",
+        "forecaster/actuators/placeholders.py",
+        "            if ended is not None or age >= spec.ttl_seconds:",
+        "            if ended is not None and age >= spec.ttl_seconds:",
+        (
+            "tests/actuators/test_placeholder_lifecycle.py::test_a_placeholder_past_its_ttl_goes_even_if_its_job_has_not_ended",
+        ),
+    ),
+    Mutation(
+        "a look-alike placeholder (our role label, not our managed-by) is not counted as demand",
+        "forecaster/actuators/observer.py",
+        "        pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER\n        and pod_labels",
+        "        pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER\n        or pod_labels",
+        (
+            "tests/actuators/test_observer_accounting.py::test_a_look_alike_placeholder_is_real_demand",
+        ),
+    ),
+    Mutation(
+        "the cleanup fence waits our default lease duration, not the holder's",
+        "forecaster/actuators/leases.py",
+        'wait = int(spec.get("leaseDurationSeconds") or LEASE_SECONDS)',
+        "wait = LEASE_SECONDS",
+        (
+            "tests/actuators/test_leases.py::test_the_fence_waits_the_holders_own_duration_and_retries_a_racing_renewal",
+        ),
+    ),
+    Mutation(
         "Ctrl-C in a parallel sweep throws away the replays that finished",
         "forecaster/simulation/workers.py",
         "        raise Interrupted(finished) from None\n    finally:",
