@@ -24,9 +24,29 @@ class Equivalent:
 
 OBSERVER = "forecaster/actuators/observer.py"
 LEASES = "forecaster/actuators/leases.py"
+PLACEHOLDERS = "forecaster/actuators/placeholders.py"
 NUMBER = "core/NumberReplacer"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(
+        PLACEHOLDERS,
+        NUMBER,
+        "free_slots = [s for s in range(target) if s not in taken][: max(0, target - len(live))]",
+        "after the scale-down loop live never exceeds target, so target - len(live) >= 0 and"
+        " max(-1, ...) is max(0, ...) (the max(1, ...) mutant is killed)",
+        mutated=r"max\(-1, target",
+    ),
+    *(
+        Equivalent(
+            PLACEHOLDERS,
+            operator,
+            'taken = {int(j["metadata"]["labels"].get(lbl.SLOT, -1)) for j in live}',
+            "only which slot number a new placeholder takes beside an older, slot-less Job: the"
+            " number created is the same (there are always at least target - len(live) free"
+            " slots), and a slot is only part of a unique name",
+        )
+        for operator in (NUMBER, "core/ReplaceUnaryOperator_USub_UAdd")
+    ),
     Equivalent(
         LEASES,
         "core/ReplaceOrWithAnd",

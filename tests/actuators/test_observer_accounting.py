@@ -203,6 +203,8 @@ def test_a_launching_node_a_real_pod_waits_for_is_not_ours() -> None:
     assert s.held_gpus == 0  # b is for the real pending pod; our placeholder waits for another
     s = snap([node("a"), launching], [pod("real", 8, on="a")])
     assert s.held_gpus == 0  # nothing of ours pending: a launching node is not ours either
+    s = snap([launching], [pod("r1", 8), pod("r2", 8), pod("p", 8, labels=OURS)])
+    assert s.held_gpus == 0  # more real pods waiting than launching: never below zero
 
 
 def test_a_node_without_gpus_adds_none() -> None:

@@ -149,6 +149,12 @@ def test_the_job_manifest_keeps_what_bounds_it() -> None:
     assert pod["automountServiceAccountToken"] is False
     assert pod["terminationGracePeriodSeconds"] == 0
     assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] == 65535
+    assert pod["enableServiceLinks"] is False
+    assert "command" not in pod["containers"][0]  # the image's own (pause)
+    with_command = PlaceholderSpec(pool="gpu", gpus=8, command=("sleep", "inf"))
+    job = placeholder_job(with_command, namespace=NS, priority_class="p", slot=0, now=NOW)
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["sleep", "inf"]
     (container,) = pod["containers"]
     assert container["securityContext"] == {
         "allowPrivilegeEscalation": False,
@@ -189,3 +195,46 @@ def test_remove_all_also_removes_bare_placeholder_pods_and_names_them() -> None:
     kube.bare["old-pod"] = {"metadata": {"name": "old-pod", "labels": labels}, "status": {}}
     assert placeholders(kube).remove_all("gpu") == [job, "old-pod"]
     assert kube.jobs == {} and kube.bare == {}
+
+
+def test_what_is_not_ours_is_never_deleted() -> None:
+    kube = FakeKube()
+    name = created(kube, slot=0, at=NOW - 60)
+    del kube.jobs[name]["metadata"]["labels"][lbl.MANAGED_BY]  # relabelled by someone else
+    with pytest.raises(AssertionError, match="not managed by forecaster"):
+        placeholders(kube).remove_all("gpu")
+    assert name in kube.jobs
+    kube.jobs.clear()
+    kube.bare["their-pod"] = {"metadata": {"name": "their-pod", "labels": {}}, "status": {}}
+    with pytest.raises(AssertionError, match="not managed by forecaster"):
+        placeholders(kube).remove_bare_pods("gpu")
+    assert "their-pod" in kube.bare
+
+
+def test_expiry_and_renewal_start_at_their_second() -> None:
+    kube = FakeKube()
+    expired = created(kube, slot=0, at=NOW - 3600, running=False)  # exactly its TTL
+    due = created(kube, slot=1, at=NOW - 3000)  # exactly TTL - renew_before, running
+    applied = placeholders(kube).apply(SPEC, target=2, now=NOW)
+    assert set(applied.deleted) == {expired, due}
+
+
+def test_expiry_charges_exact_gpu_hours_and_nothing_for_a_clock_ahead() -> None:
+    kube = FakeKube()
+    created(kube, slot=0, at=NOW - 2500, running=False)
+    short = PlaceholderSpec(pool="gpu", gpus=8, ttl_seconds=2000)
+    assert placeholders(kube).apply(short, target=0, now=NOW).wasted_gpu_hours == pytest.approx(
+        8 * 2000 / 3600
+    )
+    for at in (NOW, NOW + 100):  # created this second, or by a replica whose clock is ahead
+        created(kube, slot=0, at=at)
+        assert placeholders(kube).apply(SPEC, target=0, now=NOW).wasted_gpu_hours == 0.0
+
+
+def test_a_job_without_our_gpu_annotation_counts_no_gpus() -> None:
+    kube = FakeKube()
+    name = created(kube, slot=0, at=NOW - 600)
+    del kube.jobs[name]["metadata"]["annotations"][lbl.GPUS]
+    reason = {"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}
+    kube.jobs[name]["status"] = {"conditions": [reason]}
+    assert placeholders(kube).apply(SPEC, target=0, now=NOW).used_gpus == 0
