@@ -25,9 +25,27 @@ class Equivalent:
 OBSERVER = "forecaster/actuators/observer.py"
 LEASES = "forecaster/actuators/leases.py"
 PLACEHOLDERS = "forecaster/actuators/placeholders.py"
+BUFFERS = "forecaster/actuators/capacitybuffers.py"
+NEGATIVE_DEFAULT = (
+    "a count read as -1 when missing fails `> 0` exactly as 0 does (the +1 mutants are killed)"
+)
 NUMBER = "core/NumberReplacer"
 
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(
+        BUFFERS,
+        NUMBER,
+        'if int(buffer["spec"].get("replicas", 0)) > 0 or int(reported or 0) > 0:',
+        NEGATIVE_DEFAULT,
+        mutated=r'get\("replicas", -1\)|reported or -1',
+    ),
+    Equivalent(
+        BUFFERS,
+        NUMBER,
+        'if int(b["spec"].get("replicas", 0)) > 0 and _expires_at(b) <= now',
+        NEGATIVE_DEFAULT,
+        mutated=r'get\("replicas", -1\)',
+    ),
     Equivalent(
         PLACEHOLDERS,
         NUMBER,
