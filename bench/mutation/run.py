@@ -192,10 +192,11 @@ def _shards(modules: list[str]) -> list[list[str]]:
     """Modules dealt to the shards, largest first, each to the lightest shard so far."""
     shards: list[list[str]] = [[] for _ in range(SHARDS)]
     loads = [0] * SHARDS
-    for module in sorted(modules, key=pending, reverse=True):
+    left = {module: pending(module) for module in modules}  # one read of each session
+    for module in sorted(modules, key=left.__getitem__, reverse=True):
         lightest = loads.index(min(loads))
         shards[lightest].append(module)
-        loads[lightest] += pending(module)
+        loads[lightest] += left[module]
     return shards
 
 
