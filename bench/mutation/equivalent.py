@@ -30,6 +30,11 @@ NEGATIVE_DEFAULT = (
     "a count read as -1 when missing fails `> 0` exactly as 0 does (the +1 mutants are killed)"
 )
 NUMBER = "core/NumberReplacer"
+PLANNER = "forecaster/core/planner.py"
+NEGATIVE_ROOM = (
+    "a NodePool room of -1 is capped by _cap, which clamps every limit at max(0, limit): 0"
+    " placeholders as with 0 (the +1 mutant is killed)"
+)
 
 EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
@@ -100,6 +105,40 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "images[image] = images.get(image, 0) + gpus",
         "the default is added once to every image's count alike, and the counts are only used"
         " to order the images",
+    ),
+    *(
+        Equivalent(
+            PLANNER,
+            "core/ReplaceComparisonOperator_Gt_GtE",
+            line,
+            "with the 1e-9 tolerance added, > and >= differ only when the charge exceeds what"
+            " is left by exactly 1e-9, which whole GPUs at cents per hour never do",
+        )
+        for line in (
+            "elif price > cost_left + 1e-9:",
+            "elif extra * commitment_hours > gpu_hours_left + 1e-9:",
+        )
+    ),
+    Equivalent(
+        PLANNER,
+        "core/ReplaceAndWithOr",
+        "if not acts and mode is Mode.FORECAST_ONLY:",
+        "mode is FORECAST_ONLY exactly when the pool does not act (_observe_only decides both),"
+        " so either operand alone is the condition",
+    ),
+    Equivalent(
+        PLANNER,
+        NUMBER,
+        "return 1 << 30",
+        "an allowed uncapped pool's room: any number past every cap (2^29 GPUs and up) is"
+        " the same no-limit",
+    ),
+    *(
+        Equivalent(PLANNER, NUMBER, line, NEGATIVE_ROOM, mutated=r"return -1|max\(-1,")
+        for line in (
+            "return 0",
+            "return max(0, snap.nodepool_limit_gpus - max(in_use, snap.real_demand_gpus))",
+        )
     ),
 )
 
