@@ -14,15 +14,19 @@ from __future__ import annotations
 from typing import Any
 
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.nodepools import NodePools
 from forecaster.app.cleanup import (
     BUFFER_DRAIN_CHECKS,
     BUFFER_DRAIN_SECONDS,
     Undone,
     _remove_buffers,
+    _restore_nodepools,
     still_held,
 )
 from forecaster.core.series import iso_utc
 from forecaster.errors import ForecasterError
+from tests.actuators.test_nodepool_records import NAME, nodepool
+from tests.actuators.test_nodepool_records import FakeKube as OneNodePool
 
 NS = "forecaster"
 T = 1_800_000_000
@@ -136,6 +140,14 @@ def test_placeholders_and_buffers_are_both_listed() -> None:
     ]
 
 
+class NodePoolKube(OneNodePool):
+    """One NodePool, listed when it carries our record."""
+
+    def list_nodepool_names(self, annotated: str) -> list[str]:
+        notes = (self.nodepool or {}).get("metadata", {}).get("annotations") or {}
+        return [NAME] if annotated in notes else []
+
+
 class DrainingBuffers:
     """``remove`` answers per pool from a script: True deleted, False still draining, None
     nothing of ours, or an error."""
@@ -200,3 +212,21 @@ def test_one_object_that_fails_is_reported_and_the_rest_go_on() -> None:
         "NodePool gpu: 403 forbidden",
     ]
     assert undone.changed == ["NodePool big: restored"]
+
+
+def test_a_restored_nodepool_says_which_fields_it_left_to_whoever_changed_them() -> None:
+    kube = NodePoolKube(nodepool({"consolidateAfter": "1m", "budgets": [{"nodes": "2"}]}))
+    assert NodePools(kube).protect(NAME, consolidate_after="30m", now=T, seconds=3600)  # type: ignore[arg-type]
+    assert kube.nodepool is not None
+    kube.nodepool["spec"]["disruption"]["budgets"] = [{"nodes": "1"}]
+    undone = Undone()
+    _restore_nodepools(kube, undone, expired_before=None)  # type: ignore[arg-type]
+    assert undone.changed == [
+        f"NodePool {NAME}: restored to its recorded original (NodePool {NAME}: budgets changed"
+        " by someone else while protected; left as they set it)"
+    ]
+    clean = NodePoolKube(nodepool({"consolidateAfter": "1m"}))
+    assert NodePools(clean).protect(NAME, consolidate_after="30m", now=T, seconds=3600)  # type: ignore[arg-type]
+    undone = Undone()
+    _restore_nodepools(clean, undone, expired_before=T + 3601)  # type: ignore[arg-type]
+    assert undone.changed == [f"NodePool {NAME}: protection expired, restored"]
