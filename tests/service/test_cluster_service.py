@@ -56,9 +56,11 @@ def test_only_the_leader_writes(
     b.reconcile()
     follower_writes = [w for w in api.writes()[before:] if "/leases/" not in w.path]
     assert follower_writes == []
+    assert b.daemon.metrics.leader._value.get() == 0  # a follower's gauge: 0, not -1
     assert b.daemon.last is not None and b.daemon.last.plan.pool(POOL).target_gpus >= 8
     a.reconcile()
     assert api.objects("jobs", "forecaster")  # the leader prewarmed
+    assert a.daemon.metrics.leader._value.get() == 1
     a.stop()
     b.renew()
     assert b.daemon.is_leader()

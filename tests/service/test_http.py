@@ -1,6 +1,6 @@
 """The inspection endpoint over a daemon that has ticked (FastAPI TestClient, in-process).
 
-Cases: healthz; readyz 503 before the first tick and 200 after; forecast JSON (history,
+Cases: healthz; readyz 503 before the first tick and 200 after (spend before it is zero); forecast JSON (history,
 P50/P95 per horizon, prewarm trail, model); plan JSON with reasons; status JSON with mode and
 budgets; /metrics in Prometheus text with our families; OpenAPI lists every path; the page is
 self-contained (no external scripts); bad and unknown pools get 4xx with a message; the
@@ -35,6 +35,9 @@ def test_probes(daemon: Daemon) -> None:
     assert client.get("/docs").status_code == 404 and client.get("/redoc").status_code == 404
     assert client.get("/openapi.json").status_code == 200
     assert client.get("/api/v1/plan").status_code == 503
+    before = daemon.spend(POOL)  # before the first tick: nothing spent, no error
+    assert (before.node_gpu_hours, before.prewarm_gpu_hours, before.prewarm_cost) == (0, 0, 0)
+    assert daemon.spend("not-a-pool").price_per_gpu_hour == 0.0  # unknown: no price, not -1
     daemon.reconcile(T0)
     assert client.get("/readyz").status_code == 200
 
