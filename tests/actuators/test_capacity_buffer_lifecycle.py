@@ -68,6 +68,8 @@ def buffers(kube: FakeKube) -> CapacityBuffers:
 
 def test_a_buffer_is_renewed_when_under_half_its_ttl_is_left() -> None:
     kube = FakeKube()
+    assert buffers(kube).apply(SPEC, replicas=0, now=NOW) is False  # nothing asked: no buffer
+    assert kube.buffers == {} and kube.templates == {}
     assert buffers(kube).apply(SPEC, replicas=2, now=NOW) is True  # created
     assert NAME in kube.templates
     assert buffers(kube).apply(SPEC, replicas=2, now=NOW + 1801) is False  # 1800 s left >= 1800
