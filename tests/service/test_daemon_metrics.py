@@ -8,7 +8,6 @@ wall time spent in it, not a clock reading.
 
 from __future__ import annotations
 
-
 from forecaster.service.daemon import SPEND_METRICS_EVERY_SECONDS, Daemon
 from tests.service.fakes import T0
 
