@@ -31,6 +31,7 @@ NEGATIVE_DEFAULT = (
 )
 NUMBER = "core/NumberReplacer"
 PLANNER = "forecaster/core/planner.py"
+BUDGET = "forecaster/core/budget.py"
 NEGATIVE_ROOM = (
     "a NodePool room of -1 is capped by _cap, which clamps every limit at max(0, limit): 0"
     " placeholders as with 0 (the +1 mutant is killed)"
@@ -118,6 +119,42 @@ EQUIVALENT: tuple[Equivalent, ...] = (
             "elif price > cost_left + 1e-9:",
             "elif extra * commitment_hours > gpu_hours_left + 1e-9:",
         )
+    ),
+    Equivalent(
+        BUDGET,
+        "core/ReplaceComparisonOperator_Gt_GtE",
+        "if kept and kept[-1][0] > bucket:  # the clock stepped back: keep the buckets in order",
+        "equal bucket starts are handled by the branch before (added to the last bucket), so"
+        " >= is only ever reached with >",
+    ),
+    Equivalent(
+        BUDGET,
+        "core/ReplaceComparisonOperator_Gt_GtE",
+        "if buckets and buckets[-1][0] > at:  # a bucket after ``at``: only after a clock step"
+        " back",
+        "with the newest bucket starting at ``at`` both branches sum the buckets in (at - DAY, at]",
+    ),
+    *(
+        Equivalent(
+            BUDGET,
+            operator,
+            "spend = gpus * step / 3600 if gpus > 0 else 0.0",
+            "0 or fewer GPUs charge nothing either way: 0 * step is 0, and add_gpu_hours drops"
+            " a charge <= 0 (the `gpus > 1` mutant is killed)",
+            mutated=mutated,
+        )
+        for operator, mutated in (
+            ("core/ReplaceComparisonOperator_Gt_GtE", ""),
+            (NUMBER, r"gpus > -1|else -1\.0"),
+        )
+    ),
+    Equivalent(
+        "forecaster/actuators/nodepools.py",
+        NUMBER,
+        'if int(record.get("format", 1)) > lbl.OBJECT_FORMAT:',
+        "a record without a format read as format 0 is as readable as format 1: neither is"
+        " newer than OBJECT_FORMAT (the 2 mutant is killed)",
+        mutated=r'get\("format", 0\)',
     ),
     Equivalent(
         PLANNER,

@@ -41,6 +41,19 @@ def test_spend_is_gpus_times_hours() -> None:
     assert spent_last_day(ledger) == pytest.approx(8.0)
 
 
+def test_one_gpu_for_an_hour_is_one_gpu_hour_and_none_is_nothing() -> None:
+    assert spent_last_day(held(SpendLedger(), gpus=1, start=T, seconds=3600)) == pytest.approx(1)
+    assert held(SpendLedger(), gpus=0, start=T, seconds=3600).buckets == ()
+
+
+def test_a_ledger_that_lost_its_wall_time_starts_again_keeping_its_spend() -> None:
+    ledger = held(SpendLedger(), gpus=8, start=T, seconds=3600)
+    damaged = SpendLedger(ledger.buckets, clock=ledger.clock, last_seen=None)
+    again = record_spend(damaged, gpus=8, now=T + 7200, max_step_seconds=STEP)
+    assert (again.clock, again.last_seen) == (T + 7200, T + 7200)
+    assert again.buckets == ledger.buckets  # nothing charged for the unknown gap
+
+
 def test_a_forward_clock_jump_does_not_forget_the_day() -> None:
     ledger = held(SpendLedger(), gpus=8, start=T, seconds=23 * 3600)
     before = spent_last_day(ledger)
