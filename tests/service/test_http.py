@@ -1,10 +1,11 @@
 """The inspection endpoint over a daemon that has ticked (FastAPI TestClient, in-process).
 
 Cases: healthz; readyz 503 before the first tick and 200 after (spend before it is zero);
-forecast JSON (history, P50/P95 per horizon, prewarm trail, model); plan JSON with reasons; status JSON with mode and
-budgets; /metrics in Prometheus text with our families; OpenAPI lists every path; the page is
-self-contained (no external scripts); bad and unknown pools get 4xx with a message; the
-operating point chosen at the last retrain is shown with its alternatives, its cap and quantile.
+forecast JSON (history, P50/P95 per horizon, prewarm trail, model); plan JSON with reasons;
+status JSON with mode and budgets; /metrics in Prometheus text with our families; OpenAPI lists
+every path; the page is self-contained (no external scripts); bad and unknown pools get 4xx with
+a message; the operating point chosen at the last retrain is shown with its alternatives, its
+cap and quantile.
 """
 
 from __future__ import annotations
