@@ -149,6 +149,13 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         )
     ),
     Equivalent(
+        OBSERVER,
+        "core/ReplaceTrueWithFalse",
+        "for pod, home in zip(pods, homes, strict=True):",
+        "_attribute returns one home per pod, so the lengths are always equal and strict never"
+        " fires; it guards a future edit, not a behaviour",
+    ),
+    Equivalent(
         "forecaster/actuators/nodepools.py",
         NUMBER,
         'if int(record.get("format", 1)) > lbl.OBJECT_FORMAT:',
