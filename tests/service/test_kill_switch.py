@@ -82,11 +82,14 @@ def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
     assert record.plan.pool(POOL).mode is Mode.HALTED and record.plan.pool(POOL).target_gpus == 0
     assert placeholders(api) == []
     assert ORIGINAL not in _nodepool_annotations(api)  # the NodePool is ours no longer
+    charged = loop.state.ledger
+    assert charged.last_seen == T0 + 30 and charged.buckets  # what it held until now: charged
 
     before = len(api.writes())
     record = daemon.reconcile(T0 + 400)  # a full tick, with a state save due (5 min since)
     assert record is not None and record.replanned
     assert [w.path for w in api.writes()[before:]] == []  # halted: not one write
+    assert loop.state.ledger == charged  # holding nothing: nothing charged
 
     client = TestClient(create_app(daemon))
     status = client.get("/api/v1/status").json()
