@@ -161,3 +161,14 @@ def test_the_kill_switch_reads_true_however_it_is_written(
     if halt is not None:
         assert halt.reason == (data.get("reason") or "no reason given")
         assert halt.since is None  # a since that is not a number is not guessed
+
+
+def test_the_kill_switch_says_who_paused_and_since_when(api: KubeApiDouble) -> None:
+    metadata = {"name": "forecaster-control", "namespace": NS}
+    data = {"paused": "true", "reason": "INC-7", "by": "alice", "since": "1800000000"}
+    api.put(
+        "configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
+    )
+    assert Control(client(api), namespace=NS).read() == Halt("INC-7", "alice", 1_800_000_000)
+    api.put("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+    assert Control(client(api), namespace=NS).read() is None  # no data at all: run
