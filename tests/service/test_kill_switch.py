@@ -170,5 +170,6 @@ def test_the_kill_switch_says_who_paused_and_since_when(api: KubeApiDouble) -> N
         "configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
     )
     assert Control(client(api), namespace=NS).read() == Halt("INC-7", "alice", 1_800_000_000)
-    api.put("configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
+    key = ("configmaps", NS, "forecaster-control")
+    api.store.replace(key, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
     assert Control(client(api), namespace=NS).read() is None  # no data at all: run
