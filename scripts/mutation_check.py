@@ -1293,6 +1293,67 @@ MUTATIONS = (
         "        raise Interrupted({}) from None\n    finally:",
         ("tests/cli/test_replay_interrupt.py::test_ctrl_c_writes_what_finished_and_exits_130",),
     ),
+    Mutation(
+        "the tick that withdraws on the kill switch charges nothing for what it held",
+        "forecaster/reconcile/loop.py",
+        "        if halted and not held:",
+        "        if halted and held:",
+        (
+            "tests/service/test_kill_switch.py::test_pause_withdraws_everything_in_one_tick_then_writes_nothing",
+        ),
+    ),
+    Mutation(
+        "a stopped live run misdates when its placeholders end",
+        "forecaster/app/cleanup.py",
+        'ends = created + int(job["spec"].get("activeDeadlineSeconds") or 0)',
+        'ends = created - int(job["spec"].get("activeDeadlineSeconds") or 0)',
+        (
+            "tests/app/test_cleanup_report.py::test_placeholders_are_summed_per_pool_and_end_at_creation_plus_deadline",
+        ),
+    ),
+    Mutation(
+        "the GPU-hours cap charges the commitment in whole hours",
+        "forecaster/core/planner.py",
+        "commitment_hours = budgets.commitment_seconds / 3600",
+        "commitment_hours = budgets.commitment_seconds // 3600",
+        ("tests/core/test_planner_bounds.py::test_the_commitment_is_charged_in_hours",),
+    ),
+    Mutation(
+        "the NodePool limit counts our own placeholders' nodes as others' work",
+        "forecaster/core/planner.py",
+        "in_use = snap.allocatable_gpus + snap.launching_gpus - snap.prewarm_gpus",
+        "in_use = snap.allocatable_gpus + snap.launching_gpus",
+        (
+            "tests/core/test_planner_bounds.py::test_the_nodepool_limit_counts_launching_nodes_and_not_our_own_placeholders",
+        ),
+    ),
+    Mutation(
+        "extending a NodePool pause records the paused values as the original",
+        "forecaster/actuators/nodepools.py",
+        'original = record["original"]',
+        "original = current",
+        (
+            "tests/actuators/test_nodepool_records.py::test_a_pause_is_extended_once_less_than_half_its_period_is_left_keeping_the_original",
+        ),
+    ),
+    Mutation(
+        "a NodePool record with a damaged part is trusted",
+        "forecaster/actuators/nodepools.py",
+        "isinstance(record.get(part), dict) and set(record[part]) == set(FIELDS)",
+        "isinstance(record.get(part), dict)",
+        (
+            "tests/actuators/test_nodepool_records.py::test_a_damaged_record_is_refused_and_nothing_is_written",
+        ),
+    ),
+    Mutation(
+        "a failed NodePool protection is followed by that pool's prewarm",
+        "forecaster/actuators/actuator.py",
+        "            if pool in report.errors:\n                continue",
+        "            if False:\n                continue",
+        (
+            "tests/actuators/test_actuator_gate.py::test_a_failed_protection_stops_that_pools_prewarm_and_not_the_others",
+        ),
+    ),
 )
 
 
