@@ -148,6 +148,20 @@ EQUIVALENT: tuple[Equivalent, ...] = (
             (NUMBER, r"gpus > -1|else -1\.0"),
         )
     ),
+    *(
+        Equivalent(
+            LEASES,
+            NUMBER,
+            line,
+            "leadership lapsed at 0.0 or at -1.0 is lapsed alike: is_leader asks for time left"
+            " > 0 and a monotonic clock never reads below 0 (the 1.0 mutant is killed)",
+            mutated=r"-1\.0",
+        )
+        for line in (
+            "self._valid_until = started + self.lease_seconds * self.safety if won else 0.0",
+            "self._valid_until = 0.0",
+        )
+    ),
     Equivalent(
         OBSERVER,
         "core/ReplaceTrueWithFalse",

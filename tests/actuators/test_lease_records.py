@@ -22,6 +22,7 @@ from forecaster.actuators.leases import (
     fence,
     lease_body,
     micro_time,
+    release_fence,
 )
 from forecaster.actuators.quantities import timestamp_seconds as seconds
 from forecaster.errors import ActuationError
@@ -68,7 +69,9 @@ def test_the_earlier_leader_is_judged_at_the_first_read_only(api: KubeApiDouble)
     b = elector(api, "replica-b", cb)
     assert not b.try_acquire_or_renew()  # first read: the old leader's record
     cb.advance(16)
-    assert b.try_acquire_or_renew()  # taken over: the Lease now shows b
+    assert b.try_acquire_or_renew()  # taken over
+    cb.advance(5)
+    assert b.try_acquire_or_renew()  # this round reads the Lease as b's own
     assert (b.earlier_leader() or "").startswith("old, last renewed")
 
 
@@ -168,3 +171,20 @@ def test_the_fence_retries_a_racing_renewal_up_to_five_times(
                 wall=lambda: T,
             )
         assert the_lease(api)["spec"]["holderIdentity"] == "replica-a"
+
+
+def test_the_fence_retries_a_create_that_raced_and_only_a_cleanup_hold_is_given_back(
+    api: KubeApiDouble,
+) -> None:
+    kube = kube_of(api)
+    assert not release_fence(kube, namespace=NS, wall=lambda: T)  # no Lease: nothing to give
+    api.faults.add("POST", r"/leases", status=409, times=1)
+    assert (
+        fence(kube, namespace=NS, identity=CLEANUP_IDENTITY, hold_seconds=600, wall=lambda: T) == 0
+    )
+    assert release_fence(kube, namespace=NS, wall=lambda: T)
+    assert the_lease(api)["spec"]["holderIdentity"] == ""
+    a = elector(api, "replica-a", clock())
+    assert a.try_acquire_or_renew()
+    assert not release_fence(kube, namespace=NS, wall=lambda: T)  # a replica's: not ours to free
+    assert the_lease(api)["spec"]["holderIdentity"] == "replica-a"
