@@ -90,6 +90,11 @@ def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
     assert record is not None and record.replanned
     assert [w.path for w in api.writes()[before:]] == []  # halted: not one write
     assert loop.state.ledger == charged  # holding nothing: nothing charged
+    api.faults.add("GET", r"/nodes", status=500, times=1000)  # the cluster cannot be read
+    record = daemon.reconcile(T0 + 800)  # a state save due again
+    assert record is not None and record.error("cluster")
+    assert [w.path for w in api.writes()[before:]] == []  # halted, nothing known held: no write
+    api.faults.clear()
 
     client = TestClient(create_app(daemon))
     status = client.get("/api/v1/status").json()
