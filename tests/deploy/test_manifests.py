@@ -448,3 +448,14 @@ def test_the_build_context_leaves_out_virtualenvs_history_and_caches() -> None:
         if line.startswith("COPY ") and "--from" not in line:
             for name in line.split()[1:-1]:
                 assert not ignored(name), name
+
+
+@pytest.mark.parametrize("name", sorted(RENDERS))
+def test_the_shipped_placeholder_priority_class_yields_to_everything(name: str) -> None:
+    """Placeholders must lose to any real pod and never push one out: a negative priority,
+    ``preemptionPolicy: Never``, and never the cluster's default (every pod would get it)."""
+    (priority,) = by_kind(RENDERS[name](), "PriorityClass")
+    assert priority["metadata"]["name"] == "forecaster-placeholder"
+    assert priority["value"] < 0
+    assert priority["preemptionPolicy"] == "Never"
+    assert priority.get("globalDefault", False) is False
