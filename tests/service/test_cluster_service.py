@@ -240,5 +240,6 @@ def test_a_crash_looping_leader_is_stuck_not_making_progress(
         a.renew()
         a.reconcile()
     assert client.get("/healthz").json() == {"status": "stuck"}
+    assert 'forecaster_reconcile_errors_total{kind="crash"} 7.0' in client.get("/metrics").text
     a.renew()
     assert not a.daemon.is_leader()

@@ -32,3 +32,16 @@ def test_a_ticks_duration_is_the_time_spent_in_it(daemon: Daemon) -> None:
     duration = daemon.metrics.duration.collect()[0]
     total = next(s.value for s in duration.samples if s.name.endswith("_sum"))
     assert 0 < total < 60
+
+
+def test_stuck_is_judged_past_the_limit_not_at_it(daemon: Daemon) -> None:
+    now = [1000.0]
+    daemon.monotonic = lambda: now[0]
+    daemon.stuck_after_seconds = 300
+    assert not daemon.stuck()  # the clock starts at the first ask
+    now[0] += 300
+    assert not daemon.stuck()
+    now[0] += 1
+    assert daemon.stuck()
+    daemon.stuck_after_seconds = None  # the embedded twin: never stuck
+    assert not daemon.stuck()
