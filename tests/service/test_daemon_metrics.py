@@ -1,9 +1,10 @@
-"""What the daemon's own gauges say: the tick's duration, and how often FinOps is refreshed.
+"""The daemon's own gauges (a tick's duration, FinOps refreshes) and its stuck judgement.
 
 The FinOps gauges integrate a whole day of the trail, so they are refreshed at most once a
 minute of tick time (``SPEND_METRICS_EVERY_SECONDS``): not on a tick at the same time, not
 within the minute, again at the minute and after the clock stepped back. A tick's duration is
-wall time spent in it, not a clock reading.
+wall time spent in it, not a clock reading. A daemon is stuck once no tick has completed for
+longer than its limit (not at the limit), counted from the first ask; the twin never is.
 """
 
 from __future__ import annotations
