@@ -163,6 +163,13 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         )
     ),
     Equivalent(
+        "forecaster/app/cleanup.py",
+        "core/ReplaceAndWithOr",
+        "if buffers is not None and pools:",
+        "pools is only filled when buffers is not None, and _remove_buffers with no pools"
+        " returns at once having changed nothing: the `or` differs only in that no-op call",
+    ),
+    Equivalent(
         OBSERVER,
         "core/ReplaceTrueWithFalse",
         "for pod, home in zip(pods, homes, strict=True):",
