@@ -58,7 +58,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "free_slots = [s for s in range(target) if s not in taken][: max(0, target - len(live))]",
         "after the scale-down loop live never exceeds target, so target - len(live) >= 0 and"
         " max(-1, ...) is max(0, ...) (the max(1, ...) mutant is killed)",
-        mutated=r"max\(-1, target",
+        mutated=r"max\( ?-1, target",
     ),
     *(
         Equivalent(
@@ -199,7 +199,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         " the same no-limit",
     ),
     *(
-        Equivalent(PLANNER, NUMBER, line, NEGATIVE_ROOM, mutated=r"return -1|max\(-1,")
+        Equivalent(PLANNER, NUMBER, line, NEGATIVE_ROOM, mutated=r"return -1|max\( ?-1,")
         for line in (
             "return 0",
             "return max(0, snap.nodepool_limit_gpus - max(in_use, snap.real_demand_gpus))",
