@@ -36,6 +36,13 @@ def kube_of(api: KubeApiDouble) -> Kube:
     return Kube(api_client(host=api.url), dry_run=False, retries=0, backoff_seconds=0.01)
 
 
+def fenced(api: KubeApiDouble) -> int:
+    """``forecaster cleanup``'s fence for 600 s at T; how long it says to wait."""
+    return fence(
+        kube_of(api), namespace=NS, identity=CLEANUP_IDENTITY, hold_seconds=600, wall=lambda: T
+    )
+
+
 def the_lease(api: KubeApiDouble) -> dict[str, Any]:
     (lease,) = api.objects("leases", NS)
     return lease
@@ -112,12 +119,7 @@ def test_a_release_leaves_a_lease_someone_else_took_and_one_that_is_gone(
 ) -> None:
     a = elector(api, "replica-a", clock())
     assert a.try_acquire_or_renew()
-    assert (
-        fence(
-            kube_of(api), namespace=NS, identity=CLEANUP_IDENTITY, hold_seconds=600, wall=lambda: T
-        )
-        == 15
-    )
+    assert fenced(api) == 15
     a.release()  # still within its validity: it tries, and finds cleanup holding it
     assert not a.is_leader()
     assert the_lease(api)["spec"]["holderIdentity"] == CLEANUP_IDENTITY
@@ -132,12 +134,7 @@ def test_a_release_leaves_a_lease_someone_else_took_and_one_that_is_gone(
 def test_the_fence_counts_a_transition_on_top_of_the_leases_own(api: KubeApiDouble) -> None:
     body = lease_body(NS, NAME, identity="", duration=15, now=T, transitions=3)
     kube_of(api).create_lease(NS, body)
-    assert (
-        fence(
-            kube_of(api), namespace=NS, identity=CLEANUP_IDENTITY, hold_seconds=600, wall=lambda: T
-        )
-        == 0
-    )
+    assert fenced(api) == 0
     assert the_lease(api)["spec"]["leaseTransitions"] == 4
     assert the_lease(api)["spec"]["holderIdentity"] == CLEANUP_IDENTITY
 
@@ -150,26 +147,11 @@ def test_the_fence_retries_a_racing_renewal_up_to_five_times(
     kube_of(api).create_lease(NS, body)
     api.faults.add("PUT", r"/leases/", status=409, times=races)
     if taken:
-        assert (
-            fence(
-                kube_of(api),
-                namespace=NS,
-                identity=CLEANUP_IDENTITY,
-                hold_seconds=600,
-                wall=lambda: T,
-            )
-            == 15
-        )
+        assert fenced(api) == 15
         assert the_lease(api)["spec"]["holderIdentity"] == CLEANUP_IDENTITY
     else:
         with pytest.raises(ActuationError, match="kept changing"):
-            fence(
-                kube_of(api),
-                namespace=NS,
-                identity=CLEANUP_IDENTITY,
-                hold_seconds=600,
-                wall=lambda: T,
-            )
+            fenced(api)
         assert the_lease(api)["spec"]["holderIdentity"] == "replica-a"
 
 
@@ -179,9 +161,7 @@ def test_the_fence_retries_a_create_that_raced_and_only_a_cleanup_hold_is_given_
     kube = kube_of(api)
     assert not release_fence(kube, namespace=NS, wall=lambda: T)  # no Lease: nothing to give
     api.faults.add("POST", r"/leases", status=409, times=1)
-    assert (
-        fence(kube, namespace=NS, identity=CLEANUP_IDENTITY, hold_seconds=600, wall=lambda: T) == 0
-    )
+    assert fenced(api) == 0
     assert release_fence(kube, namespace=NS, wall=lambda: T)
     assert the_lease(api)["spec"]["holderIdentity"] == ""
     a = elector(api, "replica-a", clock())

@@ -29,22 +29,10 @@ from forecaster.actuators.nodepools import (
     pause_record,
 )
 from forecaster.errors import ActuationError
+from tests.kubeapi.store import merge_patch
 
 T = 1_800_000_000
 NAME = "gpu"
-
-
-def merge(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch, as the API server applies it."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            out.pop(key, None)
-        else:
-            out[key] = merge(out.get(key), value)
-    return out
 
 
 class FakeKube:
@@ -66,7 +54,7 @@ class FakeKube:
             raise ConflictError("409")
         version = int(self.nodepool["metadata"]["resourceVersion"])
         assert patch["metadata"]["resourceVersion"] == str(version)
-        self.nodepool = merge(self.nodepool, patch)
+        self.nodepool = merge_patch(self.nodepool, patch)
         self.nodepool["metadata"]["resourceVersion"] = str(version + 1)
 
 
