@@ -100,8 +100,8 @@ def publish(sessions: dict[str, Path], commit: str, path: Path) -> int:
 def markdown(
     commit: str, rows: list[dict[str, Any]], total: Counter[str], listed: list[dict[str, Any]]
 ) -> str:
-    """The published table (``docs/results/mutation.md``): by module, then every mutant not
-    killed - the equivalent ones with their reasons, the survivors with their line."""
+    """The published table (``docs/results/mutation.md``): by module, by function, then every
+    mutant not killed - the equivalent ones with their reasons, the survivors with their line."""
     by_module: dict[str, Counter[str]] = defaultdict(Counter)
     for row in rows:
         by_module[row["module"]].update({o: row[o] for o in OUTCOMES})
@@ -117,6 +117,11 @@ def markdown(
     for module, counted in by_module.items():
         lines.append(f"| `{module}` | " + " | ".join(str(counted[o]) for o in OUTCOMES) + " |")
     lines.append("| total | " + " | ".join(str(total[o]) for o in OUTCOMES) + " |")
+    lines += ["", "## By function", "", "| function | " + " | ".join(OUTCOMES) + " |"]
+    lines.append("|---|" + "---|" * len(OUTCOMES))
+    for row in rows:
+        name = f"`{row['module'].removeprefix('forecaster/')}:{row['function']}`"
+        lines.append(f"| {name} | " + " | ".join(str(row[o]) for o in OUTCOMES) + " |")
     for outcome, title in (("equivalent", "Equivalent"), ("survived", "Survived")):
         found = [m for m in listed if m["outcome"] == outcome]
         lines += ["", f"## {title} ({len(found)})", ""]
