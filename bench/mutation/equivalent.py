@@ -170,6 +170,20 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         " returns at once having changed nothing: the `or` differs only in that no-op call",
     ),
     Equivalent(
+        "forecaster/app/cleanup.py",
+        "core/ReplaceBreakWithContinue",
+        "break",
+        "with no buffer left to wait for, `continue` skips the sleep as `break` does and the"
+        " remaining rounds loop over an empty list: the same calls, the same report",
+    ),
+    Equivalent(
+        "forecaster/service/daemon.py",
+        NUMBER,
+        "at = self.last.at if self.last else 0",
+        "the default is the day's end only before the first tick, when the trail it bounds is"
+        " still empty: the spend is zero whatever day is asked",
+    ),
+    Equivalent(
         OBSERVER,
         "core/ReplaceTrueWithFalse",
         "for pod, home in zip(pods, homes, strict=True):",
