@@ -6,7 +6,8 @@ for byte, reason logged) and a restarted daemon remembers the hand-off from its 
 stale data holds existing prewarm for hold_seconds, then withdraws it; dry-run sends zero writes;
 forecast-only pools plan but never write; a tampered model artifact falls back to the baseline;
 the operating point published with the model sets the quantile, the GPU-hours cap and the SLO
-(only when a budget is configured).
+(only when a budget is configured); a state save that conflicts re-reads, one the API refuses is
+the tick's error.
 """
 
 from __future__ import annotations
@@ -247,6 +248,17 @@ def test_a_save_conflict_rereads_the_state_another_leader_wrote(
     assert "re-reading it" in (record.error("state") or "")
     record = a.tick(T0 + 315)  # a now plans from what b wrote, not from its own memory
     assert record.plan.pool(POOL).mode is not Mode.PREDICTIVE
+
+
+def test_a_state_save_the_api_refuses_is_the_ticks_error(
+    tmp_path: Path, api: KubeApiDouble, busy_cluster: ClusterSim
+) -> None:
+    loop = reconciler(tmp_path, api, LiveSource(T0 - 2 * 86400, calm_history()))
+    assert loop.tick(T0).error("state") is None
+    api.faults.add("PUT", r"/configmaps/", status=500, times=1000)
+    record = loop.tick(T0 + 300)  # a save is due: the API refuses it
+    assert "could not save state" in (record.error("state") or "")
+    api.faults.clear()
 
 
 def test_a_follower_taking_over_acts_on_the_state_the_leader_left(
