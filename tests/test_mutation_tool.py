@@ -8,7 +8,7 @@ from pathlib import Path
 
 from bench.mutation.paths import PRISTINE
 from bench.mutation.scope import SCOPE, kept
-from bench.mutation.select_tests import chosen_tests, mutated_lines, within
+from bench.mutation.select_tests import BUDGET_VARIABLE, chosen_tests, mutated_lines, within
 from bench.mutation.skips import logging_lines, scoped
 
 MODULE = "forecaster/core/budget.py"
@@ -49,6 +49,12 @@ def test_a_mutant_runs_the_fastest_tests_within_the_budget_all_of_them_to_confir
     assert within(["a", "b", "c"], seconds, 30) == ["a", "b"]
     assert within(["c", "d"], seconds, 30) == ["c"]  # at least one, however slow
     assert within(["a", "b", "c"], seconds, 0) == ["a", "b", "c"]
+
+
+def test_the_budget_variable_is_not_read_as_config_by_the_tests_it_runs() -> None:
+    """``FORECASTER_*`` variables are config keys: one leaked into the tests' environment made
+    every test that loads a config fail - kills the mutants did not earn."""
+    assert not BUDGET_VARIABLE.startswith("FORECASTER_")
 
 
 def test_log_lines_out_of_scope_functions_and_noisy_operators_are_skipped(tmp_path: Path) -> None:
