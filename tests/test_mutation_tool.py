@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.mutation.equivalent import EQUIVALENT
 from bench.mutation.paths import PRISTINE
+from bench.mutation.report import stale
 from bench.mutation.scope import SCOPE, kept
 from bench.mutation.select_tests import BUDGET_VARIABLE, chosen_tests, mutated_lines, within
 from bench.mutation.skips import logging_lines, scoped
@@ -102,3 +104,17 @@ def test_a_signatures_keyword_only_marker_is_equivalent_a_multiplication_is_not(
     assert reason_for(MODULE, mul, "def f(kube: Kube, *, namespace: str) -> bool:")
     assert reason_for(MODULE, mul, "    *,")
     assert reason_for(MODULE, mul, "held = gpus * hours") is None
+
+
+def test_an_equivalent_listing_no_surviving_mutant_meets_is_reported_stale() -> None:
+    listing = EQUIVALENT[0]
+    met = {
+        "module": listing.module,
+        "operator": listing.operator,
+        "source": listing.line,
+        "outcome": "equivalent",
+    }
+    others = [e for e in EQUIVALENT[1:] if e.module == listing.module]
+    assert listing not in stale([met], done={listing.module})
+    assert others and set(others) <= set(stale([met], done={listing.module}))
+    assert stale([], done=set()) == []  # an unfinished module's listings are not judged yet
