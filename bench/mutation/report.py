@@ -24,7 +24,7 @@ def _source(commit: str, module: str) -> list[str]:
     ).stdout.splitlines()
 
 
-def _judge(
+def judge(
     module: str, session: Path, commit: str
 ) -> tuple[dict[str, Counter[str]], list[dict[str, object]]]:
     lines = _source(commit, module)
@@ -55,6 +55,7 @@ def _judge(
                 "source": line, "operator": mutation.operator_name,
                 "occurrence": mutation.occurrence,
                 "outcome": outcome, "reason": reason, "diff": result.diff,
+                "job_id": item.job_id,
             })  # fmt: skip
         else:
             outcome = "error"
@@ -69,7 +70,7 @@ def publish(sessions: dict[str, Path], commit: str, path: Path) -> int:
     for module, session in sessions.items():
         if not session.exists():
             continue
-        counts, found = _judge(module, session, commit)
+        counts, found = judge(module, session, commit)
         listed.extend(found)
         for function, counted in sorted(counts.items()):
             rows.append(

@@ -15,7 +15,7 @@ How a run goes, all on the commit checked out (HEAD; a run judges a commit):
 3. ``cosmic-ray exec`` over the pending mutants, one working copy per core, until done or the
    time box ends (killed mid-mutant, the mutant stays pending for the next run); each mutant
    gets the fastest of its covering tests within a time budget, and ``--confirm`` runs every
-   survivor against all of them (a slow loop test may still kill it);
+   survivor not listed as equivalent against all of them (a slow loop test may still kill it);
 4. the result by module and function - mutants, killed, equivalent (``equivalent.py``, each
    with its reason), survived, pending - printed and written to ``docs/results/mutation.json``.
 
@@ -40,7 +40,7 @@ from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
 from bench.mutation.paths import COPIED, PRISTINE, RESULT, ROOT, STATE, TESTS_MAP
-from bench.mutation.report import publish
+from bench.mutation.report import judge, publish
 from bench.mutation.scope import SCOPE, SHARDS, kept
 from bench.mutation.select_tests import BUDGET_VARIABLE
 from bench.mutation.skips import logging_lines, scoped
@@ -183,6 +183,15 @@ def _retry_survivors(session: Path) -> None:
         db.execute("DELETE FROM work_results WHERE test_outcome = ?", (TestOutcome.SURVIVED.name,))
 
 
+def _confirm_survivors(module: str, session: Path, commit: str) -> None:
+    """Survivors not listed as equivalent, to run again against every covering test (an
+    equivalent one would only spend minutes proving again that nothing can kill it)."""
+    _, listed = judge(module, session, commit)
+    retried = [(m["job_id"],) for m in listed if m["outcome"] == "survived"]
+    with sqlite3.connect(session) as db:
+        db.executemany("DELETE FROM work_results WHERE job_id = ?", retried)
+
+
 def pending(module: str) -> int:
     with use_db(str(session_of(module)), WorkDB.Mode.open) as db:
         return db.num_work_items - db.num_results
@@ -255,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         for module in SCOPE:
             prepare(module, copies[0], map_key)
             if args.confirm:
-                _retry_survivors(session_of(module))
+                _confirm_survivors(module, session_of(module), judged.read_text().strip())
         stopped = threading.Event()
         workers = [
             threading.Thread(
