@@ -113,6 +113,7 @@ def test_an_equivalent_listing_no_surviving_mutant_meets_is_reported_stale() -> 
         "operator": listing.operator,
         "source": listing.line,
         "outcome": "equivalent",
+        "diff": f"--- a\n+++ b\n-{listing.line}\n+{listing.line.replace(', 0)', ', -1)', 1)}",
     }
     others = [e for e in EQUIVALENT[1:] if e.module == listing.module]
     assert listing not in stale([met], done={listing.module})

@@ -21,6 +21,12 @@ class Equivalent:
     """A regular expression the mutated line must match, when only some of the operator's
     mutants of the line are equivalent (``used_on.get(name, 1)`` but not ``max(1, ...)``)."""
 
+    def matches(self, module: str, operator: str, line: str, mutated: str) -> bool:
+        """Is this the listing of the mutant of ``line`` that reads ``mutated``?"""
+        return (self.module, self.operator, self.line) == (module, operator, line.strip()) and (
+            re.search(self.mutated, mutated) is not None
+        )
+
 
 OBSERVER = "forecaster/actuators/observer.py"
 LEASES = "forecaster/actuators/leases.py"
@@ -231,9 +237,5 @@ def reason_for(module: str, operator: str, line: str, mutated: str = "") -> str 
         # parameters before it positional-only, and every caller passes those by position (a
         # caller by keyword would fail mypy and the tests)
         return "the keyword-only marker of a signature made positional-only (callers unchanged)"
-    for listed in EQUIVALENT:
-        if (listed.module, listed.operator, listed.line) == (module, operator, line.strip()) and (
-            re.search(listed.mutated, mutated)
-        ):
-            return listed.reason
-    return None
+    listing = next((e for e in EQUIVALENT if e.matches(module, operator, line, mutated)), None)
+    return listing.reason if listing else None

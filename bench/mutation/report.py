@@ -45,10 +45,7 @@ def judge(
         elif result.test_outcome == TestOutcome.KILLED:
             outcome = "killed"
         elif result.test_outcome == TestOutcome.SURVIVED:
-            diff = result.diff or ""
-            diff_lines = diff.splitlines() if isinstance(diff, str) else list(diff)
-            added = [d[1:] for d in diff_lines if d.startswith("+") and d[1:2] != "+"]
-            reason = reason_for(module, mutation.operator_name, line, "\n".join(added))
+            reason = reason_for(module, mutation.operator_name, line, _added(result.diff))
             outcome = "equivalent" if reason else "survived"
             listed.append({
                 "module": module, "function": function, "line": mutation.start_pos[0],
@@ -106,10 +103,21 @@ def publish(sessions: dict[str, Path], commit: str, path: Path) -> int:
 def stale(listed: list[dict[str, Any]], *, done: set[str]) -> list[Equivalent]:
     """Listings in ``equivalent.py`` that no surviving mutant of a finished module meets: a
     claim the tests have since disproved (the mutant is killed) or a line that moved."""
-    met = {
-        (m["module"], m["operator"], m["source"]) for m in listed if m["outcome"] == "equivalent"
-    }
-    return [e for e in EQUIVALENT if e.module in done and (e.module, e.operator, e.line) not in met]
+    met = [m for m in listed if m["outcome"] == "equivalent"]
+    return [
+        e
+        for e in EQUIVALENT
+        if e.module in done
+        and not any(
+            e.matches(m["module"], m["operator"], m["source"], _added(m["diff"])) for m in met
+        )
+    ]
+
+
+def _added(diff: object) -> str:
+    """The lines a mutant's diff adds: what the mutated source reads."""
+    text = diff if isinstance(diff, str) else "\n".join(diff or ())  # type: ignore[call-overload]
+    return "\n".join(d[1:] for d in text.splitlines() if d.startswith("+") and d[1:2] != "+")
 
 
 def markdown(
