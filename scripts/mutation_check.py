@@ -59,9 +59,9 @@ MUTATIONS = (
     ),
     Mutation(
         "a due announced item does not end a quiet tick",
-        "forecaster/reconcile/loop.py",
-        "                return False  # announced work came into (or left) the window: plan again",
-        "                pass",
+        "forecaster/reconcile/quiet.py",
+        "            return False  # announced work came into (or left) the window: plan again",
+        "            pass",
         (
             "tests/actuators/test_notice_cronjobs.py::test_a_run_entering_the_window_is_planned_at_once_not_after_a_quiet_tick",
         ),
@@ -82,7 +82,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the error budget judges the model's forecast, not the demand the plan acted on",
-        "forecaster/reconcile/loop.py",
+        "forecaster/reconcile/scoring.py",
         "    return dataclasses.replace(demand, upper_gpus=planned - known)",
         "    return demand",
         (
@@ -144,9 +144,9 @@ MUTATIONS = (
     ),
     Mutation(
         "the daemon ignores the floor of its chosen point",
-        "forecaster/reconcile/loop.py",
-        "        return dataclasses.replace(runtime.policy, floor_gpus=point.floor_gpus)\n",
-        "        return runtime.policy\n",
+        "forecaster/reconcile/operating_points.py",
+        "    return dataclasses.replace(runtime.policy, floor_gpus=point.floor_gpus)\n",
+        "    return runtime.policy\n",
         (
             "tests/reconcile/test_loop.py::test_the_operating_point_sets_the_floor_the_pool_plans_above",
         ),
@@ -163,8 +163,8 @@ MUTATIONS = (
     Mutation(
         "floors beyond one over the budget are still replayed",
         "forecaster/simulation/operating_point.py",
-        "                break  # over the budget: a larger floor spends more still\n",
-        "                pass\n",
+        "    return not spent_within  # over the budget: a larger floor spends more still\n",
+        "    return False\n",
         (
             "tests/simulation/test_operating_point.py::test_floors_are_tried_per_quantile_from_the_smallest_until_one_is_over_the_budget",
         ),
@@ -233,7 +233,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the loop plans at the configured quantile despite the chosen point",
-        "forecaster/reconcile/loop.py",
+        "forecaster/reconcile/operating_points.py",
         "return point.quantile if point is not None else runtime.target_quantile",
         "return runtime.target_quantile",
         (
@@ -282,7 +282,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a quiet tick ignores a new pod",
-        "forecaster/reconcile/loop.py",
+        "forecaster/reconcile/quiet.py",
         "return before.__dict__ | _NOT_COMPARED == after.__dict__ | _NOT_COMPARED",
         "return True",
         (
@@ -464,9 +464,9 @@ MUTATIONS = (
     ),
     Mutation(
         "the daemon reads samples stamped after its own now",
-        "forecaster/reconcile/loop.py",
-        "start=now - self.lookback_seconds, end=now,",
-        "start=now - self.lookback_seconds, end=now + 3600,",
+        "forecaster/reconcile/forecast.py",
+        "start=now - history.lookback_seconds, end=now,",
+        "start=now - history.lookback_seconds, end=now + 3600,",
         ("tests/faults/test_data_faults.py",),
     ),
     Mutation(
@@ -663,8 +663,8 @@ MUTATIONS = (
     Mutation(
         "the plan ignores the measured lead and keeps the configured horizon",
         "forecaster/reconcile/loop.py",
-        "            horizon = runtime.horizon(measured)",
-        "            horizon = runtime.horizon(None)",
+        "        horizon = runtime.horizon(measured)",
+        "        horizon = runtime.horizon(None)",
         ("tests/actuators/test_lead.py::test_slow_launches_make_the_plan_forecast_further_ahead",),
     ),
     Mutation(
@@ -684,16 +684,16 @@ MUTATIONS = (
     ),
     Mutation(
         "peak forecasts are scored at the window's end only (misses go unseen)",
-        "forecaster/reconcile/loop.py",
+        "forecaster/reconcile/scoring.py",
         "        if pending.peak:",
         "        if False:",
         ("tests/reconcile/test_arrivals_path.py",),
     ),
     Mutation(
         "the plan ignores the arrivals model",
-        "forecaster/reconcile/loop.py",
-        "        if model is None or recent is None or snapshot.problem is not None:",
-        "        if True:",
+        "forecaster/reconcile/forecast.py",
+        "    if model is None or recent is None or snapshot.problem is not None:",
+        "    if True:",
         ("tests/reconcile/test_arrivals_path.py",),
     ),
     Mutation(
@@ -852,28 +852,28 @@ MUTATIONS = (
     ),
     Mutation(
         "a placeholder TTL of years accepted",
-        "forecaster/settings.py",
+        "forecaster/settings/schema.py",
         '        ge=300,\n        le=DAY_SECONDS,\n        description="placeholders',
         '        ge=300,\n        description="placeholders',
         ("tests/test_settings.py::test_hard_bounds_name_the_field",),
     ),
     Mutation(
         "a pool whose Job names Kubernetes refuses is accepted",
-        "forecaster/settings.py",
+        "forecaster/settings/schema.py",
         "        if len(longest) > KUBERNETES_NAME_LIMIT:",
         "        if False:",
         ("tests/test_settings.py::test_hard_bounds_name_the_field",),
     ),
     Mutation(
         "a tick interval longer than half the TTL accepted",
-        "forecaster/settings.py",
+        "forecaster/settings/schema.py",
         "        if self.reconcile_every_seconds >= ttl / 2:",
         "        if False:",
         ("tests/test_settings.py::test_hard_bounds_name_the_field",),
     ),
     Mutation(
         "true taken as the number 1",
-        "forecaster/settings.py",
+        "forecaster/settings/schema.py",
         "        if isinstance(value, bool) and info.field_name is not None:",
         "        if False:",
         ("tests/test_settings.py::test_hard_bounds_name_the_field",),
@@ -1123,7 +1123,7 @@ MUTATIONS = (
     Mutation(
         "announced pods are counted as new arrivals",
         "forecaster/actuators/observer.py",
-        "age < window and uid in unannounced)",
+        "age < window and uid in self.unannounced)",
         "age < window)",
         (
             "tests/actuators/test_notice_cronjobs.py::test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists",
@@ -1167,25 +1167,25 @@ MUTATIONS = (
     ),
     Mutation(
         "a quiet tick counts the last tick's arrived announced work again",
-        "forecaster/reconcile/loop.py",
-        "            notice_ended=(),  # nothing was followed",
-        "            # nothing was followed",
+        "forecaster/reconcile/quiet.py",
+        "        notice_ended=(),  # nothing was followed",
+        "        # nothing was followed",
         (
             "tests/actuators/test_notice_cronjobs.py::test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists",
         ),
     ),
     Mutation(
         "the arrivals model rises from all pods now, announced work's too (counted twice)",
-        "forecaster/reconcile/loop.py",
-        "            snapshot.real_demand_gpus - snapshot.announced_real_gpus,",
-        "            snapshot.real_demand_gpus,",
+        "forecaster/reconcile/forecast.py",
+        "        snapshot.real_demand_gpus - snapshot.announced_real_gpus,",
+        "        snapshot.real_demand_gpus,",
         (
             "tests/reconcile/test_arrivals_path.py::test_the_rise_is_of_unannounced_work_and_announced_work_is_added_once",
         ),
     ),
     Mutation(
         "the error budget judges announced work against a history that leaves it out",
-        "forecaster/reconcile/loop.py",
+        "forecaster/reconcile/scoring.py",
         "    return dataclasses.replace(demand, upper_gpus=planned - known)",
         "    return dataclasses.replace(demand, upper_gpus=planned)",
         (
@@ -1212,7 +1212,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the chart's values schema drifts from the config's",
-        "forecaster/settings.py",
+        "forecaster/settings/schema.py",
         "    gpus_per_node: int = Field(8, gt=0, le=64)",
         "    gpus_per_node: int = Field(8, gt=0, le=128)",
         ("tests/deploy/test_helm.py::test_the_values_schema_follows_the_config_schema",),

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from forecaster.app.build import pool_horizon
 from forecaster.errors import ConfigError
 from forecaster.settings import load_settings
 
@@ -36,7 +37,7 @@ def test_bundled_config_is_valid_and_paths_are_resolved() -> None:
     assert [p.name for p in settings.pools] == ["earth", "itp"]
     assert settings.pools[0].csv == ROOT / "data" / "samples" / "helios-earth-2020-05.csv"
     assert settings.models_dir == ROOT / "models"
-    assert settings.horizon_for(settings.pools[0]) == 900  # lead time 7 min -> 15 min horizon
+    assert pool_horizon(settings, settings.pools[0]) == 900  # lead time 7 min -> 15 min horizon
 
 
 @pytest.mark.parametrize(

@@ -88,7 +88,8 @@ SCOPE: dict[str, tuple[str, ...]] = {
     "forecaster/actuators/control.py": ("read",),
     # the daemon's reconcile and stuck logic; the loop's halt, act and spend record
     "forecaster/service/daemon.py": ("stuck", "reconcile", "spend"),
-    "forecaster/reconcile/loop.py": ("_halt", "_act", "_record"),
+    "forecaster/reconcile/loop.py": ("_act", "_record"),
+    "forecaster/reconcile/observing.py": ("read_halt",),
     # the expiry and cleanup job
     "forecaster/app/cleanup.py": (
         "attempt",

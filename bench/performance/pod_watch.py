@@ -31,7 +31,7 @@ import numpy as np
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.pod_watch import LIVE_PODS, NOT_OURS, live_pods, slim
 from forecaster.app.build import build_cluster_service
-from forecaster.reconcile.loop import TickRecord
+from forecaster.reconcile.records import TickRecord
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import ClusterService
 from tests.factories import dressed, settings

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.attribution import NodePoolShape, nodepool_of, shape
@@ -159,13 +160,7 @@ def observe(
         else []
     )
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
-    rooms: dict[str, KueueRoom] = {}
-    kueue_problem = None
-    if kueue:
-        try:
-            rooms = read_rooms(kube, kueue)
-        except (MalformedObjectError, *_MALFORMED) as exc:  # quota unknown: those pools withdraw
-            kueue_problem = f"malformed Kueue object: {type(exc).__name__}: {exc}"
+    rooms, kueue_problem = _kueue_rooms(kube, kueue)
     gated = {scope.pool for scope in kueue}
     reading = notice.read(kube, pools=shapes, now=now) if notice else NoticeReading()
     snapshots = Observation()
@@ -190,17 +185,7 @@ def observe(
                     snapshots[pool], announced=reading.items[pool]
                 )
             if pool in gated:
-                if kueue_problem:
-                    raise MalformedObjectError(kueue_problem)
-                room = rooms.get(pool)
-                snapshots[pool] = dataclasses.replace(
-                    snapshots[pool],
-                    kueue=room,
-                    problem=snapshots[pool].problem
-                    or (
-                        None if room else "Kueue gates this pool but the cluster does not serve it"
-                    ),
-                )
+                snapshots[pool] = _gated(snapshots[pool], rooms.get(pool), kueue_problem)
         except (
             MalformedObjectError,
             NodePoolConflictError,
@@ -209,6 +194,31 @@ def observe(
             problem = f"malformed object: {type(exc).__name__}: {exc}"
             snapshots[pool] = unobservable(pool, problem=problem, now=now)
     return snapshots
+
+
+def _kueue_rooms(
+    kube: Kube, kueue: Sequence[KueueScope]
+) -> tuple[dict[str, KueueRoom], str | None]:
+    """What Kueue's quota could still admit per gated pool, or why it cannot be read (then
+    those pools withdraw: their quota is unknown)."""
+    if not kueue:
+        return {}, None
+    try:
+        return read_rooms(kube, kueue), None
+    except (MalformedObjectError, *_MALFORMED) as exc:
+        return {}, f"malformed Kueue object: {type(exc).__name__}: {exc}"
+
+
+def _gated(snapshot: PoolSnapshot, room: KueueRoom | None, problem: str | None) -> PoolSnapshot:
+    """A Kueue-gated pool's snapshot with its quota room; unobservable without one."""
+    if problem:
+        raise MalformedObjectError(problem)
+    return dataclasses.replace(
+        snapshot,
+        kueue=room,
+        problem=snapshot.problem
+        or (None if room else "Kueue gates this pool but the cluster does not serve it"),
+    )
 
 
 def _snapshot(
@@ -230,6 +240,105 @@ def _snapshot(
     capacity = {True: 0, False: 0}
     for node in own:
         capacity[_ready(node)] += _allocatable(node)
+    tally = _tally(pool, pods=pods, homes=homes, node_pool=node_pool, now=now, announced=announced)
+    used_on, ours_on, placeholders = tally.used_on, tally.ours_on, tally.placeholders
+    paused_until, limit = _nodepool_facts(kube.get_nodepool(pool))
+    stranded, held = _node_gpus(
+        own, used_on=used_on, ours_on=ours_on, busy=tally.busy, paused=paused_until is not None,
+        unclaimed_launching=max(0, capacity[False] - tally.pending), buffer_gpus=buffer_gpus,
+    )  # fmt: skip
+    placeholders += buffer_gpus  # buffer headroom holds no pods: it is our prewarm, not spare
+    podless = sum(
+        _allocatable(n) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
+    )
+    # empty nodes go at consolidation - unless our pause keeps them, or they are the buffer's
+    empty = 0 if paused_until is not None else max(0, podless - buffer_gpus)
+    return PoolSnapshot(
+        pool=pool,
+        observed_at=now,
+        allocatable_gpus=capacity[True],
+        launching_gpus=capacity[False],
+        running_gpus=tally.running,
+        pending_gpus=tally.pending,
+        prewarm_gpus=placeholders,
+        nodepool_limit_gpus=limit,
+        stranded_gpus=stranded,
+        empty_gpus=empty,
+        held_gpus=held,
+        paused_until=paused_until,
+        launch_problem=launch_problem,
+        ready_placeholder_gpus=sum(
+            gpus for name, gpus in ours_on.items() if name and _ready(nodes_by_name[name])
+        ),
+        measured_lead=measure_lead(
+            own, [p for p in pods if p["spec"].get("nodeName") in nodes_by_name], now=now
+        ),
+        recent_images=tally.recent_images(),
+        announced_real_gpus=tally.of_announced,
+        arrivals=tally.arrivals(),
+    )
+
+
+def _nodepool_facts(nodepool: NodePool | None) -> tuple[int | None, int | None]:
+    """Until when our pause holds the NodePool's nodes (None: not paused), and its GPU limit
+    (None: uncapped). A damaged pause record raises: the pool is unobservable."""
+    if nodepool is None:
+        return None, None
+    paused_until = None
+    if lbl.ORIGINAL_DISRUPTION in (nodepool["metadata"].get("annotations") or {}):
+        paused_until = int(pause_record(nodepool)["until"])
+    limit = None
+    if lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
+        limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])
+    return paused_until, limit
+
+
+@dataclass
+class _Tally:
+    """One pool's pods, counted: what ``_snapshot`` builds the pool's GPUs from."""
+
+    running: int
+    pending: int
+    placeholders: int
+    of_announced: int
+    created: list[tuple[float, int, str]]
+    """(age, GPUs, uid) of the pool's real pods."""
+    unannounced: set[str]
+    """uids of those not of announced work (the arrivals model's)."""
+    images: dict[str, int]
+    """image -> GPUs of the last hour's pods that ran it."""
+    used_on: dict[str, int]
+    ours_on: dict[str, int]
+    """our placeholders' GPUs per node ("" = still pending)."""
+    busy: set[str]
+
+    def recent_images(self) -> tuple[str, ...]:
+        """The images the last hour's pods ran, most GPUs first (what placeholders pre-pull)."""
+        by_gpus = sorted(self.images, key=lambda image: (-self.images[image], image))
+        return tuple(by_gpus[:MAX_RECENT_IMAGES])
+
+    def arrivals(self) -> RecentArrivals:
+        """GPUs of unannounced pods created within each arrival window, and the pods."""
+        return RecentArrivals(
+            tuple(
+                sum(g for age, g, uid in self.created if age < window and uid in self.unannounced)
+                for window in ARRIVAL_WINDOWS_SECONDS
+            ),
+            tuple((uid, g) for age, g, uid in self.created if age < ARRIVAL_WINDOWS_SECONDS[-1]),
+        )
+
+
+def _tally(
+    pool: str,
+    *,
+    pods: list[Pod],
+    homes: list[str | None],
+    node_pool: dict[str, str],
+    now: int,
+    announced: PodMarker,
+) -> _Tally:
+    """Count the pods of ``pool`` (on its nodes, or pending for it): real work by state and
+    notice, our placeholders by node."""
     running = pending = placeholders = of_announced = 0
     created: list[tuple[float, int, str]] = []  # (age, GPUs, uid) of the pool's real pods
     unannounced: set[str] = set()  # uids of those not of announced work (the arrivals model's)
@@ -260,62 +369,10 @@ def _snapshot(
         else:
             continue
         of_announced += gpus if is_announced else 0
-    nodepool = kube.get_nodepool(pool)
-    paused_until = None
-    if nodepool is not None and lbl.ORIGINAL_DISRUPTION in (
-        nodepool["metadata"].get("annotations") or {}
-    ):  # a damaged record makes this pool unobservable
-        paused_until = int(pause_record(nodepool)["until"])
-    stranded, held = _node_gpus(
-        own,
-        used_on=used_on,
-        ours_on=ours_on,
-        busy=busy,
-        paused=paused_until is not None,
-        unclaimed_launching=max(0, capacity[False] - pending),
-        buffer_gpus=buffer_gpus,
-    )
-    placeholders += buffer_gpus  # buffer headroom holds no pods: it is our prewarm, not spare
-    podless = sum(
-        _allocatable(n) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
-    )
-    # empty nodes go at consolidation - unless our pause keeps them, or they are the buffer's
-    empty = 0 if paused_until is not None else max(0, podless - buffer_gpus)
-    limit = None
-    if nodepool is not None and lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
-        limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])
-    return PoolSnapshot(
-        pool=pool,
-        observed_at=now,
-        allocatable_gpus=capacity[True],
-        launching_gpus=capacity[False],
-        running_gpus=running,
-        pending_gpus=pending,
-        prewarm_gpus=placeholders,
-        nodepool_limit_gpus=limit,
-        stranded_gpus=stranded,
-        empty_gpus=empty,
-        held_gpus=held,
-        paused_until=paused_until,
-        launch_problem=launch_problem,
-        ready_placeholder_gpus=sum(
-            gpus for name, gpus in ours_on.items() if name and _ready(nodes_by_name[name])
-        ),
-        measured_lead=measure_lead(
-            own, [p for p in pods if p["spec"].get("nodeName") in nodes_by_name], now=now
-        ),
-        recent_images=tuple(
-            sorted(images, key=lambda image: (-images[image], image))[:MAX_RECENT_IMAGES]
-        ),
-        announced_real_gpus=of_announced,
-        arrivals=RecentArrivals(
-            tuple(
-                sum(g for age, g, uid in created if age < window and uid in unannounced)
-                for window in ARRIVAL_WINDOWS_SECONDS
-            ),
-            tuple((uid, g) for age, g, uid in created if age < ARRIVAL_WINDOWS_SECONDS[-1]),
-        ),
-    )
+    return _Tally(
+        running, pending, placeholders, of_announced, created, unannounced, images, used_on,
+        ours_on, busy,
+    )  # fmt: skip
 
 
 def _note_created(

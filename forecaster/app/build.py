@@ -42,14 +42,16 @@ from forecaster.app.doctor import run_guardrails
 from forecaster.app.model_sharing import fetch_models, model_store
 from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.operating_point import OperatingPoint
-from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.core.policy import Budgets, PoolPolicy, horizon_for_lead
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, ForecasterError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.training import TrainingPlan
-from forecaster.reconcile.loop import Observer, PoolRuntime, PrewarmActuator, Reconciler
+from forecaster.reconcile.loop import Reconciler
 from forecaster.reconcile.models import ModelProvider
+from forecaster.reconcile.observing import Observer
+from forecaster.reconcile.records import PoolRuntime, PrewarmActuator
 from forecaster.reconcile.state import MemoryStateStore, StateStore
 from forecaster.service.clock import Clock, SystemClock
 from forecaster.service.daemon import Daemon
@@ -64,6 +66,15 @@ from forecaster.sources.files import read_job_trace
 log = logging.getLogger(__name__)
 
 
+def pool_horizon(settings: Settings, pool: PoolSettings) -> int:
+    """The pool's configured forecast horizon: the shortest that covers its prewarm window
+    (lead time + reconcile interval + Karpenter's batch, ``core.policy.horizon_for_lead``)."""
+    return horizon_for_lead(
+        pool.lead_time.total_seconds, settings.reconcile_every_seconds,
+        settings.forecast.horizons_seconds,
+    )  # fmt: skip
+
+
 def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:
     """Plain training parameters for one pool."""
     forecast = settings.forecast
@@ -71,7 +82,7 @@ def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:
         models=forecast.models,
         horizons_seconds=forecast.horizons_seconds,
         quantiles=settings.model_quantiles,
-        selection_horizon_seconds=settings.horizon_for(pool),
+        selection_horizon_seconds=pool_horizon(settings, pool),
         target_quantile=forecast.target_quantile,
         coverage_tolerance=forecast.coverage_tolerance,
         min_history_seconds=int(forecast.min_history_days * DAY),
@@ -129,7 +140,7 @@ def pool_runtime(settings: Settings, pool: PoolSettings, *, what_if: bool = Fals
     """What the reconcile loop runs a pool with - in a cluster and in replay alike."""
     return PoolRuntime(
         policy=pool_policy(settings, pool),
-        horizon_seconds=settings.horizon_for(pool),
+        horizon_seconds=pool_horizon(settings, pool),
         target_quantile=settings.forecast.target_quantile,
         assumed_limit_headroom_gpus=pool.max_prewarm_gpus if what_if else None,
         lead_seconds=pool.lead_time.total_seconds,
@@ -137,6 +148,37 @@ def pool_runtime(settings: Settings, pool: PoolSettings, *, what_if: bool = Fals
         lead_margin_seconds=pool.lead_time.margin_seconds,
         decision_interval_seconds=settings.reconcile_every_seconds,
     )
+
+
+def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Observer:
+    """The loop's view of the cluster: every pool's snapshot with our CapacityBuffers, Kueue's
+    quota room and the announced work of the configured notice sources."""
+    # buffers of ours are charged whatever the configured backend (auto may switch)
+    buffer_namespace = settings.planning.placeholders.namespace
+
+    kueue = [
+        KueueScope(p.name, p.kueue.flavors, p.kueue.cluster_queues)
+        for p in settings.pools
+        if p.kueue is not None
+    ]
+
+    notice = NoticeReader(
+        [SOURCES[name] for name in settings.notice.sources],
+        grace_seconds=settings.notice.grace_seconds,
+    )
+
+    def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
+        return observe(
+            kube,
+            pools=pools,
+            now=now,
+            buffer_namespace=buffer_namespace,
+            kueue=kueue,
+            watched=watch,
+            notice=notice,
+        )
+
+    return observe_live
 
 
 def build_reconciler(
@@ -170,7 +212,6 @@ def build_reconciler(
     state_store: StateStore = MemoryStateStore()
     halt = None
     if kube is not None:
-        live = kube
         halt = control(settings, kube).read
         actuator = build_actuator(settings, kube)
         if not kube.dry_run:
@@ -180,33 +221,7 @@ def build_reconciler(
                 name=settings.state_config_map,
                 earlier_leader=earlier_leader,
             )
-
-        # buffers of ours are charged whatever the configured backend (auto may switch)
-        buffer_namespace = settings.planning.placeholders.namespace
-
-        kueue = [
-            KueueScope(p.name, p.kueue.flavors, p.kueue.cluster_queues)
-            for p in settings.pools
-            if p.kueue is not None
-        ]
-
-        notice = NoticeReader(
-            [SOURCES[name] for name in settings.notice.sources],
-            grace_seconds=settings.notice.grace_seconds,
-        )
-
-        def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
-            return observe(
-                live,
-                pools=pools,
-                now=now,
-                buffer_namespace=buffer_namespace,
-                kueue=kueue,
-                watched=watch,
-                notice=notice,
-            )
-
-        observer = observe_live
+        observer = live_observer(settings, kube, watch)
 
     return Reconciler(
         pools=runtimes,

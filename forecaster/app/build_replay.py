@@ -18,7 +18,8 @@ from forecaster.core.policy import (
 )
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, ForecasterError
-from forecaster.reconcile.loop import PoolRuntime, Reconciler
+from forecaster.reconcile.loop import Reconciler
+from forecaster.reconcile.records import PoolRuntime
 from forecaster.reconcile.state import MemoryStateStore
 from forecaster.settings import Settings
 from forecaster.simulation.live import TwinPorts

@@ -16,6 +16,7 @@ from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.notice.base import read_notice
 from forecaster.actuators.notice.registry import SOURCES
+from forecaster.core.policy import horizon_for_lead
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, SourceError
 from forecaster.settings import Settings
@@ -93,7 +94,11 @@ def run_guardrails(
             PoolCheck(
                 pool=p.name,
                 allow_unlimited=p.allow_unlimited_nodepool,
-                horizon_seconds=settings.horizon_for(p),
+                horizon_seconds=horizon_for_lead(
+                    p.lead_time.total_seconds,
+                    settings.reconcile_every_seconds,
+                    settings.forecast.horizons_seconds,
+                ),
                 image_pull_seconds=p.lead_time.image_pull_seconds,
                 lead_seconds=p.lead_time.total_seconds,
             )

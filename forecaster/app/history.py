@@ -128,25 +128,7 @@ def read_history(
             f" config reads {settings.source.kind}"
         )
     end -= end % HISTORY_STEP_SECONDS
-    asked = end - days * DAY
-    first = source.first_pod_at(pool, start=asked, end=end)
-    if first is None:
-        raise DataError(
-            f"pool {pool}: no pod of the pool in Prometheus in the {days} days before"
-            f" {iso_utc(end)} (is kube_pod_nodeselectors opted in? forecaster doctor says)"
-        )
-    found = min(days, math.floor((end - first) / DAY))
-    if found < days:
-        log.warning(
-            "pool %s: the pod history starts at %s: %d of the %d days asked (Prometheus keeps"
-            " %s by default: --storage.tsdb.retention.time)",
-            pool, iso_utc(first), found, days, DEFAULT_RETENTION,
-        )  # fmt: skip
-    if found < 1:
-        raise DataError(
-            f"pool {pool}: the pod history starts at {iso_utc(first)}, less than a day before"
-            f" {iso_utc(end)}"
-        )
+    found = _days_found(source, pool=pool, days=days, end=end)
     split = None
     if replay or frontier:
         try:
@@ -164,3 +146,27 @@ def read_history(
         lead=lead,
         windows=split,
     )
+
+
+def _days_found(source: PrometheusSource, *, pool: str, days: int, end: int) -> int:
+    """The whole days of the pool's pod history before ``end``, at most ``days``: fewer where
+    its first pod shows later (said in the log); ``DataError`` when less than a day is found."""
+    first = source.first_pod_at(pool, start=end - days * DAY, end=end)
+    if first is None:
+        raise DataError(
+            f"pool {pool}: no pod of the pool in Prometheus in the {days} days before"
+            f" {iso_utc(end)} (is kube_pod_nodeselectors opted in? forecaster doctor says)"
+        )
+    found = min(days, math.floor((end - first) / DAY))
+    if found < days:
+        log.warning(
+            "pool %s: the pod history starts at %s: %d of the %d days asked (Prometheus keeps"
+            " %s by default: --storage.tsdb.retention.time)",
+            pool, iso_utc(first), found, days, DEFAULT_RETENTION,
+        )  # fmt: skip
+    if found < 1:
+        raise DataError(
+            f"pool {pool}: the pod history starts at {iso_utc(first)}, less than a day before"
+            f" {iso_utc(end)}"
+        )
+    return found

@@ -29,6 +29,7 @@ from forecaster.sources.files import DEFAULT_VALUE_COLUMN
 
 def build_parser() -> argparse.ArgumentParser:
     """The command-line interface."""
+    # long: argparse declarations, one add_parser/add_argument per command and option
     parser = argparse.ArgumentParser(
         prog="forecaster", description="Predictive prewarming of GPU capacity for Karpenter."
     )
@@ -165,6 +166,7 @@ def _add_train_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``cleanup``, ``doctor``, ``pause`` and ``resume``: commands that talk to a cluster."""
+    # long: argparse declarations, one add_parser/add_argument per command and option
     cleanup = sub.add_parser(
         "cleanup",
         help="uninstall: remove our placeholders and buffers, restore NodePools (needs no"

@@ -196,7 +196,7 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
 
 def _print_plan(settings: Settings, source: DemandSource, now: int) -> None:
     record = build.build_reconciler(settings, source=source, what_if=True).tick(now)
-    horizons = {p.name: settings.horizon_for(p) for p in settings.pools}
+    horizons = {p.name: build.pool_horizon(settings, p) for p in settings.pools}
     for line in plan_report(record, horizons=horizons, budgets=build.budgets(settings)):
         print(line)
 

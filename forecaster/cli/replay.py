@@ -128,50 +128,11 @@ def setup_from(
 ) -> ReplaySetup:
     """Twin, window and caps from the command line - or from ``--config``'s ``settings``
     (the pool's ``lead`` as measured, where it was)."""
-    if args.model not in known_names():
-        raise ConfigError(f"--model: unknown {args.model!r}; known: {known_names()}")
-    if not 0.5 < args.quantile < 1:
-        raise ConfigError("--quantile must be between 0.5 and 1")
-    if args.floor_gpus < 0:
-        raise ConfigError("--floor-gpus must be >= 0")
-    if args.kueue_notice and args.kueue_quota_gpus is not None:
-        raise ConfigError("--kueue-notice with --kueue-quota-gpus: not modelled together")
-    if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
-        raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
+    _check(args)
     if settings is None and args.pool is not None:
         raise ConfigError("--pool: names a pool of --config")
     if settings is not None:
-        given = [f for f, default in POOL_DEFAULTS.items() if getattr(args, f) != default]
-        if given:
-            flags = ", ".join("--" + f.replace("_", "-") for f in given)
-            raise ConfigError(f"{flags}: with --config the configured pool sets these")
-        configured = replay_setup_from_settings(
-            settings,
-            epoch=epoch,
-            start_day=args.start_day,
-            warmup_days=args.warmup_days,
-            end_day=args.end_day,
-            model=args.model,
-            pool_name=args.pool,
-        )
-        twin = configured.twin
-        if lead is not None:  # the pool's nodes launch as they did, not as configured
-            twin = dataclasses.replace(
-                twin,
-                provision_seconds=lead.provisioning_seconds,
-                image_pull_seconds=(
-                    twin.image_pull_seconds
-                    if lead.startup_seconds is None
-                    else lead.startup_seconds
-                ),
-            )
-        kueue = dataclasses.replace(  # the simulated cluster's Kueue, not the pool's settings
-            twin,
-            kueue_quota_gpus=args.kueue_quota_gpus,
-            kueue_notice_seconds=args.kueue_notice,
-            notice=args.notice,
-        )
-        return dataclasses.replace(configured, twin=kueue)
+        return _configured_setup(args, epoch, settings=settings, lead=lead)
     twin = TwinConfig(
         gpus_per_node=args.gpus_per_node,
         provision_seconds=args.provision,
@@ -199,6 +160,56 @@ def setup_from(
         quantile=args.quantile,
         floor_gpus=args.floor_gpus,
     )
+
+
+def _check(args: argparse.Namespace) -> None:
+    """The replay flags that cannot work, refused one line each (``ConfigError``)."""
+    if args.model not in known_names():
+        raise ConfigError(f"--model: unknown {args.model!r}; known: {known_names()}")
+    if not 0.5 < args.quantile < 1:
+        raise ConfigError("--quantile must be between 0.5 and 1")
+    if args.floor_gpus < 0:
+        raise ConfigError("--floor-gpus must be >= 0")
+    if args.kueue_notice and args.kueue_quota_gpus is not None:
+        raise ConfigError("--kueue-notice with --kueue-quota-gpus: not modelled together")
+    if not args.start_day <= args.start_day + args.warmup_days < args.end_day:
+        raise ConfigError("--start-day, --warmup-days and --end-day leave no metrics window")
+
+
+def _configured_setup(
+    args: argparse.Namespace, epoch: int, *, settings: Settings, lead: MeasuredLead | None
+) -> ReplaySetup:
+    """The configured pool's setup (``--config``), launching as measured where ``lead`` was;
+    the simulated cluster's Kueue and notice still from the command line."""
+    given = [f for f, default in POOL_DEFAULTS.items() if getattr(args, f) != default]
+    if given:
+        flags = ", ".join("--" + f.replace("_", "-") for f in given)
+        raise ConfigError(f"{flags}: with --config the configured pool sets these")
+    configured = replay_setup_from_settings(
+        settings,
+        epoch=epoch,
+        start_day=args.start_day,
+        warmup_days=args.warmup_days,
+        end_day=args.end_day,
+        model=args.model,
+        pool_name=args.pool,
+    )
+    twin = configured.twin
+    if lead is not None:  # the pool's nodes launch as they did, not as configured
+        twin = dataclasses.replace(
+            twin,
+            provision_seconds=lead.provisioning_seconds,
+            image_pull_seconds=(
+                twin.image_pull_seconds if lead.startup_seconds is None else lead.startup_seconds
+            ),
+        )
+    kueue = dataclasses.replace(  # the simulated cluster's Kueue, not the pool's settings
+        twin,
+        kueue_quota_gpus=args.kueue_quota_gpus,
+        kueue_notice_seconds=args.kueue_notice,
+        notice=args.notice,
+    )
+    return dataclasses.replace(configured, twin=kueue)
 
 
 def run_all(
@@ -324,12 +335,7 @@ def _replay(args: argparse.Namespace) -> int:
     jobs, epoch = (history.jobs, history.start) if history else load_trace(args, settings=settings)
     setup = setup_from(args, epoch, settings=settings, lead=history.lead if history else None)
     names = [n.strip() for n in args.policy.split(",") if n.strip()]
-    try:
-        sweep_names = [f"static:{int(k)}" for k in args.sweep.split(",") if k.strip()]
-    except ValueError:
-        raise ConfigError(
-            f"--sweep: expected GPU counts separated by commas, e.g. 0,16,32; got {args.sweep!r}"
-        ) from None
+    sweep_names = _sweep_names(args.sweep)
     pulls = _image_pulls(args.image_pull_sweep)
     said_notice = _notice_line(setup, jobs)
     # a swept K also asked for as a policy (static:64 in both) runs and is listed once
@@ -338,17 +344,7 @@ def _replay(args: argparse.Namespace) -> int:
     try:
         every = run_all(names + fresh, jobs, setup=setup, static_gpus=args.static_gpus)
     except Interrupted as stop:
-        done = list(stop.finished.values())
-        return _write_partial(
-            args,
-            {
-                "partial": True,
-                "runs": len(names) + len(fresh),
-                "finished": {
-                    r.policy: {"eval": {k: getattr(r.metrics, k) for k in KEYS}} for r in done
-                },
-            },
-        )
+        return _write_partial(args, _partial(stop, runs=len(names) + len(fresh)))
     results, ran = every[: len(names)], every[len(names) :]
     by_name = {r.policy: r for r in results + ran}
     sweep = [by_name[n] for n in dict.fromkeys(sweep_names)]
@@ -373,31 +369,69 @@ def _replay(args: argparse.Namespace) -> int:
     if args.json:
         _write_json(args.json, results + sweep, by_pull=by_pull, notice=said_notice)
     if args.report:
-        runs = [ReportRun(r.policy, r.metrics, r.record) for r in results]
-        sweep_runs = [ReportRun(r.policy, r.metrics, r.record) for r in sweep]
-        notes = [
-            f"trace: {_trace_name(args, history)}; {len(jobs)} jobs; metrics over days"
-            f" {args.start_day + args.warmup_days:g}-{args.end_day:g} (warm-up excluded)",
-            f"nodes of {setup.twin.gpus_per_node} GPUs;"
-            f" provisioning {setup.twin.provision_seconds:g} s;"
-            f" image pull {setup.twin.image_pull_seconds:g} s; empty nodes removed after"
-            f" {setup.twin.consolidate_after_seconds:g} s; warm image {setup.twin.warm_image}",
-            f"predictive: {setup.model}, retrained weekly on past demand only; caps"
-            f" {setup.max_prewarm_gpus} prewarm GPUs",
-            *([said_notice] if said_notice else []),
-        ]
-        args.report.write_text(
-            render(
-                runs,
-                sweep_runs,
-                title="forecaster replay",
-                window=(setup.warmup_end, setup.end),
-                notes=notes,
-                comparison=comparison,
-            )
-        )
+        _write_report(
+            args, history, jobs=jobs, setup=setup, results=results, sweep=sweep,
+            comparison=comparison, said_notice=said_notice,
+        )  # fmt: skip
         print(f"wrote {args.report}")
     return 0
+
+
+def _sweep_names(sweep: str) -> list[str]:
+    """``--sweep`` as static policy names; a clear error for anything but GPU counts."""
+    try:
+        return [f"static:{int(k)}" for k in sweep.split(",") if k.strip()]
+    except ValueError:
+        raise ConfigError(
+            f"--sweep: expected GPU counts separated by commas, e.g. 0,16,32; got {sweep!r}"
+        ) from None
+
+
+def _partial(stop: Interrupted, *, runs: int) -> dict[str, Any]:
+    """What an interrupted replay keeps: the runs that finished, with their figures."""
+    done = list(stop.finished.values())
+    return {
+        "partial": True,
+        "runs": runs,
+        "finished": {r.policy: {"eval": {k: getattr(r.metrics, k) for k in KEYS}} for r in done},
+    }
+
+
+def _write_report(
+    args: argparse.Namespace,
+    history: PoolHistory | None,
+    *,
+    jobs: JobTrace,
+    setup: ReplaySetup,
+    results: list[ReplayResult],
+    sweep: list[ReplayResult],
+    comparison: list[str],
+    said_notice: str | None,
+) -> None:
+    """The HTML report of a plain replay (``--report``)."""
+    runs = [ReportRun(r.policy, r.metrics, r.record) for r in results]
+    sweep_runs = [ReportRun(r.policy, r.metrics, r.record) for r in sweep]
+    notes = [
+        f"trace: {_trace_name(args, history)}; {len(jobs)} jobs; metrics over days"
+        f" {args.start_day + args.warmup_days:g}-{args.end_day:g} (warm-up excluded)",
+        f"nodes of {setup.twin.gpus_per_node} GPUs;"
+        f" provisioning {setup.twin.provision_seconds:g} s;"
+        f" image pull {setup.twin.image_pull_seconds:g} s; empty nodes removed after"
+        f" {setup.twin.consolidate_after_seconds:g} s; warm image {setup.twin.warm_image}",
+        f"predictive: {setup.model}, retrained weekly on past demand only; caps"
+        f" {setup.max_prewarm_gpus} prewarm GPUs",
+        *([said_notice] if said_notice else []),
+    ]
+    args.report.write_text(
+        render(
+            runs,
+            sweep_runs,
+            title="forecaster replay",
+            window=(setup.warmup_end, setup.end),
+            notes=notes,
+            comparison=comparison,
+        )
+    )
 
 
 def _write_json(

@@ -39,6 +39,7 @@ def parse_instant(text: str) -> int:
 
 def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``replay`` subcommand's options."""
+    # long: argparse declarations, one add_argument per option
     parser.add_argument(
         "--config",
         type=Path,

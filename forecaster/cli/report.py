@@ -11,7 +11,7 @@ from forecaster.durations import format_duration
 from forecaster.forecasting.backtest import BacktestSpec, ModelScore
 from forecaster.forecasting.selection import Selection
 from forecaster.forecasting.training import PoolTraining
-from forecaster.reconcile.loop import TickRecord
+from forecaster.reconcile.records import TickRecord
 
 
 def score_table(

@@ -262,22 +262,7 @@ def operating_point(
         f" mean {c.mean_wait_s:.0f} s P95 {c.p95_wait_s:.0f} s"
         for c in candidates
     )
-    stated = (
-        budget.label if budget.dollars_per_day is None else f"{budget.label} (+{percent:.1f} %)"
-    )
-    if budget.p95_wait_s is not None:
-        verdict = (
-            f"the cheapest with {stated}, under the {cap:,.0f} GPU-hours/day cap"
-            if choice.within_budget
-            else f"no candidate kept {stated} under the {cap:,.0f} GPU-hours/day cap: the"
-            " lowest P95 wait"
-        )
-    else:
-        verdict = (
-            f"lowest mean wait within {stated}"
-            if choice.within_budget
-            else f"no candidate kept within {stated}: the cheapest, held by the cap"
-        )
+    verdict = _verdict(budget, cap=cap, percent=percent, within_budget=choice.within_budget)
     return OperatingPoint(
         budget=budget.label,
         budget_percent=percent,
@@ -320,3 +305,22 @@ def following_the_points(budgets: Budgets, points: Sequence[OperatingPoint | Non
         return budgets
     total = sum(p.gpu_hours_per_day_budget for p in points if p is not None)
     return replace(budgets, max_prewarm_gpu_hours_per_day=total)
+
+
+def _verdict(budget: Budget, *, cap: float, percent: float, within_budget: bool) -> str:
+    """Why the point was chosen, in the budget's own terms (a wait target, or a spend)."""
+    stated = (
+        budget.label if budget.dollars_per_day is None else f"{budget.label} (+{percent:.1f} %)"
+    )
+    if budget.p95_wait_s is not None:
+        return (
+            f"the cheapest with {stated}, under the {cap:,.0f} GPU-hours/day cap"
+            if within_budget
+            else f"no candidate kept {stated} under the {cap:,.0f} GPU-hours/day cap: the"
+            " lowest P95 wait"
+        )
+    return (
+        f"lowest mean wait within {stated}"
+        if within_budget
+        else f"no candidate kept within {stated}: the cheapest, held by the cap"
+    )

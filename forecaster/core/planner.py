@@ -227,8 +227,20 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
             0,
             [*reasons, f"{item.mode.value}: reactive scaling owns the pool, prewarm 0"],
         )
+    cap = _held(needed, item, age=now - forecast.data_end, reasons=reasons)
+    cap = _cap(cap, policy.max_prewarm_gpus, unit, "pool max_prewarm_gpus", reasons)
+    cap = _cap(cap, _limit_room(policy, snap, reasons), unit, "NodePool GPU limit", reasons)
+    if snap.kueue is not None:  # work that quota would hold back needs no warm node
+        room = snap.kueue.admissible_gpus + snap.kueue.reserved_gpus
+        cap = _cap(cap, room, unit, f"Kueue {snap.kueue.scope} quota", reasons)
+    return _Draft(item, needed, cap, reasons)
+
+
+def _held(needed: int, item: PoolInput, *, age: int, reasons: list[str]) -> int:
+    """The prewarm the data's age and the cloud's capacity allow: nothing new on stale data
+    (the existing held for ``hold_seconds``, then 0) nor while launches fail (the existing)."""
+    policy, snap, unit = item.policy, item.snapshot, item.policy.placeholder_size_gpus
     cap = needed
-    age = now - forecast.data_end
     if age > policy.stale_after_seconds:
         held = snap.prewarm_gpus // unit * unit
         if age <= policy.stale_after_seconds + policy.hold_seconds:
@@ -246,12 +258,7 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
             f" existing {held}; prewarm warm: {warm} GPUs"
         )
         cap = min(cap, held)
-    cap = _cap(cap, policy.max_prewarm_gpus, unit, "pool max_prewarm_gpus", reasons)
-    cap = _cap(cap, _limit_room(policy, snap, reasons), unit, "NodePool GPU limit", reasons)
-    if snap.kueue is not None:  # work that quota would hold back needs no warm node
-        room = snap.kueue.admissible_gpus + snap.kueue.reserved_gpus
-        cap = _cap(cap, room, unit, f"Kueue {snap.kueue.scope} quota", reasons)
-    return _Draft(item, needed, cap, reasons)
+    return cap
 
 
 def planned_demand(

@@ -106,6 +106,15 @@ def covering_horizon(window_seconds: int, horizons_seconds: tuple[int, ...]) -> 
     return min(covering)
 
 
+def horizon_for_lead(
+    lead_seconds: int, decision_interval_seconds: int, horizons_seconds: tuple[int, ...]
+) -> int:
+    """The shortest forecast horizon that covers the prewarm window of a pool with this lead
+    (``prewarm_window_seconds``): the horizon a pool is trained and planned for as configured."""
+    window = prewarm_window_seconds(lead_seconds, decision_interval_seconds)
+    return covering_horizon(window, horizons_seconds)
+
+
 MIN_MEASURED_LAUNCHES = 3
 """Launches a measured lead needs before it replaces the configured one (one slow node is noise)."""
 

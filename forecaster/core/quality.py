@@ -116,27 +116,7 @@ def regularize(
 
     ``window`` (first, last): samples stamped outside it are dropped and counted first. Without
     one, a span of more than ``MAX_GRID_POINTS`` steps is refused rather than allocated."""
-    ts = np.asarray(timestamps, dtype=np.int64)
-    vals = np.asarray(values, dtype=np.float64).copy()
-    if ts.shape != vals.shape or ts.ndim != 1:
-        raise ValueError("timestamps and values must be one-dimensional and of equal length")
-    outside = 0
-    if window is not None:
-        inside = (ts >= window[0]) & (ts <= window[1])
-        outside = int(ts.size - np.count_nonzero(inside))
-        ts, vals = ts[inside], vals[inside]
-    if ts.size == 0:
-        raise ValueError(
-            "no samples" + (f" ({outside} outside the asked window)" if outside else "")
-        )
-    span = (int(ts.max()) - int(ts.min())) // step_seconds + 1
-    if span > MAX_GRID_POINTS:
-        raise ValueError(
-            f"{name or 'series'}: samples from {iso_utc(int(ts.min()))} to {iso_utc(int(ts.max()))}"
-            f" would make {span} points of {step_seconds}s (at most {MAX_GRID_POINTS}):"
-            " a wrong timestamp?"
-        )
-
+    ts, vals, outside = _checked(timestamps, values, step_seconds, name=name, window=window)
     non_finite = ~np.isfinite(vals)
     vals[non_finite] = np.nan
     negative = vals < 0
@@ -173,6 +153,39 @@ def regularize(
         outside_window=outside,
     )
     return series, report
+
+
+def _checked(
+    timestamps: IntArray | npt.ArrayLike,
+    values: FloatArray | npt.ArrayLike,
+    step_seconds: int,
+    *,
+    name: str,
+    window: tuple[int, int] | None,
+) -> tuple[IntArray, FloatArray, int]:
+    """The samples inside ``window`` (a copy: ``regularize`` writes to it) and how many were
+    outside; ``ValueError`` for none left or a span too long to allocate."""
+    ts = np.asarray(timestamps, dtype=np.int64)
+    vals = np.asarray(values, dtype=np.float64).copy()
+    if ts.shape != vals.shape or ts.ndim != 1:
+        raise ValueError("timestamps and values must be one-dimensional and of equal length")
+    outside = 0
+    if window is not None:
+        inside = (ts >= window[0]) & (ts <= window[1])
+        outside = int(ts.size - np.count_nonzero(inside))
+        ts, vals = ts[inside], vals[inside]
+    if ts.size == 0:
+        raise ValueError(
+            "no samples" + (f" ({outside} outside the asked window)" if outside else "")
+        )
+    span = (int(ts.max()) - int(ts.min())) // step_seconds + 1
+    if span > MAX_GRID_POINTS:
+        raise ValueError(
+            f"{name or 'series'}: samples from {iso_utc(int(ts.min()))} to {iso_utc(int(ts.max()))}"
+            f" would make {span} points of {step_seconds}s (at most {MAX_GRID_POINTS}):"
+            " a wrong timestamp?"
+        )
+    return ts, vals, outside
 
 
 def _onto_grid(

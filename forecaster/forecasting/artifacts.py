@@ -29,7 +29,7 @@ from forecaster.core.operating_point import OperatingPoint
 from forecaster.errors import ModelError
 from forecaster.forecasting.arrivals import ArrivalsModel
 from forecaster.forecasting.base import Forecaster
-from forecaster.forecasting.registry import model_class
+from forecaster.forecasting.registry import restore
 
 FORMAT = "forecaster.model"
 FORMAT_VERSION = 1
@@ -171,7 +171,7 @@ class ArtifactStore:
         if document.get("pool") != pool:
             raise ModelError(f"{path}: artifact belongs to pool {document.get('pool')!r}")
         try:
-            model = model_class(document["class"]).from_state(document["state"])
+            model = restore(document["class"], document["state"])
             arrivals = (
                 ArrivalsModel.from_state(document["arrivals"]) if "arrivals" in document else None
             )

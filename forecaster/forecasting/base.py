@@ -7,11 +7,15 @@
   (a GPU pool's demand 15 minutes from now is mostly its demand now).
 * ``to_state()`` / ``from_state()`` give a JSON-able dict for artifacts (never pickle).
 
-A new model is one module that implements this and registers itself in ``registry.py``.
+A new model is one module that implements this and one ``registry.register(name, Class)`` call
+(``docs/extending.md``). A model that holds others (the calibration, the ensemble) sets
+``holds_models`` and takes ``from_state(state, *, restore)``: the registry's ``restore`` rebuilds
+the models it holds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol, Self
 
 from forecaster.core.series import DemandSeries, Forecast, IntArray
@@ -40,3 +44,8 @@ class Forecaster(Protocol):
     def from_state(cls, state: dict[str, Any]) -> Self:
         """Rebuild a fitted model from ``to_state()`` output."""
         ...
+
+
+Restore = Callable[[str, dict[str, Any]], Forecaster]
+"""Rebuilds a saved model from its registered name and its ``to_state()``
+(``forecasting.registry.restore``)."""

@@ -26,13 +26,15 @@ import numpy as np
 from forecaster.core.series import DemandSeries, FloatArray, Forecast, IntArray
 from forecaster.durations import DAY
 from forecaster.errors import ModelError
-from forecaster.forecasting.base import Forecaster
+from forecaster.forecasting.base import Forecaster, Restore
 from forecaster.forecasting.features import take
 
 
 class Calibrated:
     """Wraps a model with split + adaptive conformal calibration (see module docstring)."""
 
+    holds_models: ClassVar[bool] = True
+    """Rebuilt with ``restore`` (``forecasting.registry.restore``)."""
     name: ClassVar[str] = "calibrated"
 
     def __init__(
@@ -121,11 +123,12 @@ class Calibrated:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Self:
-        """Inverse of ``to_state``; the inner model is rebuilt through the registry."""
-        from forecaster.forecasting.registry import model_class
-
-        inner = model_class(state["inner"]).from_state(state["inner_state"])
+    def from_state(cls, state: dict[str, Any], *, restore: Restore | None = None) -> Self:
+        """Inverse of ``to_state``; the inner model is rebuilt by ``restore`` (the registry's,
+        which passes itself: this module never imports the registry)."""
+        if restore is None:
+            raise ModelError(f"{cls.name}: rebuild it through forecasting.registry.restore")
+        inner = restore(state["inner"], state["inner_state"])
         model = cls(
             inner,
             calibration_seconds=int(state["calibration_seconds"]),

@@ -13,7 +13,7 @@ import numpy as np
 
 from forecaster.core.series import DemandSeries, Forecast, IntArray
 from forecaster.errors import ModelError
-from forecaster.forecasting.base import Forecaster
+from forecaster.forecasting.base import Forecaster, Restore
 from forecaster.forecasting.gbm import GradientBoostingQuantile
 from forecaster.forecasting.statsmodels_model import FourierQuantReg
 
@@ -21,6 +21,8 @@ from forecaster.forecasting.statsmodels_model import FourierQuantReg
 class MeanEnsemble:
     """Mean of the members' forecasts, quantile by quantile (kept monotone)."""
 
+    holds_models: ClassVar[bool] = True
+    """Rebuilt with ``restore`` (``forecasting.registry.restore``)."""
     name: ClassVar[str] = "ensemble"
 
     def __init__(
@@ -64,13 +66,12 @@ class MeanEnsemble:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> Self:
-        """Inverse of ``to_state``; members are rebuilt through the registry."""
-        from forecaster.forecasting.registry import model_class
-
-        members = tuple(
-            model_class(item["class"]).from_state(item["state"]) for item in state["members"]
-        )
+    def from_state(cls, state: dict[str, Any], *, restore: Restore | None = None) -> Self:
+        """Inverse of ``to_state``; members are rebuilt by ``restore`` (the registry's, which
+        passes itself: this module never imports the registry)."""
+        if restore is None:
+            raise ModelError(f"{cls.name}: rebuild it through forecasting.registry.restore")
+        members = tuple(restore(item["class"], item["state"]) for item in state["members"])
         model = cls(
             horizons_seconds=tuple(state["horizons_seconds"]),
             quantiles=tuple(state["quantiles"]),

@@ -27,6 +27,7 @@ from forecaster.errors import ModelError
 from forecaster.forecasting.arrivals import ArrivalsModel
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun, ModelScore, run_backtest, score
+from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import FALLBACK, build
 from forecaster.forecasting.selection import Selection, champion_or_challenger, select
 
@@ -130,35 +131,14 @@ def train_pool(
     pool = series.name
     usable = series.usable_seconds
     if usable < plan.min_history_seconds:
-        missing = (plan.min_history_seconds - usable) / DAY
-        return PoolTraining(
-            pool=pool,
-            status="forecast-only",
-            message=(
-                f"only {usable / DAY:.1f} days of usable history, needs"
-                f" {plan.min_history_seconds / DAY:.0f}: {missing:.1f} more day(s);"
-                " training publishes no model until then (the daemon forecasts with the"
-                " persistence baseline)"
-            ),
-            quality=quality,
-        )
+        return _too_short(pool, usable, plan, quality)
     spec = backtest_spec(series, plan)
     runs, scores = backtest_models(series, plan, spec=spec, progress=progress)
     selection = select(
         scores, target=plan.target_quantile, tolerance=plan.coverage_tolerance, fallback=FALLBACK
     )
     fit_began = time.perf_counter()
-    model_name = selection.model
-    try:
-        model = build(model_name, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
-        model.fit(series)
-    except ModelError as exc:
-        log.warning(
-            "pool %s: %s failed to fit (%s); falling back to %s", pool, model_name, exc, FALLBACK
-        )
-        model_name = FALLBACK
-        model = build(FALLBACK, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
-        model.fit(series)
+    model_name, model = _fitted(series, selection.model, plan)
     arrivals_model, arrivals_note = None, "no arrivals history: the plan follows the level model"
     if arrivals is not None:
         arrivals_model, arrivals_note = fit_arrivals(
@@ -166,18 +146,13 @@ def train_pool(
         )
     fit_seconds = time.perf_counter() - fit_began
     promote, why = champion_or_challenger(store, pool, challenger=model_name, scores=scores)
-    version = store.publish(
-        pool=pool,
-        model_name=model_name,
-        model=model,
-        metadata=_metadata(
-            series, quality=quality, scores=scores, selection=selection, spec=spec, plan=plan
-        ),
-        created=created,
-        make_current=promote,
-        arrivals=arrivals_model,
-        operating_point=operating_point,
+    metadata = _metadata(
+        series, quality=quality, scores=scores, selection=selection, spec=spec, plan=plan
     )
+    version = store.publish(
+        pool=pool, model_name=model_name, model=model, metadata=metadata, created=created,
+        make_current=promote, arrivals=arrivals_model, operating_point=operating_point,
+    )  # fmt: skip
     verb = "published" if promote else "published challenger"
     return PoolTraining(
         pool=pool,
@@ -193,6 +168,37 @@ def train_pool(
         total_seconds=time.perf_counter() - began,
         spec=spec,
     )
+
+
+def _too_short(pool: str, usable: int, plan: TrainingPlan, quality: QualityReport) -> PoolTraining:
+    """The outcome for a pool with too little usable history: no model yet, and how much more."""
+    missing = (plan.min_history_seconds - usable) / DAY
+    return PoolTraining(
+        pool=pool,
+        status="forecast-only",
+        message=(
+            f"only {usable / DAY:.1f} days of usable history, needs"
+            f" {plan.min_history_seconds / DAY:.0f}: {missing:.1f} more day(s);"
+            " training publishes no model until then (the daemon forecasts with the"
+            " persistence baseline)"
+        ),
+        quality=quality,
+    )
+
+
+def _fitted(series: DemandSeries, name: str, plan: TrainingPlan) -> tuple[str, Forecaster]:
+    """The selected model fitted on the whole history; the fallback when it fails to fit."""
+    try:
+        model = build(name, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
+        model.fit(series)
+    except ModelError as exc:
+        log.warning(
+            "pool %s: %s failed to fit (%s); falling back to %s", series.name, name, exc, FALLBACK
+        )
+        name = FALLBACK
+        model = build(FALLBACK, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
+        model.fit(series)
+    return name, model
 
 
 def fit_arrivals(

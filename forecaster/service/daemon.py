@@ -28,7 +28,8 @@ from forecaster.core.error_budget import (
 )
 from forecaster.core.finops import PoolSpend, SpendPoint, pool_spend
 from forecaster.durations import DAY
-from forecaster.reconcile.loop import PoolRuntime, Reconciler, TickRecord
+from forecaster.reconcile.loop import Reconciler
+from forecaster.reconcile.records import PoolRuntime, TickRecord
 from forecaster.service.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -112,7 +113,6 @@ class Daemon:
         self._progress_at = self.monotonic()
         self.metrics.observe_tick(
             record,
-            state=self.reconciler.state,
             slo_for=self.reconciler.slo_for,
             seconds=time.perf_counter() - began,
         )
@@ -170,7 +170,6 @@ class Daemon:
         )
 
     def _remember(self, record: TickRecord) -> None:
-        state = self.reconciler.state
         report = record.actuation
         actual, spend = {}, {}
         for name, view in record.pools.items():
@@ -188,7 +187,7 @@ class Daemon:
                 )
         budgets = {
             p.pool: budget_remaining(
-                state.pool(p.pool).budget, self.reconciler.slo_for(p.pool), now=record.at
+                record.budgets[p.pool], self.reconciler.slo_for(p.pool), now=record.at
             )
             for p in record.plan.pools
         }
@@ -199,7 +198,7 @@ class Daemon:
             modes={p.pool: p.mode.value for p in record.plan.pools},
             budget_remaining=budgets,
             waste_gpu_hours={
-                p.pool: waste_last_day(state.pool(p.pool).budget, now=record.at)
+                p.pool: waste_last_day(record.budgets[p.pool], now=record.at)
                 for p in record.plan.pools
             },
             spend=spend,

@@ -23,17 +23,21 @@ from pydantic import BaseModel
 from forecaster import __version__
 from forecaster.core.actions import Halt
 from forecaster.core.cluster import ARRIVAL_WINDOWS_SECONDS, MeasuredLead
-from forecaster.core.error_budget import Transition, budget_remaining, waste_last_day
+from forecaster.core.error_budget import (
+    ErrorBudgetState,
+    Transition,
+    budget_remaining,
+    waste_last_day,
+)
 from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
-from forecaster.core.notice import AnnouncedItem
+from forecaster.core.notice import AnnouncedItem, SourceStatus
 from forecaster.core.planner import Mode
 from forecaster.core.policy import PlanningHorizon
 from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
-from forecaster.reconcile.loop import PoolView
-from forecaster.reconcile.state import PoolState
+from forecaster.reconcile.records import PoolView, TickRecord
 from forecaster.service.daemon import Daemon, TrailPoint
 from forecaster.service.page import PAGE
 
@@ -65,6 +69,7 @@ UNKNOWN_POOL: dict[int | str, dict[str, Any]] = {
 
 def create_app(daemon: Daemon) -> FastAPI:
     """The inspection app over one daemon."""
+    # long: route registration; each route's body is a function of its own
     app = FastAPI(
         title="forecaster",
         version=__version__,
@@ -222,60 +227,7 @@ def create_app(daemon: Daemon) -> FastAPI:
     @app.get("/api/v1/status", summary="mode, budgets and warnings per pool")
     def status() -> dict[str, Any]:
         record = daemon.last
-        state = daemon.reconciler.state
-        pools = {}
-        actuation = record.actuation if record else None  # None on followers
-        for name in daemon.pools:
-            pool_state = state.pools.get(name) or PoolState()  # read only: never insert
-            view = record.pools.get(name) if record else None
-            plan_mode = (
-                next((p.mode.value for p in record.plan.pools if p.pool == name), None)
-                if record
-                else None
-            )
-            now = record.at if record else pool_state.budget.since
-            pools[name] = {
-                "mode": plan_mode or pool_state.budget.mode.value,
-                "since": iso_utc(pool_state.budget.since) if pool_state.budget.since else None,
-                "reason": pool_state.budget.reason,
-                "error_budget_remaining": budget_remaining(
-                    pool_state.budget, daemon.reconciler.slo_for(name), now=now
-                ),
-                "waste_gpu_hours_24h": waste_last_day(pool_state.budget, now=now),
-                "model": view.model if view else None,
-                "model_version": view.model_version if view else None,
-                "backend": actuation.backend.get(name) if actuation else None,
-                "buffer": actuation.buffer_status.get(name) if actuation else None,
-                "kueue": _kueue(view.snapshot.kueue if view and view.snapshot else None),
-                "launch_problem": view.snapshot.launch_problem if view and view.snapshot else None,
-                "announced": [
-                    _announced(item, now=now)
-                    for item in (view.snapshot.announced if view and view.snapshot else ())
-                ],
-                "prewarm_gpus": next(
-                    (p.target_gpus for p in record.plan.pools if p.pool == name), 0
-                )
-                if record
-                else 0,
-                "finops": _finops(daemon.spend(name)),
-                "prewarm_ready_gpus": (
-                    view.snapshot.ready_placeholder_gpus if view and view.snapshot else None
-                ),
-                "lead": _lead(
-                    daemon.lead_seconds(name),
-                    view.snapshot.measured_lead if view and view.snapshot else None,
-                    view.horizon if view else None,
-                ),
-                "plan_demand": _plan_demand(view),
-                "operating_point": (
-                    view.operating_point.to_dict() if view and view.operating_point else None
-                ),
-                "errors": [
-                    f"{e.kind}: {e.message}"
-                    for e in (record.errors if record else ())
-                    if e.pool == name
-                ],
-            }
+        pools = {name: _pool_status(daemon, name, record) for name in daemon.pools}
         return {
             "version": __version__,
             "leader": daemon.is_leader(),
@@ -288,22 +240,7 @@ def create_app(daemon: Daemon) -> FastAPI:
                 {"namespace": u.namespace, "pods": u.pods, "gpus": u.gpus}
                 for u in (record.unattributed if record else ())
             ],
-            "notice_sources": [
-                {
-                    "source": n.source,
-                    "installed": n.installed,
-                    "items": n.items,
-                    "problem": n.problem,
-                    "precision_7d": n.precision,
-                    "resolved_7d": n.resolved,
-                    "waste_gpu_hours_7d": round(n.waste_gpu_hours, 3),
-                    "trusted": n.trusted,
-                    "came_gpus_7d": n.came_gpus,
-                    "ahead_gpus_7d": n.ahead_gpus,
-                    "median_notice_seconds_7d": n.median_notice_seconds,
-                }
-                for n in (record.notice if record else ())
-            ],
+            "notice_sources": [_notice_source(n) for n in (record.notice if record else ())],
             "pools": pools,
             "budgets": {
                 "prewarm_gpus": record.plan.total_target_gpus if record else 0,
@@ -326,6 +263,74 @@ def create_app(daemon: Daemon) -> FastAPI:
         return HTMLResponse(PAGE.replace("__POOLS__", ",".join(daemon.pools)))
 
     return app
+
+
+def _pool_status(daemon: Daemon, name: str, record: TickRecord | None) -> dict[str, Any]:
+    """One pool in ``/status``: its mode, budget, model, backend, notice, lead and errors -
+    read from the last tick's published record, never from the loop's live state."""
+    actuation = record.actuation if record else None  # None on followers
+    budget = record.budgets.get(name) if record else None
+    budget = budget if budget is not None else ErrorBudgetState()  # before the first tick
+    view = record.pools.get(name) if record else None
+    plan_mode = (
+        next((p.mode.value for p in record.plan.pools if p.pool == name), None) if record else None
+    )
+    now = record.at if record else budget.since
+    return {
+        "mode": plan_mode or budget.mode.value,
+        "since": iso_utc(budget.since) if budget.since else None,
+        "reason": budget.reason,
+        "error_budget_remaining": budget_remaining(
+            budget, daemon.reconciler.slo_for(name), now=now
+        ),
+        "waste_gpu_hours_24h": waste_last_day(budget, now=now),
+        "model": view.model if view else None,
+        "model_version": view.model_version if view else None,
+        "backend": actuation.backend.get(name) if actuation else None,
+        "buffer": actuation.buffer_status.get(name) if actuation else None,
+        "kueue": _kueue(view.snapshot.kueue if view and view.snapshot else None),
+        "launch_problem": view.snapshot.launch_problem if view and view.snapshot else None,
+        "announced": [
+            _announced(item, now=now)
+            for item in (view.snapshot.announced if view and view.snapshot else ())
+        ],
+        "prewarm_gpus": next((p.target_gpus for p in record.plan.pools if p.pool == name), 0)
+        if record
+        else 0,
+        "finops": _finops(daemon.spend(name)),
+        "prewarm_ready_gpus": (
+            view.snapshot.ready_placeholder_gpus if view and view.snapshot else None
+        ),
+        "lead": _lead(
+            daemon.lead_seconds(name),
+            view.snapshot.measured_lead if view and view.snapshot else None,
+            view.horizon if view else None,
+        ),
+        "plan_demand": _plan_demand(view),
+        "operating_point": (
+            view.operating_point.to_dict() if view and view.operating_point else None
+        ),
+        "errors": [
+            f"{e.kind}: {e.message}" for e in (record.errors if record else ()) if e.pool == name
+        ],
+    }
+
+
+def _notice_source(n: SourceStatus) -> dict[str, Any]:
+    """A notice source in ``/status``: installed, read, and how its announcements fared."""
+    return {
+        "source": n.source,
+        "installed": n.installed,
+        "items": n.items,
+        "problem": n.problem,
+        "precision_7d": n.precision,
+        "resolved_7d": n.resolved,
+        "waste_gpu_hours_7d": round(n.waste_gpu_hours, 3),
+        "trusted": n.trusted,
+        "came_gpus_7d": n.came_gpus,
+        "ahead_gpus_7d": n.ahead_gpus,
+        "median_notice_seconds_7d": n.median_notice_seconds,
+    }
 
 
 def _finops(spend: PoolSpend) -> dict[str, Any]:

@@ -11,17 +11,23 @@ from collections.abc import Callable, Mapping
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from forecaster.core.cluster import PoolSnapshot
-from forecaster.core.error_budget import SloPolicy, budget_remaining, waste_last_day
+from forecaster.core.error_budget import (
+    ErrorBudgetState,
+    SloPolicy,
+    budget_remaining,
+    waste_last_day,
+)
 from forecaster.core.finops import PoolSpend
 from forecaster.core.planner import Mode
-from forecaster.reconcile.loop import TickRecord
-from forecaster.reconcile.state import ServiceState
+from forecaster.reconcile.records import TickRecord
 
 
 class Metrics:
     """The daemon's metric families."""
 
     def __init__(self) -> None:
+        """Declare every series, on a registry of its own (one per daemon)."""
+        # long: metric declarations, one per exported series
         self.registry = CollectorRegistry()
         r = self.registry
         self.forecast = Gauge(
@@ -306,7 +312,6 @@ class Metrics:
         self,
         record: TickRecord,
         *,
-        state: ServiceState,
         slo_for: Callable[[str], SloPolicy],
         seconds: float,
     ) -> None:
@@ -330,11 +335,11 @@ class Metrics:
             self.handoff.labels(pool=name).set(
                 1 if pool_plan.mode in (Mode.HANDED_OFF, Mode.RECOVERING) else 0
             )
-            pool_state = state.pool(name)
+            budget = record.budgets.get(name, ErrorBudgetState())
             self.budget.labels(pool=name).set(
-                budget_remaining(pool_state.budget, slo_for(name), now=record.at)
+                budget_remaining(budget, slo_for(name), now=record.at)
             )
-            self.waste.labels(pool=name).set(waste_last_day(pool_state.budget, now=record.at))
+            self.waste.labels(pool=name).set(waste_last_day(budget, now=record.at))
             self.plan_quantile.labels(pool=name).set(record.pools[name].quantile)
             self.plan_floor.labels(pool=name).set(record.pools[name].floor_gpus)
             snapshot = record.pools[name].snapshot

@@ -294,90 +294,144 @@ def frontier(
         "tune": (epoch + tune[0] * DAY, epoch + tune[1] * DAY),
         "eval": (epoch + evaluate[0] * DAY, epoch + evaluate[1] * DAY),
     }
-
-    per_node = setup.twin.gpus_per_node
     runs = sweep(
-        setup,
-        static_knobs=static_knobs,
-        predictive_knobs=predictive_knobs,
-        floor_nodes=floor_nodes,
-        burst_knobs=burst_knobs,
-        continuation_gaps=continuation_gaps,
-    )
-
+        setup, static_knobs=static_knobs, predictive_knobs=predictive_knobs,
+        floor_nodes=floor_nodes, burst_knobs=burst_knobs, continuation_gaps=continuation_gaps,
+    )  # fmt: skip
     replayed = functools.partial(
-        _replayed,
-        jobs=jobs,
-        make_policy=make_policy,
-        windows=windows,
-        workers=workers,
+        _replayed, jobs=jobs, make_policy=make_policy, windows=windows, workers=workers,
         progress=progress,
-    )
-    results = replayed(runs)
-    curves: dict[str, list[Point]] = {}
-    for run, result in zip(runs, results, strict=True):
-        curves.setdefault(run.curve, []).append(result)
-    (reactive,), (oracle,) = curves.pop("reactive"), curves.pop("oracle")
-    static, predictive = curves.pop("static", []), curves.pop("predictive", [])
-    burst = curves.pop("burst", [])
+    )  # fmt: skip
+    curves = _Curves.of(runs, replayed(runs), continuation_gaps)
 
     def more_static(knobs: Sequence[int]) -> list[Point]:
         return replayed([Run("static", f"static:{k}", k, setup) for k in knobs])
 
-    chosen_gpu_hours = [
-        point.eval.gpu_hours
-        for points in (predictive, burst)
-        for budget in BUDGETS_PERCENT
-        if (point := choose(points, reactive_gpu_hours=reactive.tune.gpu_hours,
-                            budget_percent=budget)) is not None
-    ]  # fmt: skip
-    static = extend_static(static, chosen_gpu_hours, run=more_static, gpus_per_node=per_node)
-    continuation = {f"{gap:g}": curves.pop(f"{gap:g}", []) for gap in continuation_gaps}
-    document: dict[str, Any] = {
-        "chosen": {},
-        "chosen_burst": {},
-        "chosen_continuation": {gap: {} for gap in continuation},
-        "tune": {},
-    }
-    for window in ("eval", "tune"):
-        target = document if window == "eval" else document["tune"]
-        target["reactive"] = _m(getattr(reactive, window))
-        target["oracle"] = _m(getattr(oracle, window))
-        target["static"] = [_m(getattr(p, window), knob=p.knob) for p in static]
-        target["predictive"] = [_m(getattr(p, window), **p.knobs) for p in predictive]
-        target["burst"] = [_m(getattr(p, window), knob=p.knob) for p in burst]
-        target["continuation"] = {
-            gap: [_m(getattr(p, window), knob=p.knob) for p in points]
-            for gap, points in continuation.items()
-        }
+    curves.static = extend_static(
+        curves.static, curves.chosen_gpu_hours(), run=more_static,
+        gpus_per_node=setup.twin.gpus_per_node,
+    )  # fmt: skip
+    document = curves.document()
     lines = [
         f"windows: tune days {tune[0]:g}-{tune[1]:g},"
         f" evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
     ]
-    lines += _tables(
-        [
-            ("reactive", [reactive]),
-            ("oracle", [oracle]),
-            ("static", static),
-            ("predictive", predictive),
-            ("burst", burst),
-            *((f"continuation:{gap}", points) for gap, points in continuation.items()),
-        ],
-        reactive=reactive,
+    lines += curves.tables()
+    lines += _choices(curves, document)
+    scope = f"{pool or 'the trace'}, tuned days {tune[0]:g}-{tune[1]:g}"
+    lines += _verdict(
+        document, scope=f"{scope}, judged days {evaluate[0]:g}-{evaluate[1]:g}", pool=pool
     )
-    if continuation:
-        lines.append(
-            "continuation: knows the rest of each submission (jobs at most GAP s apart) once"
-            " its first pod exists, over a static floor - the bound of a model that reads bursts"
+    return document, lines
+
+
+def _verdict(document: dict[str, Any], *, scope: str, pool: str | None) -> list[str]:
+    """The verdict at each budget (``simulation.verdict``), written into ``document``, in words."""
+    judged = verdicts(document, BUDGETS_PERCENT)
+    document["verdict"] = {str(v.budget_percent): v.to_dict() for v in judged}
+    return [
+        f"-- verdict (rule: forecaster where <= {BETTER:g}x of static at the same GPU-hours on"
+        f" one of > 5 min / mean / P95 and <= {NO_WORSE:g}x on the others)",
+        *in_sentences(judged, scope=scope, pool=pool),
+    ]
+
+
+@dataclass
+class _Curves:
+    """The frontier's replayed points, by curve (static grows where the choices need it)."""
+
+    reactive: Point
+    oracle: Point
+    static: list[Point]
+    predictive: list[Point]
+    burst: list[Point]
+    continuation: dict[str, list[Point]]
+    """Per gap (``f"{gap:g}"``), the continuation bound's points."""
+
+    @classmethod
+    def of(cls, runs: Sequence[Run], results: Sequence[Point], gaps: Sequence[float]) -> _Curves:
+        """The results of ``runs`` (in their order) gathered by curve."""
+        curves: dict[str, list[Point]] = {}
+        for run, result in zip(runs, results, strict=True):
+            curves.setdefault(run.curve, []).append(result)
+        (reactive,), (oracle,) = curves.pop("reactive"), curves.pop("oracle")
+        return cls(
+            reactive,
+            oracle,
+            curves.pop("static", []),
+            curves.pop("predictive", []),
+            curves.pop("burst", []),
+            {f"{gap:g}": curves.pop(f"{gap:g}", []) for gap in gaps},
         )
+
+    def chosen_gpu_hours(self) -> list[float]:
+        """The evaluation GPU-hours of the predictive and burst knobs each budget would choose:
+        where static needs points for the comparison at the same GPU-hours."""
+        return [
+            point.eval.gpu_hours
+            for points in (self.predictive, self.burst)
+            for budget in BUDGETS_PERCENT
+            if (point := choose(points, reactive_gpu_hours=self.reactive.tune.gpu_hours,
+                                budget_percent=budget)) is not None
+        ]  # fmt: skip
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document's figures: every point on the evaluation window (top level) and on
+        the tuning window (``tune``); the choices are filled in by ``_choices``."""
+        document: dict[str, Any] = {
+            "chosen": {},
+            "chosen_burst": {},
+            "chosen_continuation": {gap: {} for gap in self.continuation},
+            "tune": {},
+        }
+        for window in ("eval", "tune"):
+            target = document if window == "eval" else document["tune"]
+            target["reactive"] = _m(getattr(self.reactive, window))
+            target["oracle"] = _m(getattr(self.oracle, window))
+            target["static"] = [_m(getattr(p, window), knob=p.knob) for p in self.static]
+            target["predictive"] = [_m(getattr(p, window), **p.knobs) for p in self.predictive]
+            target["burst"] = [_m(getattr(p, window), knob=p.knob) for p in self.burst]
+            target["continuation"] = {
+                gap: [_m(getattr(p, window), knob=p.knob) for p in points]
+                for gap, points in self.continuation.items()
+            }
+        return document
+
+    def tables(self) -> list[str]:
+        """Every curve's table, evaluation against tuning."""
+        lines = _tables(
+            [
+                ("reactive", [self.reactive]),
+                ("oracle", [self.oracle]),
+                ("static", self.static),
+                ("predictive", self.predictive),
+                ("burst", self.burst),
+                *((f"continuation:{gap}", points) for gap, points in self.continuation.items()),
+            ],
+            reactive=self.reactive,
+        )
+        if self.continuation:
+            lines.append(
+                "continuation: knows the rest of each submission (jobs at most GAP s apart) once"
+                " its first pod exists, over a static floor - the bound of a model that reads"
+                " bursts"
+            )
+        return lines
+
+
+def _choices(curves: _Curves, document: dict[str, Any]) -> list[str]:
+    """Each curve's knob chosen on the tuning window at each budget, judged on the evaluation
+    window against static at the same GPU-hours; the choices are written into ``document``."""
+    lines: list[str] = []
     chosen_into = [
-        ("predictive", predictive, document["chosen"]),
-        ("burst", burst, document["chosen_burst"]),
+        ("predictive", curves.predictive, document["chosen"]),
+        ("burst", curves.burst, document["chosen_burst"]),
         *(
             (f"continuation:{gap} floor", points, document["chosen_continuation"][gap])
-            for gap, points in continuation.items()
+            for gap, points in curves.continuation.items()
         ),
     ]
+    reactive, static = curves.reactive, curves.static
     for budget in BUDGETS_PERCENT:
         for label, points, into in chosen_into:
             point = choose(
@@ -396,19 +450,9 @@ def frontier(
             if label == "predictive":
                 lines.append(
                     f"+{budget} % budget: predictive against burst at the same GPU-hours: "
-                    + ratios(point.eval, [p.eval for p in burst])
+                    + ratios(point.eval, [p.eval for p in curves.burst])
                 )
-    judged = verdicts(document, BUDGETS_PERCENT)
-    document["verdict"] = {str(v.budget_percent): v.to_dict() for v in judged}
-    lines.append(
-        f"-- verdict (rule: forecaster where <= {BETTER:g}x of static at the same GPU-hours on"
-        f" one of > 5 min / mean / P95 and <= {NO_WORSE:g}x on the others)"
-    )
-    scope = f"{pool or 'the trace'}, tuned days {tune[0]:g}-{tune[1]:g}"
-    lines += in_sentences(
-        judged, scope=f"{scope}, judged days {evaluate[0]:g}-{evaluate[1]:g}", pool=pool
-    )
-    return document, lines
+    return lines
 
 
 def _tables(named: Sequence[tuple[str, Sequence[Point]]], *, reactive: Point) -> list[str]:

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.operating_point import (
     Budget,
+    Candidate,
     OperatingPoint,
     operating_point,
     point_label,
@@ -70,40 +71,12 @@ def choose_operating_point(
         log.warning(
             "pool %s: %.1f days of history leave no day to train the replays before the %.1f"
             " measured: no operating point",
-            history.name,
-            (end - history.start) / DAY,
-            measure_seconds / DAY,
-        )
+            history.name, (end - history.start) / DAY, measure_seconds / DAY,
+        )  # fmt: skip
         return None
-    if pods is not None:
-        jobs = pods.seen_between(history.start, end)
-    else:
-        jobs = jobs_from_series(
-            history.start,
-            history.step_seconds,
-            values=history.values,
-            max_pod_gpus=min(demand_pod_gpus or setup.twin.gpus_per_node, setup.twin.gpus_per_node),
-        )
-    warmup = warmup_end - history.start
-    base = dataclasses.replace(
-        setup,
-        start=history.start,
-        warmup_end=warmup_end,
-        end=end,
-        retrain=RetrainSchedule(
-            train_seconds=warmup + measure_seconds,
-            min_train_seconds=min(7 * DAY, warmup),
-            every_seconds=min(7 * DAY, warmup),
-        ),
-    )
-
-    def run(name: str, which: ReplaySetup) -> ReplayMetrics:
-        if progress is not None:
-            label = point_label(which.plan_quantile, which.floor_gpus)
-            progress(f"{name} {label}" if name == "predictive" else name)
-        with _simulated_time_quiet():
-            return replay(jobs, make_policy(name, which, jobs=jobs), setup=which).metrics
-
+    jobs = _jobs(history, setup, pods=pods, demand_pod_gpus=demand_pod_gpus)
+    base = _measured(setup, start=history.start, warmup_end=warmup_end, end=end)
+    run = _runner(jobs, make_policy, progress)
     reactive = run("reactive", base)
     if reactive.gpu_hours <= 0:
         log.warning(
@@ -114,38 +87,26 @@ def choose_operating_point(
     ceiling = setup.budgets.max_prewarm_gpu_hours_per_day
     cap = budget.gpu_hours_per_day(reactive.gpu_hours / days, ceiling=ceiling)
     percent = 100 * cap / (reactive.gpu_hours / days)
-    floors = sorted(set(floors_gpus))
     candidates = []
     for q in quantiles:
-        for floor in floors:
+        for floor in sorted(set(floors_gpus)):
             which = under_budget(base, quantile=q, floor_gpus=floor, gpu_hours_per_day=cap)
             try:
                 m = run("predictive", which)
             except ForecasterError as exc:
                 log.warning(
                     "pool %s: replay at %s failed (%s): not a candidate",
-                    history.name,
-                    point_label(q, floor),
-                    exc,
-                )
+                    history.name, point_label(q, floor), exc,
+                )  # fmt: skip
                 continue
-            candidate = as_candidate(q, m, floor_gpus=floor)
-            candidates.append(candidate)
-            if budget.p95_wait_s is not None:
-                if m.p95_wait_s <= budget.p95_wait_s:
-                    break  # met the wait target: a larger floor is only dearer
-            elif not within_budget(
-                candidate, reactive_gpu_hours=reactive.gpu_hours, budget_percent=percent
-            ):
-                break  # over the budget: a larger floor spends more still
+            candidates.append(as_candidate(q, m, floor_gpus=floor))
+            if _enough(candidates[-1], budget, reactive.gpu_hours, percent):
+                break
     return operating_point(
-        candidates,
-        reactive_gpu_hours=reactive.gpu_hours,
-        budget=budget,
-        window=(warmup_end, end),
-        ceiling_gpu_hours_per_day=ceiling,
+        candidates, reactive_gpu_hours=reactive.gpu_hours, budget=budget,
+        window=(warmup_end, end), ceiling_gpu_hours_per_day=ceiling,
         replayed="demand" if pods is None else "pods",
-    )
+    )  # fmt: skip
 
 
 @contextmanager
@@ -168,6 +129,68 @@ def _simulated_time_quiet() -> Iterator[None]:
     finally:
         for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
+
+
+def _runner(
+    jobs: JobTrace, make_policy: PolicyFactory, progress: Callable[[str], None] | None
+) -> Callable[[str, ReplaySetup], ReplayMetrics]:
+    """Replays ``jobs`` under a named policy and setup, quietly, saying which on ``progress``."""
+
+    def run(name: str, which: ReplaySetup) -> ReplayMetrics:
+        if progress is not None:
+            label = point_label(which.plan_quantile, which.floor_gpus)
+            progress(f"{name} {label}" if name == "predictive" else name)
+        with _simulated_time_quiet():
+            return replay(jobs, make_policy(name, which, jobs=jobs), setup=which).metrics
+
+    return run
+
+
+def _jobs(
+    history: DemandSeries, setup: ReplaySetup, *, pods: JobTrace | None, demand_pod_gpus: int | None
+) -> JobTrace:
+    """The pool's pods over the history's window; without them, the history rebuilt as pods of
+    ``demand_pod_gpus`` (whole nodes by default, and at most)."""
+    end = history.end + history.step_seconds
+    if pods is not None:
+        return pods.seen_between(history.start, end)
+    per_node = setup.twin.gpus_per_node
+    return jobs_from_series(
+        history.start,
+        history.step_seconds,
+        values=history.values,
+        max_pod_gpus=min(demand_pod_gpus or per_node, per_node),
+    )
+
+
+def _measured(setup: ReplaySetup, *, start: int, warmup_end: int, end: int) -> ReplaySetup:
+    """``setup`` over the history: warmed up to ``warmup_end``, measured to ``end``, retrained
+    weekly (or as often as the warm-up allows) on everything before."""
+    warmup = warmup_end - start
+    return dataclasses.replace(
+        setup,
+        start=start,
+        warmup_end=warmup_end,
+        end=end,
+        retrain=RetrainSchedule(
+            train_seconds=warmup + (end - warmup_end),
+            min_train_seconds=min(7 * DAY, warmup),
+            every_seconds=min(7 * DAY, warmup),
+        ),
+    )
+
+
+def _enough(
+    candidate: Candidate, budget: Budget, reactive_gpu_hours: float, percent: float
+) -> bool:
+    """Whether a larger floor at this quantile need not be tried: it met the wait target
+    (a larger one is only dearer), or it is over the budget (a larger one spends more still)."""
+    if budget.p95_wait_s is not None:
+        return candidate.p95_wait_s <= budget.p95_wait_s
+    spent_within = within_budget(
+        candidate, reactive_gpu_hours=reactive_gpu_hours, budget_percent=percent
+    )
+    return not spent_within  # over the budget: a larger floor spends more still
 
 
 def under_budget(

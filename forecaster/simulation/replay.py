@@ -24,8 +24,9 @@ from forecaster.durations import DAY
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.registry import build
 from forecaster.forecasting.training import fit_arrivals
-from forecaster.reconcile.loop import PoolRuntime, Reconciler
+from forecaster.reconcile.loop import Reconciler
 from forecaster.reconcile.models import ActiveModel
+from forecaster.reconcile.records import PoolRuntime
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.metrics import ReplayMetrics, measure
 from forecaster.simulation.twin import Decision, Policy, Twin, TwinConfig, TwinRecord, TwinView

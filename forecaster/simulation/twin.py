@@ -17,6 +17,11 @@
   and, with ``wake_seconds`` (the daemon's pod watch), also when a job arrives, no sooner than
   ``wake_seconds`` after its previous decision; the regular ticks keep their schedule.
 
+* What a cluster announces before its pods exist is served too: with ``notice`` the declared
+  CronJobs and JobSets (``declared_notice``), read by the daemon's own notice sources; with
+  ``kueue_quota_gpus`` or ``kueue_notice_seconds`` the workloads Kueue holds or has admitted.
+  The replayed daemon reads all of it through ``simulation.live`` as it reads a cluster.
+
 Everything is recorded for metrics: per-job waits, node lifetimes, placeholder lifetimes and how
 they ended (preempted = used prewarm; removed or expired = unused), per-minute demand/capacity.
 """
@@ -288,15 +293,7 @@ class Twin:
         self._created_cum: list[int] = [0]  # GPUs created up to each of them
         self.admitted_gpus = 0
         self._gpus_cum = np.concatenate(([0], np.cumsum(jobs.gpus)))  # for reserved_gpus
-        declared = declare(jobs, config.notice) if config.notice is not None else None
-        self.objects = (
-            TwinObjects(jobs, declared, pool=config.pool, gpus_per_node=config.gpus_per_node)
-            if declared is not None
-            else None
-        )
-        self._announced_job: list[bool] = (
-            (declared.kind != NONE).tolist() if declared is not None else [False] * len(jobs)
-        )  # the twin's flag: a job of announced work, left out of the histories
+        self.objects, self._announced_job = _announced(jobs, config)
 
     # ---- TwinView ---------------------------------------------------------------------------
     def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
@@ -758,3 +755,14 @@ class Twin:
             breach_times=tuple(self._breach_times),
             end=self.end,
         )
+
+
+def _announced(jobs: JobTrace, config: TwinConfig) -> tuple[TwinObjects | None, list[bool]]:
+    """The objects announcing the trace's declared work (None: no notice simulated), and per
+    job whether it is announced work - the twin's flag, left out of the histories."""
+    if config.notice is None:
+        return None, [False] * len(jobs)
+    declared = declare(jobs, config.notice)
+    objects = TwinObjects(jobs, declared, pool=config.pool, gpus_per_node=config.gpus_per_node)
+    flags: list[bool] = (declared.kind != NONE).tolist()
+    return objects, flags

@@ -19,7 +19,7 @@ from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ModelError
 from forecaster.forecasting.base import Forecaster
-from forecaster.forecasting.registry import build, known_names, model_class
+from forecaster.forecasting.registry import build, known_names, restore
 
 HORIZONS = (300, 900)
 QUANTILES = (0.5, 0.95)
@@ -74,7 +74,7 @@ def test_state_round_trips_through_json(
 ) -> None:
     model = fitted[name]
     state = json.loads(json.dumps(model.to_state()))
-    restored = model_class(model.name).from_state(state)
+    restored = restore(model.name, state)
     at = origins(history)
     np.testing.assert_array_equal(
         restored.predict(history, at=at).values, model.predict(history, at=at).values

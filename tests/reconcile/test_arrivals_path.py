@@ -21,8 +21,9 @@ from forecaster.core.policy import Budgets
 from forecaster.core.series import DemandSeries
 from forecaster.forecasting.arrivals import ArrivalsModel
 from forecaster.forecasting.registry import build
-from forecaster.reconcile.loop import PoolRuntime, Reconciler
+from forecaster.reconcile.loop import Reconciler
 from forecaster.reconcile.models import ActiveModel
+from forecaster.reconcile.records import PoolRuntime
 from forecaster.reconcile.state import MemoryStateStore, PendingForecast, ServiceState
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app

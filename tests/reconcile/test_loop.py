@@ -26,7 +26,7 @@ from forecaster.core.operating_point import Budget, Candidate, operating_point
 from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
-from forecaster.reconcile.loop import TickRecord
+from forecaster.reconcile.records import TickRecord
 from tests.factories import NS, client, placeholders, publish_with_point, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble

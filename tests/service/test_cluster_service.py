@@ -23,7 +23,7 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import cleanup, takeover
 from forecaster.app.build import build_cluster_service
 from forecaster.core.policy import MIN_WAKE_SECONDS
-from forecaster.reconcile.loop import TickRecord
+from forecaster.reconcile.records import TickRecord
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
 from forecaster.settings import Settings

@@ -161,3 +161,20 @@ def test_the_operating_point_and_its_alternatives_are_shown(tmp_path: Path) -> N
     assert f'forecaster_plan_quantile{{pool="{POOL}"}} 0.8' in metrics
     assert f'forecaster_plan_floor_gpus{{pool="{POOL}"}} 8.0' in metrics
     assert 'id="operating-point"' in client.get("/").text
+
+
+def test_the_endpoint_reads_the_published_tick_and_never_the_live_state(daemon: Daemon) -> None:
+    """The endpoint runs on its own thread: it reads the last tick's immutable record, so a
+    tick changing the state under it (here: a hand-off not yet published) is not half-shown,
+    and a pool it is asked about is never inserted into the loop's state."""
+    daemon.reconcile(T0)
+    client = TestClient(create_app(daemon))
+    state = daemon.reconciler.state
+    state.pools[POOL].budget = ErrorBudgetState(mode=Mode.HANDED_OFF, since=T0, reason="mid-tick")
+    status = client.get("/api/v1/status").json()["pools"][POOL]
+    assert (status["mode"], status["reason"]) == ("predictive", "started in predictive mode")
+    del state.pools[POOL]
+    assert client.get("/api/v1/status").json()["pools"][POOL]["mode"] == "predictive"
+    assert POOL not in state.pools
+    daemon.reconcile(T0 + 60)  # the next tick publishes what the state holds then
+    assert client.get("/api/v1/status").json()["pools"][POOL]["mode"] == "predictive"
