@@ -16,7 +16,7 @@ import numpy as np
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build
-from forecaster.app.build_replay import replay_policy
+from forecaster.app.replay_policies import replay_policy
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import OperatingPoint

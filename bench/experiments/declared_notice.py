@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.performance.replay import trace_windows
-from forecaster.app.build_replay import replay_policy
+from forecaster.app.replay_policies import replay_policy
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
 from forecaster.simulation.declared_notice import (

@@ -28,7 +28,7 @@ import time
 import numpy as np
 
 from bench.performance.replay import trace_windows
-from forecaster.app.build_replay import replay_policy
+from forecaster.app.replay_policies import replay_policy
 from forecaster.core.jobs import JobTrace
 from forecaster.core.planner import Mode
 from forecaster.durations import DAY

@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from forecaster.app.build_replay import replay_policy
+from forecaster.app.replay_policies import replay_policy
 from forecaster.cli import build_parser
 from forecaster.cli.replay import load_trace, setup_from
 from forecaster.core.jobs import JobTrace

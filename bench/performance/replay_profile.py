@@ -22,7 +22,7 @@ from collections import defaultdict
 from threadpoolctl import threadpool_limits
 
 from bench.performance.replay import ROOT
-from forecaster.app.build_replay import replay_policy
+from forecaster.app.replay_policies import replay_policy
 from forecaster.cli import build_parser
 from forecaster.cli.replay import load_trace, setup_from
 from forecaster.simulation.frontier import parse_days

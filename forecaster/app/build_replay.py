@@ -9,33 +9,20 @@ retraining standing in for the training CronJob (``simulation.replay.WeeklyRetra
 from __future__ import annotations
 
 from forecaster.app import build
-from forecaster.core.jobs import JobTrace
 from forecaster.core.policy import (
     MIN_WAKE_SECONDS,
     Budgets,
     PoolPolicy,
-    prewarm_window_seconds,
 )
 from forecaster.durations import DAY
-from forecaster.errors import ConfigError, ForecasterError
+from forecaster.errors import ConfigError
 from forecaster.reconcile.loop import Reconciler
 from forecaster.reconcile.records import PoolRuntime
 from forecaster.reconcile.state import MemoryStateStore
 from forecaster.settings import Settings
 from forecaster.simulation.live import TwinPorts
-from forecaster.simulation.policies import (
-    POLICY_NAMES,
-    SUBMISSION_GAP_SECONDS,
-    Burst,
-    Oracle,
-    PlannedPrewarm,
-    Reactive,
-    Schedule,
-    Static,
-    continuation,
-)
 from forecaster.simulation.replay import Predictive, ReplaySetup, WeeklyRetrain
-from forecaster.simulation.twin import Policy, TwinConfig
+from forecaster.simulation.twin import TwinConfig
 
 PLACEHOLDER_TTL_SECONDS = 3600
 """Replay's placeholders live an hour, as the shipped config's (each GPU is charged that long)."""
@@ -200,49 +187,3 @@ def predictive(setup: ReplaySetup) -> Predictive:
         actuator=ports,
     )
     return Predictive(reconciler=reconciler, ports=ports, models=models)
-
-
-def replay_policy(
-    name: str, setup: ReplaySetup, *, jobs: JobTrace, static_gpus: int = 64
-) -> Policy:
-    """A fresh policy by name (``static:K`` sets the headroom, ``burst:ALPHA`` the burst share,
-    ``continuation:GAP`` the seconds between two jobs of one submission; the setup's floor is
-    the floor of the planning ones)."""
-    if name == "reactive":
-        return Reactive()
-    if name.startswith("static"):
-        gpus = int(name.split(":", 1)[1]) if ":" in name else static_gpus
-        return Static(gpus, name=f"static:{gpus}")
-    if name == "schedule":
-        return Schedule(lead_seconds=setup.lead_seconds, gpus_per_node=setup.twin.gpus_per_node)
-    if name.startswith("burst"):
-        alpha = float(name.split(":", 1)[1]) if ":" in name else 1.0
-        return Burst(
-            window_seconds=prewarm_window_seconds(
-                setup.lead_seconds,
-                int(Burst.tick_seconds),
-                batch_seconds=int(setup.twin.batch_seconds),
-            ),
-            gpus_per_node=setup.twin.gpus_per_node,
-            max_gpus=setup.max_prewarm_gpus,
-            alpha=alpha,
-            name=f"burst:{alpha:g}",
-        )
-    if name == "oracle" or name.startswith("continuation"):
-        return _foresight(name, setup, jobs=jobs)
-    if name == "predictive":
-        return predictive(setup)
-    known = ", ".join(POLICY_NAMES)
-    raise ForecasterError(
-        f"unknown policy {name!r}; known: {known} (static:K, burst:ALPHA, continuation:GAP)"
-    )
-
-
-def _foresight(name: str, setup: ReplaySetup, *, jobs: JobTrace) -> Oracle:
-    """``oracle`` (every coming job) or ``continuation:GAP`` (the rest of each started
-    submission), through the daemon's planner and caps."""
-    planner = PlannedPrewarm(replay_pool_policy(setup), setup.budgets)
-    if name == "oracle":
-        return Oracle(planner, setup.window_seconds, jobs)
-    gap = float(name.split(":", 1)[1]) if ":" in name else SUBMISSION_GAP_SECONDS
-    return continuation(planner, setup.window_seconds, jobs, gap_seconds=gap)

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 
 from forecaster.actuators.model_configmaps import ModelConfigMaps
 from forecaster.app.build import pool_policy, training_plan
-from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
+from forecaster.app.build_replay import replay_setup_from_settings
 from forecaster.app.connect import build_source
 from forecaster.app.model_sharing import fetch_models, model_store, publish_models
+from forecaster.app.replay_policies import replay_policy
 from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.quality import QualityReport

@@ -15,8 +15,9 @@ from typing import Any
 from tqdm import tqdm
 
 from forecaster import __version__
-from forecaster.app.build_replay import replay_policy, replay_setup, replay_setup_from_settings
+from forecaster.app.build_replay import replay_setup, replay_setup_from_settings
 from forecaster.app.history import PoolHistory, read_history
+from forecaster.app.replay_policies import frontier_knobs, replay_policy
 from forecaster.cli.replay_args import EPOCH_DEFAULT, POOL_DEFAULTS
 from forecaster.core.cluster import MeasuredLead
 from forecaster.core.jobs import JobTrace, jobs_from_series
@@ -480,6 +481,7 @@ def frontier_command(args: argparse.Namespace) -> int:
             workers=workers,
             progress=progress,
             pool=(args.pool or settings.twin.pool) if settings is not None else None,
+            policy_knobs=frontier_knobs(),
             **({} if args.bounds else {"continuation_gaps": ()}),  # the bounds: 16 more runs
         )
     except FrontierInterrupted as stop:

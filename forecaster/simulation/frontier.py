@@ -37,8 +37,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import itertools
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from forecaster.core.jobs import JobTrace
@@ -58,7 +58,7 @@ from forecaster.simulation.workers import Interrupted, run_each
 
 
 class PolicyFactory(Protocol):
-    """Builds a fresh replay policy by name (``app.build_replay.replay_policy``)."""
+    """Builds a fresh replay policy by name (``app.replay_policies.replay_policy``)."""
 
     def __call__(self, name: str, setup: ReplaySetup, *, jobs: JobTrace) -> Policy:
         """The policy ``name`` for ``setup``."""
@@ -277,6 +277,7 @@ def frontier(
     floor_nodes: Sequence[int] = FLOOR_NODES,
     burst_knobs: Sequence[float] = BURST_KNOBS,
     continuation_gaps: Sequence[float] = CONTINUATION_GAPS,
+    policy_knobs: Mapping[str, Sequence[float]] | None = None,
     workers: int = 1,
     progress: Callable[[str], None] | None = None,
     pool: str | None = None,
@@ -284,7 +285,8 @@ def frontier(
     """Run the sweeps, ``workers`` replays at a time (``simulation.workers``; the same figures
     whatever the number); the JSON document and the lines to print, ending with the verdict at
     each budget (``simulation.verdict``; ``pool`` names the pool its configuration lines are
-    for). ``make_policy`` must pickle when ``workers`` > 1 (a module-level function)."""
+    for). ``make_policy`` must pickle when ``workers`` > 1. ``policy_knobs``: other policies
+    by name, swept at their knobs (``name:knob``) and chosen per budget as burst is."""
     if tune[1] > evaluate[0]:
         raise ConfigError("--tune-days must end before --eval-days begin")
     setup = dataclasses.replace(
@@ -297,6 +299,7 @@ def frontier(
     runs = sweep(
         setup, static_knobs=static_knobs, predictive_knobs=predictive_knobs,
         floor_nodes=floor_nodes, burst_knobs=burst_knobs, continuation_gaps=continuation_gaps,
+        policy_knobs=policy_knobs or {},
     )  # fmt: skip
     replayed = functools.partial(
         _replayed, jobs=jobs, make_policy=make_policy, windows=windows, workers=workers,
@@ -312,17 +315,12 @@ def frontier(
         gpus_per_node=setup.twin.gpus_per_node,
     )  # fmt: skip
     document = curves.document()
-    lines = [
-        f"windows: tune days {tune[0]:g}-{tune[1]:g},"
-        f" evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
-    ]
-    lines += curves.tables()
+    days = f"tune days {tune[0]:g}-{tune[1]:g}, evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
+    lines = [f"windows: {days}", *curves.tables()]
     lines += _choices(curves, document)
     scope = f"{pool or 'the trace'}, tuned days {tune[0]:g}-{tune[1]:g}"
-    lines += _verdict(
-        document, scope=f"{scope}, judged days {evaluate[0]:g}-{evaluate[1]:g}", pool=pool
-    )
-    return document, lines
+    scope += f", judged days {evaluate[0]:g}-{evaluate[1]:g}"
+    return document, lines + _verdict(document, scope=scope, pool=pool)
 
 
 def _verdict(document: dict[str, Any], *, scope: str, pool: str | None) -> list[str]:
@@ -347,6 +345,8 @@ class _Curves:
     burst: list[Point]
     continuation: dict[str, list[Point]]
     """Per gap (``f"{gap:g}"``), the continuation bound's points."""
+    policies: dict[str, list[Point]] = field(default_factory=dict)
+    """Other policies' points, by name (``policy_knobs``)."""
 
     @classmethod
     def of(cls, runs: Sequence[Run], results: Sequence[Point], gaps: Sequence[float]) -> _Curves:
@@ -355,6 +355,11 @@ class _Curves:
         for run, result in zip(runs, results, strict=True):
             curves.setdefault(run.curve, []).append(result)
         (reactive,), (oracle,) = curves.pop("reactive"), curves.pop("oracle")
+        policies = {
+            curve.removeprefix(POLICY_CURVE): curves.pop(curve)
+            for curve in list(curves)
+            if curve.startswith(POLICY_CURVE)
+        }
         return cls(
             reactive,
             oracle,
@@ -362,6 +367,7 @@ class _Curves:
             curves.pop("predictive", []),
             curves.pop("burst", []),
             {f"{gap:g}": curves.pop(f"{gap:g}", []) for gap in gaps},
+            policies,
         )
 
     def chosen_gpu_hours(self) -> list[float]:
@@ -369,7 +375,7 @@ class _Curves:
         where static needs points for the comparison at the same GPU-hours."""
         return [
             point.eval.gpu_hours
-            for points in (self.predictive, self.burst)
+            for points in (self.predictive, self.burst, *self.policies.values())
             for budget in BUDGETS_PERCENT
             if (point := choose(points, reactive_gpu_hours=self.reactive.tune.gpu_hours,
                                 budget_percent=budget)) is not None
@@ -384,6 +390,8 @@ class _Curves:
             "chosen_continuation": {gap: {} for gap in self.continuation},
             "tune": {},
         }
+        if self.policies:  # only then: the document of the built-in sweep stays as it was
+            document["chosen_policies"] = {name: {} for name in self.policies}
         for window in ("eval", "tune"):
             target = document if window == "eval" else document["tune"]
             target["reactive"] = _m(getattr(self.reactive, window))
@@ -395,6 +403,11 @@ class _Curves:
                 gap: [_m(getattr(p, window), knob=p.knob) for p in points]
                 for gap, points in self.continuation.items()
             }
+            if self.policies:
+                target["policies"] = {
+                    name: [_m(getattr(p, window), knob=p.knob) for p in points]
+                    for name, points in self.policies.items()
+                }
         return document
 
     def tables(self) -> list[str]:
@@ -407,6 +420,7 @@ class _Curves:
                 ("predictive", self.predictive),
                 ("burst", self.burst),
                 *((f"continuation:{gap}", points) for gap, points in self.continuation.items()),
+                *self.policies.items(),
             ],
             reactive=self.reactive,
         )
@@ -429,6 +443,10 @@ def _choices(curves: _Curves, document: dict[str, Any]) -> list[str]:
         *(
             (f"continuation:{gap} floor", points, document["chosen_continuation"][gap])
             for gap, points in curves.continuation.items()
+        ),
+        *(
+            (name, points, document["chosen_policies"][name])
+            for name, points in curves.policies.items()
         ),
     ]
     reactive, static = curves.reactive, curves.static
@@ -532,9 +550,11 @@ def sweep(
     floor_nodes: Sequence[int],
     burst_knobs: Sequence[float],
     continuation_gaps: Sequence[float],
+    policy_knobs: Mapping[str, Sequence[float]] | None = None,
 ) -> list[Run]:
     """Every replay of the frontier: reactive, oracle, each static K, each predictive quantile
-    at each floor, each burst alpha, each continuation GAP over each static K."""
+    at each floor, each burst alpha, each continuation GAP over each static K, and each other
+    policy at each of its knobs."""
     per_node = setup.twin.gpus_per_node
     return [
         Run("reactive", "reactive", 0, setup),
@@ -551,8 +571,16 @@ def sweep(
             for gap in continuation_gaps
             for k in static_knobs
         ),
+        *(
+            Run(POLICY_CURVE + name, f"{name}:{k:g}", k, setup)
+            for name, knobs in (policy_knobs or {}).items()
+            for k in knobs
+        ),
     ]
 
+
+POLICY_CURVE = "policy:"
+"""The curve of a policy swept by ``policy_knobs``: this prefix and its name."""
 
 MAX_EXTENSIONS = 4
 """Rounds of static K added at most to bracket the chosen points (each half again the largest

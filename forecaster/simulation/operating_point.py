@@ -5,7 +5,7 @@ on - data from before the retrain only) and, where the source keeps them, the po
 it (kube-state-metrics: each pod's creation, GPU requests and lifetime; ``sources.prometheus``).
 Without pods the history becomes pods (``core.jobs.jobs_from_series``: each rise submits pods
 of up to a node's GPUs, each fall ends the oldest that fit in it). The twin replays them under
-the daemon's own loop (``app.build_replay.replay_policy("predictive")``, retrained weekly
+the daemon's own loop (``app.replay_policies.replay_policy("predictive")``, retrained weekly
 inside the replay on the replayed past only): first reactive scaling alone, whose GPU-hours a
 day turn a percentage budget into GPU-hours (the GPU-hours/day cap), then each candidate
 (quantile, floor) under that cap and the SLO it implies. The last ``measure_seconds`` of the

@@ -5,7 +5,7 @@ gives the same figures, N at a time: the frontier's 47 runs take about half the 
 Processes, not threads: a replay is pure Python and numpy under the GIL. They are *spawned*, not
 forked, so a worker never inherits a lock some thread of the parent held (the daemon's and the
 training job's clients run threads). What a task carries must pickle: module-level functions
-(``app.build_replay.replay_policy``), dataclasses and arrays. What a worker logs goes through a
+(``app.replay_policies.replay_policy``), dataclasses and arrays. What a worker logs goes through a
 queue to the calling process's handlers, at its root level, so it reads as the calling
 process's own log (a spawned process has no logging set up).
 """

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forecaster.app.build_replay import replay_policy
+from forecaster.app.replay_policies import replay_policy
 from forecaster.cli import main
 from forecaster.cli import replay as replay_cli
 from forecaster.core.jobs import JobTrace

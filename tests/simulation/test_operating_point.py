@@ -18,7 +18,7 @@ import logging
 import numpy as np
 import pytest
 
-from forecaster.app.build_replay import replay_policy
+from forecaster.app.replay_policies import replay_policy
 from forecaster.core.error_budget import SloPolicy
 from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import Budget

@@ -25,7 +25,8 @@ from hypothesis import settings as examples
 from hypothesis import strategies as st
 
 from forecaster.app import build
-from forecaster.app.build_replay import replay_policy, replay_setup_from_settings
+from forecaster.app.build_replay import replay_setup_from_settings
+from forecaster.app.replay_policies import replay_policy
 from forecaster.cli import build_parser, main
 from forecaster.cli.config_paths import BUNDLED_CONFIG
 from forecaster.cli.replay import setup_from
