@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build as build_model
 from forecaster.reconcile.loop import Reconciler
 from forecaster.settings import Settings
+from forecaster.simulation.frontier import frontier
 from forecaster.simulation.replay import Predictive, ReplaySetup, RetrainSchedule
 from forecaster.simulation.twin import TwinConfig
 from tests.kubeapi.server import KubeApiDouble
@@ -416,3 +418,12 @@ def bursts_after_a_trickle() -> tuple[JobTrace, np.ndarray]:
         gpus=np.concatenate([trickle.gpus, np.full(burst.size, 8)])[order],
     )
     return jobs, np.isin(jobs.submit, burst) & (jobs.gpus == 8)
+
+
+def small_frontier(*, continuation_gaps: tuple[float, ...] = ()) -> Any:
+    """``simulation.frontier.frontier`` with one or two knobs per built-in curve: what a test of
+    the command's wiring swaps in for the full sweep (the sweep itself: ``test_frontier``)."""
+    return functools.partial(
+        frontier, static_knobs=(0, 32), predictive_knobs=(0.9,), floor_nodes=(0,),
+        burst_knobs=(2.0,), continuation_gaps=continuation_gaps,
+    )  # fmt: skip

@@ -10,7 +10,6 @@ change with it absent (``chosen_policies`` appears only with a registered policy
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,8 +21,8 @@ from forecaster.app import replay_policies
 from forecaster.cli import main
 from forecaster.cli import replay as replay_cli
 from forecaster.errors import ConfigError, ForecasterError
-from forecaster.simulation.frontier import frontier
 from forecaster.simulation.twin import Decision, TwinView
+from tests import factories
 from tests.factories import jobs_csv, synthetic
 
 
@@ -53,19 +52,8 @@ def constant(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 @pytest.fixture
 def small_frontier(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command's wiring with one or two knobs per built-in curve (the sweep: test_frontier)."""
-    monkeypatch.setattr(
-        replay_cli,
-        "frontier",
-        functools.partial(
-            frontier,
-            static_knobs=(0, 32),
-            predictive_knobs=(0.9,),
-            floor_nodes=(0,),
-            burst_knobs=(2.0,),
-            continuation_gaps=(),
-        ),
-    )
+    """The command's wiring with one or two knobs per built-in curve."""
+    monkeypatch.setattr(replay_cli, "frontier", factories.small_frontier())
 
 
 def test_a_registered_policy_runs_in_replay_and_in_the_frontier(

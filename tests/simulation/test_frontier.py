@@ -41,7 +41,7 @@ from forecaster.simulation.frontier import (
 from forecaster.simulation.metrics import ReplayMetrics
 from forecaster.simulation.replay import RetrainSchedule
 from tests.factories import REPLAY_T0 as T0
-from tests.factories import jobs_csv, setup, synthetic
+from tests.factories import jobs_csv, setup, small_frontier, synthetic
 
 
 def metrics(gpu_hours: float, mean: float = 0.0, share: float = 0.0) -> ReplayMetrics:
@@ -146,18 +146,7 @@ def test_the_cli_writes_the_frontier_json(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # the command's wiring, with one knob per curve (the sweep itself: the test above)
-    monkeypatch.setattr(
-        replay_cli,
-        "frontier",
-        functools.partial(
-            frontier,
-            static_knobs=(0, 32),
-            predictive_knobs=(0.9,),
-            floor_nodes=(0,),
-            burst_knobs=(2.0,),
-            continuation_gaps=(60,),
-        ),
-    )
+    monkeypatch.setattr(replay_cli, "frontier", small_frontier(continuation_gaps=(60,)))
     jobs = synthetic(3, seed=7)
     trace, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     out = tmp_path / "frontier.json"
