@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from forecaster.actuators.leases import CLEANUP_IDENTITY
 from forecaster.core.error_budget import (
+    ErrorBudgetState,
     Evaluation,
     Transition,
     budget_remaining,
@@ -185,11 +186,12 @@ class Daemon:
                     wasted_gpu_hours=report.wasted_gpu_hours.get(name, 0.0) if report else 0.0,
                     used_prewarm_gpus=report.used_gpus.get(name, 0) if report else 0,
                 )
+        published = {
+            p.pool: record.budgets.get(p.pool, ErrorBudgetState()) for p in record.plan.pools
+        }
         budgets = {
-            p.pool: budget_remaining(
-                record.budgets[p.pool], self.reconciler.slo_for(p.pool), now=record.at
-            )
-            for p in record.plan.pools
+            name: budget_remaining(budget, self.reconciler.slo_for(name), now=record.at)
+            for name, budget in published.items()
         }
         point = TrailPoint(
             record.at,
@@ -198,8 +200,7 @@ class Daemon:
             modes={p.pool: p.mode.value for p in record.plan.pools},
             budget_remaining=budgets,
             waste_gpu_hours={
-                p.pool: waste_last_day(record.budgets[p.pool], now=record.at)
-                for p in record.plan.pools
+                name: waste_last_day(budget, now=record.at) for name, budget in published.items()
             },
             spend=spend,
         )
