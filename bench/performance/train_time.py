@@ -17,7 +17,7 @@ from threadpoolctl import threadpool_limits
 
 from forecaster.durations import DAY
 from forecaster.forecasting.artifacts import ArtifactStore
-from forecaster.forecasting.registry import CANDIDATES, build, known_names
+from forecaster.forecasting.registry import build, candidates, known_names
 from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.sources.files import CsvSource
 
@@ -71,7 +71,7 @@ def main() -> None:
     context = multiprocessing.get_context("spawn")
     print(f"{'series':<26} {'what':<16} {'points':>7} {'seconds':>8} {'peak RSS MiB':>13}  detail")
     for filename in ("helios-earth-2020-05.csv", "msr-itp-cluster04.csv"):
-        for what in ("train_pool", *CANDIDATES):
+        for what in ("train_pool", *candidates()):
             queue = context.Queue()
             process = context.Process(target=measure, args=(filename, what, queue))
             process.start()

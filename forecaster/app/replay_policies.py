@@ -93,7 +93,9 @@ def replay_policy(
     entry = _POLICIES.get(base)
     if entry is None or (colon and entry.knob is None):
         knobs = ", ".join(f"{n}:{e.knob}" for n, e in _POLICIES.items() if e.knob)
-        raise ForecasterError(f"unknown policy {name!r}; known: {', '.join(_POLICIES)} ({knobs})")
+        raise ForecasterError(
+            f"unknown policy {name!r}; known: {', '.join(policy_names())} ({knobs})"
+        )
     return entry.make(PolicyRequest(knob if colon else None, setup, jobs, static_gpus))
 
 

@@ -36,9 +36,6 @@ _WHERE: dict[str, Any] = {
 """name -> class, or "module:Class" imported on first use (each class's ``name`` matches)."""
 _BASELINES = ["persistence", "seasonal-naive"]
 _CANDIDATES = ["persistence", "seasonal-naive", "prophet", "quantreg", "gbm", "ensemble"]
-BASELINES = tuple(_BASELINES)
-CANDIDATES = tuple(_CANDIDATES)
-"""The built-in candidates; ``candidates()`` adds the models registered since."""
 RAW_SUFFIX = "-raw"
 FALLBACK = "persistence"
 CALIBRATOR = "calibrated"

@@ -126,6 +126,11 @@ class TickRecord:
     halt: Halt | None = None
     """The kill switch, when on: this tick withdrew every prewarm."""
 
+    def budget(self, pool: str) -> ErrorBudgetState:
+        """The pool's published error budget (the start state for a pool this tick lacks)."""
+        found = self.budgets.get(pool)
+        return found if found is not None else ErrorBudgetState()
+
     def error(self, kind: str, pool: str | None = None) -> str | None:
         """The message of the last ``kind`` error of ``pool`` (None: there was none)."""
         found = [e.message for e in self.errors if e.kind == kind and e.pool == pool]

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 
 from forecaster.actuators.leases import CLEANUP_IDENTITY
 from forecaster.core.error_budget import (
-    ErrorBudgetState,
     Evaluation,
     Transition,
     budget_remaining,
@@ -186,9 +185,7 @@ class Daemon:
                     wasted_gpu_hours=report.wasted_gpu_hours.get(name, 0.0) if report else 0.0,
                     used_prewarm_gpus=report.used_gpus.get(name, 0) if report else 0,
                 )
-        published = {
-            p.pool: record.budgets.get(p.pool, ErrorBudgetState()) for p in record.plan.pools
-        }
+        published = {p.pool: record.budget(p.pool) for p in record.plan.pools}
         budgets = {
             name: budget_remaining(budget, self.reconciler.slo_for(name), now=record.at)
             for name, budget in published.items()

@@ -269,8 +269,7 @@ def _pool_status(daemon: Daemon, name: str, record: TickRecord | None) -> dict[s
     """One pool in ``/status``: its mode, budget, model, backend, notice, lead and errors -
     read from the last tick's published record, never from the loop's live state."""
     actuation = record.actuation if record else None  # None on followers
-    budget = record.budgets.get(name) if record else None
-    budget = budget if budget is not None else ErrorBudgetState()  # before the first tick
+    budget = record.budget(name) if record else ErrorBudgetState()  # before the first tick
     view = record.pools.get(name) if record else None
     plan_mode = (
         next((p.mode.value for p in record.plan.pools if p.pool == name), None) if record else None

@@ -12,7 +12,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.error_budget import (
-    ErrorBudgetState,
     SloPolicy,
     budget_remaining,
     waste_last_day,
@@ -335,7 +334,7 @@ class Metrics:
             self.handoff.labels(pool=name).set(
                 1 if pool_plan.mode in (Mode.HANDED_OFF, Mode.RECOVERING) else 0
             )
-            budget = record.budgets.get(name, ErrorBudgetState())
+            budget = record.budget(name)
             self.budget.labels(pool=name).set(
                 budget_remaining(budget, slo_for(name), now=record.at)
             )
