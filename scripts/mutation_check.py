@@ -349,21 +349,21 @@ MUTATIONS = (
     ),
     Mutation(
         "placeholder Job has no deadline",
-        "forecaster/actuators/placeholders.py",
+        "forecaster/actuators/prewarm/placeholders.py",
         '"activeDeadlineSeconds": spec.ttl_seconds,\n            "ttlSecondsAfterFinished"',
         '"ttlSecondsAfterFinished"',
         ("tests/actuators/test_actuation.py", "tests/faults/test_daemon_gone.py"),
     ),
     Mutation(
         "placeholders without karpenter.sh/do-not-disrupt",
-        "forecaster/actuators/placeholders.py",
+        "forecaster/actuators/prewarm/placeholders.py",
         '{**annotations, lbl.DO_NOT_DISRUPT: "true"}',
         "dict(annotations)",
         ("tests/actuators/test_actuation.py",),
     ),
     Mutation(
         "CapacityBuffer spend never reaches the ledger",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         "if buffer_gpus and not paused:",
         "if False:",
         (
@@ -372,14 +372,14 @@ MUTATIONS = (
     ),
     Mutation(
         "idle nodes kept by our NodePool pause are not billed",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         "elif name in ours_on or (paused and _ready(node) and name not in used_on):",
         "elif name in ours_on:",
         ("tests/actuators/test_actuation.py::test_empty_nodes_kept_by_our_pause_are_billed_to_us",),
     ),
     Mutation(
         "unsafe PriorityClass accepted",
-        "forecaster/actuators/placeholders.py",
+        "forecaster/actuators/prewarm/placeholders.py",
         'if not isinstance(value, int) or not LOWEST_PRIORITY <= value < 0 or policy != "Never":',
         "if False:",
         ("tests/actuators/test_actuation.py::test_an_unsafe_priority_class_is_refused",),
@@ -419,7 +419,7 @@ MUTATIONS = (
     ),
     Mutation(
         "expired CapacityBuffer not zeroed without the daemon",
-        "forecaster/actuators/capacitybuffers.py",
+        "forecaster/actuators/prewarm/capacitybuffers.py",
         'if int(b["spec"].get("replicas", 0)) > 0 and _expires_at(b) <= now',
         "if False",
         ("tests/faults/test_daemon_gone.py",),
@@ -433,7 +433,7 @@ MUTATIONS = (
     ),
     Mutation(
         "Lease expiry judged by the holder's wall clock",
-        "forecaster/actuators/leases.py",
+        "forecaster/actuators/coordination/leases.py",
         'free = holder == "" or started - self._observed_at > duration',
         'free = holder == "" or self.wall() > datetime.fromisoformat('
         'str(spec["renewTime"]).replace("Z", "+00:00")).timestamp() + duration',
@@ -457,7 +457,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a malformed object makes the whole cluster unobservable",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         "snapshots[pool] = unobservable(pool, problem=problem, now=now)",
         "raise MalformedObjectError(problem) from exc",
         ("tests/faults/test_isolation.py",),
@@ -512,7 +512,7 @@ MUTATIONS = (
     ),
     Mutation(
         "auto keeps buffers nobody serves",
-        "forecaster/actuators/backends.py",
+        "forecaster/actuators/prewarm/backends.py",
         "if asked and not conditions and waited >= UNSERVED_AFTER_SECONDS:",
         "if False:",
         (
@@ -521,7 +521,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a buffer's own headroom counted as spare",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         "    placeholders += buffer_gpus",
         "    placeholders += 0",
         ("tests/actuators/test_backends.py",),
@@ -535,7 +535,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a buffer deleted while it still holds capacity",
-        "forecaster/actuators/capacitybuffers.py",
+        "forecaster/actuators/prewarm/capacitybuffers.py",
         'if int(buffer["spec"].get("replicas", 0)) > 0 or int(reported or 0) > 0:',
         "if False:",
         (
@@ -567,14 +567,14 @@ MUTATIONS = (
     ),
     Mutation(
         "affinity-attributed pending pods are not counted",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         "                    home = nodepool_of(pod, shapes)",
         "                    home = None",
         ("tests/actuators/test_attribution.py",),
     ),
     Mutation(
         "the lighter NodePool wins",
-        "forecaster/actuators/attribution.py",
+        "forecaster/actuators/observe/attribution.py",
         "key=lambda p: (-p.weight, p.name)",
         "key=lambda p: (p.weight, p.name)",
         ("tests/actuators/test_attribution.py",),
@@ -648,7 +648,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a warm second pod hides the cold image pull of a fresh node",
-        "forecaster/actuators/lead.py",
+        "forecaster/actuators/observe/lead.py",
         "cold[name] = max(cold.get(name, 0.0), started - scheduled)",
         "cold[name] = started - scheduled",
         ("tests/actuators/test_lead.py",),
@@ -669,14 +669,14 @@ MUTATIONS = (
     ),
     Mutation(
         "nodes registered Ready at creation count as instant launches",
-        "forecaster/actuators/lead.py",
+        "forecaster/actuators/observe/lead.py",
         "        if took >= MIN_LAUNCH_SECONDS:",
         "        if took >= 0:",
         ("tests/actuators/test_lead.py",),
     ),
     Mutation(
         "our placeholders count as arrivals (the plan would chase its own prewarm)",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         '            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus\n'
         "            continue",
         '            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus',
@@ -698,7 +698,7 @@ MUTATIONS = (
     ),
     Mutation(
         "placeholders pull images that other teams' pods pulled with a secret",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         'if age < ARRIVAL_WINDOWS_SECONDS[-1] and not pod["spec"].get("imagePullSecrets"):',
         "if age < ARRIVAL_WINDOWS_SECONDS[-1]:",
         (
@@ -714,7 +714,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the pod watch's cache is read while out of sync",
-        "forecaster/actuators/pod_watch.py",
+        "forecaster/actuators/observe/pod_watch.py",
         "            if self._version is None:\n                return None\n",
         "",
         (
@@ -723,14 +723,14 @@ MUTATIONS = (
     ),
     Mutation(
         "a silent pod watch is trusted",
-        "forecaster/actuators/pod_watch.py",
+        "forecaster/actuators/observe/pod_watch.py",
         "if self.monotonic() - self._heard > self.stale_after_seconds:",
         "if False:",
         ("tests/actuators/test_pod_watch.py::test_a_silent_watch_is_not_trusted",),
     ),
     Mutation(
         "with the pod watch in sync, our placeholders are not read",
-        "forecaster/actuators/pod_watch.py",
+        "forecaster/actuators/observe/pod_watch.py",
         "    return cached + kube.list_pods(labels=OURS, fields=LIVE_PODS)",
         "    return cached",
         (
@@ -739,7 +739,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the pod watch caches our own placeholders",
-        "forecaster/actuators/pod_watch.py",
+        "forecaster/actuators/observe/pod_watch.py",
         "                resource_version=self._version,\n                labels=NOT_OURS,",
         "                resource_version=self._version,\n                labels=None,",
         (
@@ -748,7 +748,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the pod watch keeps deleted pods",
-        "forecaster/actuators/pod_watch.py",
+        "forecaster/actuators/observe/pod_watch.py",
         "                self._pods.pop(key, None)",
         "                pass",
         (
@@ -757,7 +757,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the pod watch slims away a field the observer reads",
-        "forecaster/actuators/pod_watch.py",
+        "forecaster/actuators/observe/pod_watch.py",
         '    "args",\n)',
         '    "args",\n    "image",\n)',
         (
@@ -766,7 +766,7 @@ MUTATIONS = (
     ),
     Mutation(
         "updates of known pods wake the loop",
-        "forecaster/actuators/pod_watch.py",
+        "forecaster/actuators/observe/pod_watch.py",
         "arrived = key not in self._pods and _pending_gpu_pod(pod)",
         "arrived = _pending_gpu_pod(pod)",
         (
@@ -827,7 +827,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a lost state after an earlier leader starts a fresh budget",
-        "forecaster/actuators/state_store.py",
+        "forecaster/actuators/coordination/state_store.py",
         "            self._refuse_fresh_start(",
         "            (lambda _: None)(",
         (
@@ -836,7 +836,7 @@ MUTATIONS = (
     ),
     Mutation(
         "no leader before this process is ever seen",
-        "forecaster/actuators/leases.py",
+        "forecaster/actuators/coordination/leases.py",
         "    if acquired is None or acquired >= started_at - EARLIER_GRACE_SECONDS:",
         "    if True:",
         (
@@ -845,7 +845,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a replica started with us is taken for an earlier leader",
-        "forecaster/actuators/leases.py",
+        "forecaster/actuators/coordination/leases.py",
         "    if acquired is None or acquired >= started_at - EARLIER_GRACE_SECONDS:",
         "    if acquired is None:",
         ("tests/faults/test_fail_closed_state.py::test_a_fresh_install_starts_with_a_fresh_state",),
@@ -880,7 +880,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a 409 on someone else's Job counted as our placeholder",
-        "forecaster/actuators/placeholders.py",
+        "forecaster/actuators/prewarm/placeholders.py",
         "            self._require_existing_is_ours(name, spec.pool)",
         "            pass",
         (
@@ -1113,7 +1113,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the daemon exports announced work as unannounced demand",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         "        of_announced += gpus if is_announced else 0",
         "        of_announced += 0",
         (
@@ -1122,7 +1122,7 @@ MUTATIONS = (
     ),
     Mutation(
         "announced pods are counted as new arrivals",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         "age < window and uid in self.unannounced)",
         "age < window)",
         (
@@ -1252,7 +1252,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a kill switch written as True is ignored",
-        "forecaster/actuators/control.py",
+        "forecaster/actuators/coordination/control.py",
         'if str(data.get(PAUSED, "")).strip().lower() != "true":',
         'if str(data.get(PAUSED, "")).strip() != "true":',
         (
@@ -1261,7 +1261,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a placeholder past its TTL stays while its Job has not ended",
-        "forecaster/actuators/placeholders.py",
+        "forecaster/actuators/prewarm/placeholders.py",
         "            if ended is not None or age >= spec.ttl_seconds:",
         "            if ended is not None and age >= spec.ttl_seconds:",
         (
@@ -1270,7 +1270,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a look-alike placeholder (our role label, not our managed-by) is not counted as demand",
-        "forecaster/actuators/observer.py",
+        "forecaster/actuators/observe/observer.py",
         "        pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER\n        and pod_labels",
         "        pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER\n        or pod_labels",
         (
@@ -1279,7 +1279,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the cleanup fence waits our default lease duration, not the holder's",
-        "forecaster/actuators/leases.py",
+        "forecaster/actuators/coordination/leases.py",
         'wait = int(spec.get("leaseDurationSeconds") or LEASE_SECONDS)',
         "wait = LEASE_SECONDS",
         (

@@ -28,10 +28,10 @@ class Equivalent:
         )
 
 
-OBSERVER = "forecaster/actuators/observer.py"
-LEASES = "forecaster/actuators/leases.py"
-PLACEHOLDERS = "forecaster/actuators/placeholders.py"
-BUFFERS = "forecaster/actuators/capacitybuffers.py"
+OBSERVER = "forecaster/actuators/observe/observer.py"
+LEASES = "forecaster/actuators/coordination/leases.py"
+PLACEHOLDERS = "forecaster/actuators/prewarm/placeholders.py"
+BUFFERS = "forecaster/actuators/prewarm/capacitybuffers.py"
 NEGATIVE_DEFAULT = (
     "a count read as -1 when missing fails `> 0` exactly as 0 does (the +1 mutants are killed)"
 )

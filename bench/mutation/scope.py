@@ -23,7 +23,7 @@ SCOPE: dict[str, tuple[str, ...]] = {
         "_protect_patch",
     ),
     # placeholder converge, scale-down and delete; the pod spec that carries the safety fields
-    "forecaster/actuators/placeholders.py": (
+    "forecaster/actuators/prewarm/placeholders.py": (
         "verify_priority_class",
         "apply",
         "remove_all",
@@ -40,7 +40,7 @@ SCOPE: dict[str, tuple[str, ...]] = {
         "_created_at",
     ),
     # CapacityBuffer write / renew / expire / ownership
-    "forecaster/actuators/capacitybuffers.py": (
+    "forecaster/actuators/prewarm/capacitybuffers.py": (
         "apply",
         "remove",
         "expired",
@@ -50,7 +50,7 @@ SCOPE: dict[str, tuple[str, ...]] = {
         "_expires_at",
     ),
     # Lease renew and validity, the cleanup fence
-    "forecaster/actuators/leases.py": (
+    "forecaster/actuators/coordination/leases.py": (
         "is_leader",
         "remaining_seconds",
         "try_acquire_or_renew",
@@ -68,7 +68,7 @@ SCOPE: dict[str, tuple[str, ...]] = {
         "lease_body",
     ),
     # the observer's accounting of the GPUs we hold (launching nodes, shared nodes)
-    "forecaster/actuators/observer.py": (
+    "forecaster/actuators/observe/observer.py": (
         "_ready",
         "_is_placeholder",
         "_allocatable",
@@ -85,7 +85,7 @@ SCOPE: dict[str, tuple[str, ...]] = {
         "_set_prewarm",
     ),
     # the kill-switch read
-    "forecaster/actuators/control.py": ("read",),
+    "forecaster/actuators/coordination/control.py": ("read",),
     # the daemon's reconcile and stuck logic; the loop's halt, act and spend record
     "forecaster/service/daemon.py": ("stuck", "reconcile", "spend"),
     "forecaster/reconcile/loop.py": ("_act", "_record"),

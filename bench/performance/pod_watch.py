@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.pod_watch import LIVE_PODS, NOT_OURS, live_pods, slim
+from forecaster.actuators.observe.pod_watch import LIVE_PODS, NOT_OURS, live_pods, slim
 from forecaster.app.build import build_cluster_service
 from forecaster.reconcile.records import TickRecord
 from forecaster.service.clock import FakeClock

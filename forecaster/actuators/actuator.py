@@ -19,11 +19,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forecaster.actuators.backends import Backend, BackendChoice, BackendDetector
-from forecaster.actuators.capacitybuffers import CapacityBuffers
+from forecaster.actuators.prewarm.backends import Backend, BackendChoice, BackendDetector
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.events import Events
 from forecaster.actuators.nodepools import NodePools
-from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.actions import (
     ActuationReport,
     Command,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from forecaster.actuators.control import Control
+from forecaster.actuators.coordination.control import Control
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.settings import Settings
 from forecaster.sources.base import DemandSource

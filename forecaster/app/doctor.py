@@ -7,8 +7,8 @@ import time
 from collections.abc import Sequence
 
 from forecaster.actuators import guardrails
-from forecaster.actuators.attribution import shape
-from forecaster.actuators.backends import (
+from forecaster.actuators.observe.attribution import shape
+from forecaster.actuators.prewarm.backends import (
     BackendChoice,
     choose_backend,
 )

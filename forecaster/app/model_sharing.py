@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.settings import Settings

@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.leases import release_fence
-from forecaster.actuators.state_store import ConfigMapStateStore
+from forecaster.actuators.coordination.leases import release_fence
+from forecaster.actuators.coordination.state_store import ConfigMapStateStore
 from forecaster.errors import ActuationError
 from forecaster.reconcile.state import ServiceState
 from forecaster.settings import Settings

@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 
-from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
 from forecaster.app.build import pool_policy, training_plan
 from forecaster.app.build_replay import replay_setup_from_settings
 from forecaster.app.connect import build_source

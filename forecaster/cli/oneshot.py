@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from forecaster.actuators.control import CONTROL_CONFIG_MAP
+from forecaster.actuators.coordination.control import CONTROL_CONFIG_MAP
 from forecaster.actuators.guardrails import Guardrail
 from forecaster.app import cleanup, connect, doctor, history, takeover
 from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG, namespace_of

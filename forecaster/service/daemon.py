@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from forecaster.actuators.leases import CLEANUP_IDENTITY
+from forecaster.actuators.coordination.leases import CLEANUP_IDENTITY
 from forecaster.core.error_budget import (
     Evaluation,
     Transition,

@@ -31,8 +31,8 @@ import uvicorn
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.interval import IntervalTrigger
 
-from forecaster.actuators.leases import LEASE_SECONDS, LeaderElector
-from forecaster.actuators.pod_watch import PodWatch
+from forecaster.actuators.coordination.leases import LEASE_SECONDS, LeaderElector
+from forecaster.actuators.observe.pod_watch import PodWatch
 from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.errors import ForecasterError
 from forecaster.service.clock import Clock

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from forecaster.actuators.attribution import NodePoolShape, shape
+from forecaster.actuators.observe.attribution import NodePoolShape, shape
 from forecaster.actuators.notice.base import ApiKind, Obj
 from forecaster.actuators.notice.cronjobs import CRONJOBS
 from forecaster.actuators.notice.jobsets import (

@@ -15,8 +15,8 @@ import dataclasses
 from typing import Any
 
 from forecaster.actuators.actuator import Actuator, PoolActuation
-from forecaster.actuators.backends import BackendChoice
-from forecaster.actuators.placeholders import Applied, PlaceholderSpec
+from forecaster.actuators.prewarm.backends import BackendChoice
+from forecaster.actuators.prewarm.placeholders import Applied, PlaceholderSpec
 from forecaster.core.actions import ProtectNodePool, RestoreNodePool, SetPrewarm
 from forecaster.errors import ActuationError
 

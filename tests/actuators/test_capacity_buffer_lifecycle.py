@@ -14,8 +14,8 @@ import copy
 from typing import Any
 
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.capacitybuffers import CapacityBuffers, _expires_at, buffer_name
-from forecaster.actuators.placeholders import PlaceholderSpec
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers, _expires_at, buffer_name
+from forecaster.actuators.prewarm.placeholders import PlaceholderSpec
 
 NS = "forecaster"
 NOW = 1_800_000_000

@@ -17,7 +17,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.kueue import KueueScope, read_rooms
+from forecaster.actuators.observe.kueue import KueueScope, read_rooms
 from forecaster.app import build
 from forecaster.core.kueue import QueueHealth
 from forecaster.service.daemon import Daemon

@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from forecaster.actuators import guardrails
 from forecaster.actuators.guardrails import PoolCheck
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.observer import observe
+from forecaster.actuators.observe.observer import observe
 from forecaster.core.cluster import MeasuredLead
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app

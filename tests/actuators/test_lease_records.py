@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.leases import (
+from forecaster.actuators.coordination.leases import (
     CLEANUP_IDENTITY,
     EARLIER_GRACE_SECONDS,
     fence,

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.leases import (
+from forecaster.actuators.coordination.leases import (
     CLEANUP_IDENTITY,
     LeaderElector,
     fence,
@@ -163,7 +163,7 @@ def test_who_else_holds_the_lease_and_the_log_of_each_change(
     ca, cb = clock(), clock()
     a, b = elector(api, "replica-a", ca), elector(api, "replica-b", cb)
     assert a.holder() is None  # nothing read yet
-    with caplog.at_level("WARNING", logger="forecaster.actuators.leases"):
+    with caplog.at_level("WARNING", logger="forecaster.actuators.coordination.leases"):
         assert a.try_acquire_or_renew()
         ca.advance(5)
         assert a.try_acquire_or_renew()  # a renewal is not news
@@ -175,7 +175,7 @@ def test_who_else_holds_the_lease_and_the_log_of_each_change(
     until = b.holder()
     assert until is not None and until[0] == "replica-a" and until[1] is not None
     caplog.clear()
-    with caplog.at_level("WARNING", logger="forecaster.actuators.leases"):
+    with caplog.at_level("WARNING", logger="forecaster.actuators.coordination.leases"):
         api.faults.add("*", r"/leases", status=500, times=1000)
         ca.advance(5)
         assert not a.try_acquire_or_renew()
@@ -186,7 +186,7 @@ def test_stepping_down_says_why_only_when_it_led(
     api: KubeApiDouble, caplog: pytest.LogCaptureFixture
 ) -> None:
     a = elector(api, "replica-a", clock())
-    with caplog.at_level("ERROR", logger="forecaster.actuators.leases"):
+    with caplog.at_level("ERROR", logger="forecaster.actuators.coordination.leases"):
         a.step_down("not a leader yet")
         assert caplog.messages == []
         assert a.try_acquire_or_renew()

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from forecaster.actuators.attribution import shape
+from forecaster.actuators.observe.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import NoticeReading, read_notice
 from forecaster.actuators.notice.jobsets import JobSetSource

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.observer import observe
+from forecaster.actuators.observe.observer import observe
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0

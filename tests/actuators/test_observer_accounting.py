@@ -17,7 +17,7 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.nodepools import FIELDS
-from forecaster.actuators.observer import _buffer_gpus, _snapshot
+from forecaster.actuators.observe.observer import _buffer_gpus, _snapshot
 from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.core.cluster import PoolSnapshot
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.placeholders import (
+from forecaster.actuators.prewarm.placeholders import (
     LOWEST_PRIORITY,
     Placeholders,
     PlaceholderSpec,

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.support.prometheus_server import free_port

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
-from forecaster.actuators.capacitybuffers import CapacityBuffers
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.model_configmaps import ModelConfigMaps
+from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
 from forecaster.actuators.nodepools import NodePools
-from forecaster.actuators.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.app import cleanup
 from forecaster.app.build import build_cluster_service
 from forecaster.app.model_sharing import fetch_models

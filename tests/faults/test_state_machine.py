@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.observer import observe
+from forecaster.actuators.observe.observer import observe
 from forecaster.app import cleanup
 from forecaster.app.build import build_cluster_service
 from forecaster.core.budget import spent_last_day

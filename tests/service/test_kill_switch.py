@@ -16,7 +16,7 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from forecaster.actuators.control import Control
+from forecaster.actuators.coordination.control import Control
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build
 from forecaster.cli import main

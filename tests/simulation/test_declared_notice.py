@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forecaster.actuators.attribution import shape
+from forecaster.actuators.observe.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import read_notice
 from forecaster.cli import main

@@ -20,7 +20,7 @@ from typing import Any
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
 from forecaster.actuators.manifests import CapacityBuffer, PodTemplate
-from forecaster.actuators.placeholders import PlaceholderSpec, placeholder_pod_spec
+from forecaster.actuators.prewarm.placeholders import PlaceholderSpec, placeholder_pod_spec
 from forecaster.errors import ActuationError
 
 API_VERSION = "autoscaling.x-k8s.io/v1beta1"
