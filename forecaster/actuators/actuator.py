@@ -19,10 +19,10 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from forecaster.actuators.prewarm.backends import Backend, BackendChoice, BackendDetector
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.events import Events
 from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.prewarm.backends import Backend, BackendChoice, BackendDetector
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.actions import (
     ActuationReport,

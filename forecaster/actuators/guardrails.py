@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.observe.lead import measure_lead
 from forecaster.actuators.manifests import Node, Pod, PodDisruptionBudget
+from forecaster.actuators.observe.lead import measure_lead
 from forecaster.actuators.observe.pod_watch import LIVE_PODS
 from forecaster.actuators.quantities import pod_gpus
 from forecaster.errors import ActuationError

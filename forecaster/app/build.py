@@ -21,22 +21,22 @@ from datetime import datetime
 from pathlib import Path
 
 from forecaster.actuators.actuator import Actuator, PoolActuation
+from forecaster.actuators.coordination.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
+from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
+from forecaster.actuators.coordination.state_store import ConfigMapStateStore
+from forecaster.actuators.kube import Kube
+from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.notice.base import NoticeReader
+from forecaster.actuators.notice.registry import SOURCES
+from forecaster.actuators.observe.kueue import KueueScope
+from forecaster.actuators.observe.observer import observe
+from forecaster.actuators.observe.pod_watch import PodWatch
 from forecaster.actuators.prewarm.backends import (
     AUTOSCALER_HINT,
     BackendDetector,
 )
 from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
-from forecaster.actuators.kube import Kube
-from forecaster.actuators.observe.kueue import KueueScope
-from forecaster.actuators.coordination.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
-from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
-from forecaster.actuators.nodepools import NodePools
-from forecaster.actuators.notice.base import NoticeReader
-from forecaster.actuators.notice.registry import SOURCES
-from forecaster.actuators.observe.observer import observe
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
-from forecaster.actuators.observe.pod_watch import PodWatch
-from forecaster.actuators.coordination.state_store import ConfigMapStateStore
 from forecaster.app.connect import build_source, control
 from forecaster.app.doctor import run_guardrails
 from forecaster.app.model_sharing import fetch_models, model_store

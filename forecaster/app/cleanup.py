@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from forecaster.actuators import labels
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
-from forecaster.actuators.kube import Kube
 from forecaster.actuators.coordination.leases import CLEANUP_IDENTITY, fence
+from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import Job
 from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Placeholders
 from forecaster.core.series import iso_utc
 from forecaster.errors import ForecasterError

@@ -7,15 +7,15 @@ import time
 from collections.abc import Sequence
 
 from forecaster.actuators import guardrails
+from forecaster.actuators.guardrails import Guardrail, PoolCheck
+from forecaster.actuators.kube import Kube
+from forecaster.actuators.notice.base import read_notice
+from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.observe.attribution import shape
 from forecaster.actuators.prewarm.backends import (
     BackendChoice,
     choose_backend,
 )
-from forecaster.actuators.guardrails import Guardrail, PoolCheck
-from forecaster.actuators.kube import Kube
-from forecaster.actuators.notice.base import read_notice
-from forecaster.actuators.notice.registry import SOURCES
 from forecaster.core.policy import horizon_for_lead
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, SourceError

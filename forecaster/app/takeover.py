@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 
-from forecaster.actuators.kube import Kube
 from forecaster.actuators.coordination.leases import release_fence
 from forecaster.actuators.coordination.state_store import ConfigMapStateStore
+from forecaster.actuators.kube import Kube
 from forecaster.errors import ActuationError
 from forecaster.reconcile.state import ServiceState
 from forecaster.settings import Settings

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from forecaster.actuators.observe.attribution import NodePoolShape, shape
 from forecaster.actuators.notice.base import ApiKind, Obj
 from forecaster.actuators.notice.cronjobs import CRONJOBS
 from forecaster.actuators.notice.jobsets import (
@@ -35,6 +34,7 @@ from forecaster.actuators.notice.jobsets import (
     JOBSETS,
     REPLICATED_JOB_LABEL,
 )
+from forecaster.actuators.observe.attribution import NodePoolShape, shape
 from forecaster.core.jobs import JobTrace
 
 NONE, CRON, PIPELINE = 0, 1, 2

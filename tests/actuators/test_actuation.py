@@ -20,10 +20,10 @@ import json
 import pytest
 
 from forecaster.actuators.actuator import Actuator, PoolActuation
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.nodepools import NodePoolConflictError, NodePools
 from forecaster.actuators.observe.observer import observe
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.core.actions import commands
 from forecaster.core.cluster import DemandForecast, PoolSnapshot

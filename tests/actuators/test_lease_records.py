@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.coordination.leases import (
     CLEANUP_IDENTITY,
     EARLIER_GRACE_SECONDS,
@@ -24,6 +23,7 @@ from forecaster.actuators.coordination.leases import (
     micro_time,
     release_fence,
 )
+from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.quantities import timestamp_seconds as seconds
 from forecaster.errors import ActuationError
 from tests.actuators.test_leases import NS, T, clock, elector

@@ -21,7 +21,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.coordination.leases import (
     CLEANUP_IDENTITY,
     LeaderElector,
@@ -29,6 +28,7 @@ from forecaster.actuators.coordination.leases import (
     lease_body,
     micro_time,
 )
+from forecaster.actuators.kube import Kube, api_client
 from forecaster.errors import ActuationError, NotLeaderError
 from forecaster.service.clock import FakeClock
 from tests.kubeapi.server import KubeApiDouble

@@ -22,8 +22,8 @@ import pytest
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.observe.observer import observe
-from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.actuators.observe.pod_watch import LIVE_PODS, NOT_OURS, PodWatch, live_pods
+from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.errors import ActuationError, WatchExpiredError
 from tests.factories import dressed
 from tests.kubeapi.cluster import ClusterSim

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
+from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build, model_sharing, training
 from forecaster.app.build import build_cluster_service
 from forecaster.errors import ActuationError

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
-from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
+from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.app import cleanup
 from forecaster.app.build import build_cluster_service

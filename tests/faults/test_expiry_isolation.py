@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.nodepools import NodePools
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.cli import main
 from tests.kubeapi.cluster import ClusterSim

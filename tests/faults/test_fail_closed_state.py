@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.coordination.leases import LEASE_NAME, LeaderElector, lease_body
 from forecaster.actuators.coordination.state_store import ConfigMapStateStore
+from forecaster.actuators.kube import Kube, api_client
 from forecaster.cli import main
 from forecaster.core.error_budget import ErrorBudgetState
 from forecaster.core.notice import Outcome

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from forecaster.actuators.observe.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import read_notice
+from forecaster.actuators.observe.attribution import shape
 from forecaster.cli import main
 from forecaster.durations import DAY
 from forecaster.simulation.declared_notice import (

@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
-from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
+from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of
 from forecaster.core.notice import AnnouncedItem, SourceStatus
 from forecaster.errors import ActuationError
 

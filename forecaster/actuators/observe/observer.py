@@ -46,13 +46,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of, shape
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.observe.kueue import KueueScope, read_rooms
-from forecaster.actuators.observe.lead import measure_lead
 from forecaster.actuators.manifests import CapacityBuffer, Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
 from forecaster.actuators.notice.base import NoticeReader, NoticeReading, PodMarker
+from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of, shape
+from forecaster.actuators.observe.kueue import KueueScope, read_rooms
+from forecaster.actuators.observe.lead import measure_lead
 from forecaster.actuators.observe.pod_watch import PodWatch, live_pods
 from forecaster.actuators.quantities import (
     MalformedObjectError,
