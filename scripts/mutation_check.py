@@ -905,9 +905,9 @@ MUTATIONS = (
     ),
     Mutation(
         "uninstall withdraws only what the config names",
-        "forecaster/app/cleanup.py",
-        "    for job in placeholders.jobs(None):",
-        '    for job in placeholders.jobs("gpu-a"):',
+        "forecaster/actuators/prewarm/placeholder_backend.py",
+        "        for job in self.placeholders.jobs(None):\n            name = job",
+        '        for job in self.placeholders.jobs("gpu-a"):\n            name = job',
         (
             "tests/faults/test_expiry_isolation.py::test_uninstall_withdraws_a_pool_that_left_the_config",
         ),
@@ -1304,7 +1304,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a stopped live run misdates when its placeholders end",
-        "forecaster/app/cleanup.py",
+        "forecaster/actuators/prewarm/placeholder_backend.py",
         'ends = created + int(job["spec"].get("activeDeadlineSeconds") or 0)',
         'ends = created - int(job["spec"].get("activeDeadlineSeconds") or 0)',
         (
@@ -1352,6 +1352,42 @@ MUTATIONS = (
         "            if False:\n                continue",
         (
             "tests/actuators/test_actuator_gate.py::test_a_failed_protection_stops_that_pools_prewarm_and_not_the_others",
+        ),
+    ),
+    Mutation(
+        "a backend switch leaves the other backend's prewarm held",
+        "forecaster/actuators/actuator.py",
+        "        if self._backends.get(name) != choice.backend:",
+        "        if False:",
+        (
+            "tests/actuators/test_actuator_gate.py::test_the_first_tick_empties_the_other_backend_and_later_ticks_leave_it",
+        ),
+    ),
+    Mutation(
+        "what a backend's withdrawal ended goes uncharged",
+        "forecaster/actuators/actuator.py",
+        "                if withdrawn:",
+        "                if False:",
+        (
+            "tests/actuators/test_actuator_gate.py::test_the_first_tick_empties_the_other_backend_and_later_ticks_leave_it",
+        ),
+    ),
+    Mutation(
+        "what a registered backend holds with no pod is not our prewarm",
+        "forecaster/actuators/observe/observer.py",
+        "buffer_gpus=sum(gpus.get(pool, 0) for gpus in held_gpus),",
+        "buffer_gpus=0,",
+        (
+            "tests/seams/test_toy_backend.py::test_the_daemon_prewarms_with_it_and_counts_what_it_holds",
+        ),
+    ),
+    Mutation(
+        "uninstall skips the backends the cluster serves",
+        "forecaster/app/cleanup.py",
+        "    for backend in backends:\n        backend.uninstall(undone)",
+        "    for backend in backends[:0]:\n        backend.uninstall(undone)",
+        (
+            "tests/seams/test_toy_backend.py::test_doctor_lists_it_and_cleanup_and_expiry_withdraw_it_without_a_config",
         ),
     ),
 )

@@ -72,7 +72,6 @@ SCOPE: dict[str, tuple[str, ...]] = {
         "_ready",
         "_is_placeholder",
         "_allocatable",
-        "_buffer_gpus",
         "_node_gpus",
         "_snapshot",
         "_note_created",
@@ -80,9 +79,9 @@ SCOPE: dict[str, tuple[str, ...]] = {
     # the actuator's per-pool error gate
     "forecaster/actuators/actuator.py": (
         "apply",
-        "_converge_placeholders",
         "_carry_out",
         "_set_prewarm",
+        "_charge",
     ),
     # the kill-switch read
     "forecaster/actuators/coordination/control.py": ("read",),
@@ -92,17 +91,31 @@ SCOPE: dict[str, tuple[str, ...]] = {
     "forecaster/reconcile/observing.py": ("read_halt",),
     # the expiry and cleanup job
     "forecaster/app/cleanup.py": (
-        "attempt",
         "cleanup",
         "expire",
-        "_buffers",
-        "_zeroing",
-        "_deleting",
-        "_legacy_pods",
+        "_served",
         "_restore_nodepools",
         "restore",
-        "_remove_buffers",
         "still_held",
+    ),
+    "forecaster/actuators/undo.py": ("attempt",),
+    # each backend's withdrawal, expiry and the GPUs it holds (the actuator's switch is above)
+    "forecaster/actuators/prewarm/placeholder_backend.py": (
+        "converge",
+        "withdraw",
+        "uninstall",
+        "still_held",
+        "_deleting",
+        "_legacy_pods",
+    ),
+    "forecaster/actuators/prewarm/buffer_backend.py": (
+        "held_gpus",
+        "uninstall",
+        "settle",
+        "expire",
+        "still_held",
+        "_zeroing",
+        "remove_drained",
     ),
     # the planner's caps
     "forecaster/core/planner.py": (

@@ -2,9 +2,10 @@
 
 The commands arrive decided and ordered (``core.actions.commands``: protect a NodePool before
 prewarm, restore it after): the actuator makes no policy decision. What it does decide is how to
-carry a command out safely - which backend serves the pool's prewarm now (placeholders or a
-CapacityBuffer; on a switch the other one is emptied first, so no prewarm is held twice) and what
-the objects look like now (each writer reads before it writes).
+carry a command out safely - which backend serves the pool's prewarm now (any registered
+``prewarm.base.PrewarmBackend`` the cluster serves; on a switch every other one is emptied first,
+so no prewarm is held twice) and what the objects look like now (each writer reads before it
+writes). It names backends, never branches on one.
 
 An API error on one pool is recorded, that pool's remaining commands are skipped (a failed
 protection must not be followed by prewarm), and the other pools still act; every write is
@@ -14,16 +15,15 @@ and expire by themselves, so the next tick always converges.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from forecaster.actuators.events import Events
 from forecaster.actuators.nodepools import NodePools
-from forecaster.actuators.prewarm.backends import Backend, BackendChoice, BackendDetector
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
-from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.prewarm.backends import BackendChoice, BackendDetector
+from forecaster.actuators.prewarm.base import PrewarmBackend
+from forecaster.actuators.prewarm.placeholders import Applied, PlaceholderSpec
 from forecaster.core.actions import (
     ActuationReport,
     Command,
@@ -40,7 +40,7 @@ class PoolActuation:
     """How one pool is actuated."""
 
     spec: PlaceholderSpec
-    backend: Backend | None = None
+    backend: str | None = None
     """The pool's own backend; None: the cluster-wide choice (``BackendDetector``)."""
     limit_gpus: int | None = None
     """A buffer's ``limits`` (the pool's max_prewarm_gpus): a server-side second cap."""
@@ -50,26 +50,25 @@ class PoolActuation:
 
 
 class Actuator:
-    """Turns plans into placeholder / CapacityBuffer / NodePool writes."""
+    """Turns plans into prewarm backend and NodePool writes."""
 
     def __init__(
         self,
         *,
-        placeholders: Placeholders,
+        backends: Mapping[str, PrewarmBackend],
         nodepools: NodePools,
-        buffers: CapacityBuffers | None,
+        events: Events,
         pools: dict[str, PoolActuation],
         detector: BackendDetector | None = None,
     ) -> None:
-        """``buffers`` None: the cluster serves no CapacityBuffers; ``detector`` None: every
-        pool without a backend of its own uses placeholders."""
-        self.placeholders = placeholders
+        """``backends``: those the cluster serves, by name; ``detector`` None: every pool
+        without a backend of its own uses placeholders."""
+        self.backends = dict(backends)
         self.nodepools = nodepools
-        self.buffers = buffers
         self.pools = pools
         self.detector = detector
-        self.events = Events(placeholders.kube, placeholders.namespace)
-        self._backends: dict[str, Backend] = {}  # what each pool last prewarmed with
+        self.events = events
+        self._backends: dict[str, str] = {}  # what each pool last prewarmed with
 
     def backend(self, pool: str, *, now: int) -> BackendChoice:
         """The backend ``pool`` uses at ``now``, and why."""
@@ -100,15 +99,6 @@ class Actuator:
                 report.errors[pool] = f"{type(exc).__name__}: {exc}"
         return report
 
-    def _converge_placeholders(
-        self, name: str, config: PoolActuation, target: int, report: ActuationReport, *, now: int
-    ) -> None:
-        applied = self.placeholders.apply(config.spec, target=target, now=now)
-        report.created[name] = list(applied.created)
-        report.deleted[name] = list(applied.deleted)
-        report.wasted_gpu_hours[name] = applied.wasted_gpu_hours
-        report.used_gpus[name] = applied.used_gpus
-
     def _carry_out(self, command: Command, report: ActuationReport, *, now: int) -> None:
         name = command.pool
         config = self.pools[name]
@@ -138,25 +128,37 @@ class Actuator:
         *,
         now: int,
     ) -> None:
-        units = command.units
         choice = self.backend(name, now=now)
         report.backend[name] = f"{choice.backend} ({choice.reason})"
-        # first tick or a switch: withdraw the other backend first, so no prewarm is held twice
-        switched = self._backends.get(name) != choice.backend
-        if choice.backend == "capacitybuffer":
-            if self.buffers is None:
-                raise ActuationError(f"pool {name}: CapacityBuffers are not served by this cluster")
-            if switched:
-                self._converge_placeholders(name, config, 0, report, now=now)
-            self.buffers.apply(config.spec, replicas=units, now=now, limit_gpus=config.limit_gpus)
-            report.buffer_status[name] = self.buffers.describe(name)
-        else:
-            if switched and self.buffers is not None:
-                self.buffers.apply(config.spec, replicas=0, now=now)
-            # new placeholders pull what the pool's pods ran (a buffer's pods are virtual)
-            pulls = command.images[: config.spec.max_pulled_images]
-            spec = dataclasses.replace(config.spec, pull_images=pulls)
-            self._converge_placeholders(
-                name, dataclasses.replace(config, spec=spec), units, report, now=now
-            )
+        chosen = self.backends.get(choice.backend)
+        if chosen is None:
+            raise ActuationError(f"pool {name}: backend {choice.backend} is not served here")
+        # first tick or a switch: withdraw the others first, so no prewarm is held twice
+        if self._backends.get(name) != choice.backend:
+            for other, backend in self.backends.items():
+                withdrawn = (
+                    backend.withdraw(config.spec, now=now) if other != choice.backend else None
+                )
+                if withdrawn:  # what it ended is charged even if the converge below fails
+                    _charge(report, name, withdrawn)
+        applied = chosen.converge(
+            config.spec,
+            units=command.units,
+            images=command.images,
+            limit_gpus=config.limit_gpus,
+            now=now,
+        )
+        _charge(report, name, applied)
+        status = chosen.status(name)
+        if status is not None:
+            report.buffer_status[name] = status
         self._backends[name] = choice.backend
+
+
+def _charge(report: ActuationReport, pool: str, applied: Applied) -> None:
+    """Add what one backend did for ``pool`` to the tick's report (two may act on a switch)."""
+    report.created[pool] = report.created.get(pool, []) + list(applied.created)
+    report.deleted[pool] = report.deleted.get(pool, []) + list(applied.deleted)
+    wasted = report.wasted_gpu_hours.get(pool, 0.0)
+    report.wasted_gpu_hours[pool] = wasted + applied.wasted_gpu_hours
+    report.used_gpus[pool] = report.used_gpus.get(pool, 0) + applied.used_gpus

@@ -24,6 +24,7 @@ from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.coordination.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
 from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
 from forecaster.actuators.coordination.state_store import ConfigMapStateStore
+from forecaster.actuators.events import Events
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.notice.base import NoticeReader
@@ -31,12 +32,9 @@ from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.observe.kueue import KueueScope
 from forecaster.actuators.observe.observer import observe
 from forecaster.actuators.observe.pod_watch import PodWatch
-from forecaster.actuators.prewarm.backends import (
-    AUTOSCALER_HINT,
-    BackendDetector,
-)
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
-from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.prewarm.backends import BackendDetector
+from forecaster.actuators.prewarm.placeholders import PlaceholderSpec
+from forecaster.actuators.prewarm.registry import make_backends, served_backends
 from forecaster.app.connect import build_source, control
 from forecaster.app.doctor import run_guardrails
 from forecaster.app.model_sharing import fetch_models, model_store
@@ -151,10 +149,11 @@ def pool_runtime(settings: Settings, pool: PoolSettings, *, what_if: bool = Fals
 
 
 def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Observer:
-    """The loop's view of the cluster: every pool's snapshot with our CapacityBuffers, Kueue's
-    quota room and the announced work of the configured notice sources."""
-    # buffers of ours are charged whatever the configured backend (auto may switch)
-    buffer_namespace = settings.planning.placeholders.namespace
+    """The loop's view of the cluster: every pool's snapshot with the GPUs our backends hold,
+    Kueue's quota room and the announced work of the configured notice sources."""
+    # what every backend holds is charged whatever the configured one (auto may switch)
+    ph = settings.planning.placeholders
+    held = list(make_backends(kube, ph.namespace, ph.priority_class).values())
 
     kueue = [
         KueueScope(p.name, p.kueue.flavors, p.kueue.cluster_queues)
@@ -172,7 +171,7 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
             kube,
             pools=pools,
             now=now,
-            buffer_namespace=buffer_namespace,
+            held=held,
             kueue=kueue,
             watched=watch,
             notice=notice,
@@ -238,30 +237,24 @@ def build_reconciler(
 
 
 def build_actuator(settings: Settings, kube: Kube) -> Actuator:
-    """Placeholders, CapacityBuffers (where served) and NodePool patches.
+    """Every prewarm backend the cluster serves, and NodePool patches.
 
     The backend is chosen at start-up and re-checked every 5 minutes (``BackendDetector``): a
-    cluster that asks for buffers explicitly but does not serve them refuses to start.
+    pool or an ``actuation`` naming a backend the cluster does not serve refuses to start.
     """
     ph = settings.planning.placeholders
-    placeholders = Placeholders(kube, namespace=ph.namespace, priority_class=ph.priority_class)
-    served = kube.serves_capacity_buffers(ph.namespace)
-    wanted = [p.name for p in settings.pools if p.backend == "capacitybuffer"]
-    if wanted and not served:
-        raise ConfigError(
-            f"pools {wanted} use backend: capacitybuffer but the cluster does not serve"
-            f" autoscaling.x-k8s.io/v1beta1 CapacityBuffers ({AUTOSCALER_HINT})"
-        )
+    backends, missing = served_backends(kube, ph.namespace, ph.priority_class)
+    for pool in settings.pools:
+        if pool.backend in missing:
+            raise ConfigError(
+                f"pools[{pool.name}].backend: {pool.backend}, but {missing[pool.backend]}"
+            )
     detector = BackendDetector(kube, ph.namespace, settings.planning.actuation)
     detector.current(0)  # decide (and refuse a bad explicit choice) before the first tick
     return Actuator(
-        placeholders=placeholders,
+        backends=backends,
         nodepools=NodePools(kube),
-        buffers=(
-            CapacityBuffers(kube, namespace=ph.namespace, priority_class=ph.priority_class)
-            if served
-            else None
-        ),
+        events=Events(kube, ph.namespace),
         detector=detector,
         pools={
             p.name: PoolActuation(

@@ -8,6 +8,8 @@ retraining standing in for the training CronJob (``simulation.replay.WeeklyRetra
 
 from __future__ import annotations
 
+from forecaster.actuators.prewarm.backends import AUTO
+from forecaster.actuators.prewarm.registry import backend_conduct
 from forecaster.app import build
 from forecaster.core.policy import (
     MIN_WAKE_SECONDS,
@@ -19,7 +21,7 @@ from forecaster.errors import ConfigError
 from forecaster.reconcile.loop import Reconciler
 from forecaster.reconcile.records import PoolRuntime
 from forecaster.reconcile.state import MemoryStateStore
-from forecaster.settings import Settings
+from forecaster.settings import PoolSettings, Settings
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.replay import Predictive, ReplaySetup, WeeklyRetrain
 from forecaster.simulation.twin import TwinConfig
@@ -103,6 +105,7 @@ def replay_setup_from_settings(
         placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
         nodepool_limit_gpus=settings.twin.nodepool_limit_gpus,
         max_prewarm_gpus=pool.max_prewarm_gpus,
+        conduct=backend_conduct(_replayed_backend(settings, pool)),
     )
     start, warmup_end, end = _window(
         epoch=epoch, start_day=start_day, warmup_days=warmup_days, end_day=end_day
@@ -187,3 +190,12 @@ def predictive(setup: ReplaySetup) -> Predictive:
         actuator=ports,
     )
     return Predictive(reconciler=reconciler, ports=ports, models=models)
+
+
+def _replayed_backend(settings: Settings, pool: PoolSettings) -> str:
+    """The pool's backend, else an explicit ``actuation``; ``auto`` replays placeholders (what
+    it chooses depends on the cluster it runs on, and placeholders wait out a grace)."""
+    if pool.backend is not None:
+        return pool.backend
+    actuation = settings.planning.actuation
+    return "placeholders" if actuation == AUTO else actuation

@@ -12,10 +12,8 @@ from forecaster.actuators.kube import Kube
 from forecaster.actuators.notice.base import read_notice
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.observe.attribution import shape
-from forecaster.actuators.prewarm.backends import (
-    BackendChoice,
-    choose_backend,
-)
+from forecaster.actuators.prewarm.backends import BackendChoice, choose_backend
+from forecaster.actuators.prewarm.registry import served_backends
 from forecaster.core.policy import horizon_for_lead
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, SourceError
@@ -37,6 +35,24 @@ def backend_choice(settings: Settings, kube: Kube) -> BackendChoice:
     return choose_backend(
         kube, ph.namespace, actuation=settings.planning.actuation, now=int(time.time())
     )
+
+
+def backend_lines(settings: Settings, kube: Kube) -> list[str]:
+    """What ``doctor`` says of prewarm backends: the choice in force and why, then each
+    registered backend served or not (and why not), then the pools that name their own."""
+    ph = settings.planning.placeholders
+    choice = backend_choice(settings, kube)
+    served, missing = served_backends(kube, ph.namespace, ph.priority_class)
+    lines = [f"backend: {choice.backend} ({choice.reason})"]
+    lines += [f"backend {name}: served" for name in served]
+    lines += [f"backend {name}: not served: {why}" for name, why in missing.items()]
+    for pool in settings.pools:
+        if pool.backend is not None:
+            state = (
+                "served" if pool.backend in served else "NOT served: the daemon refuses to start"
+            )
+            lines.append(f"pool {pool.name}: backend {pool.backend} ({state})")
+    return lines
 
 
 def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:

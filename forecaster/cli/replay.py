@@ -15,6 +15,7 @@ from typing import Any
 from tqdm import tqdm
 
 from forecaster import __version__
+from forecaster.actuators.prewarm.registry import backend_conduct
 from forecaster.app.build_replay import replay_setup, replay_setup_from_settings
 from forecaster.app.history import PoolHistory, read_history
 from forecaster.app.replay_policies import frontier_knobs, replay_policy
@@ -143,7 +144,7 @@ def setup_from(
         consolidate_after_seconds=args.consolidate_after,
         warm_image=not args.no_warm_image,
         max_prewarm_gpus=args.max_prewarm_gpus,
-        capacity_buffer=args.backend == "capacitybuffer",
+        conduct=backend_conduct(args.backend),
         kueue_quota_gpus=args.kueue_quota_gpus,
         kueue_notice_seconds=args.kueue_notice,
         notice=args.notice,

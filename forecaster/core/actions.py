@@ -11,6 +11,27 @@ from dataclasses import dataclass, field
 from forecaster.core.planner import NodePoolAction, Plan
 
 
+@dataclass(frozen=True)
+class PrewarmConduct:
+    """How a prewarm backend's capacity behaves once held: what a replay must know of it.
+
+    Each backend declares its own (``actuators.prewarm.registry``); the twin follows the
+    declaration, never a backend's name.
+    """
+
+    pods: bool
+    """Held by real low-priority pods: a real pod waits out their preemption grace, and they
+    can pull the workload's images ahead. False: the capacity is held with no pod of ours
+    (virtual pods pull nothing, nothing is evicted)."""
+    refills: bool
+    """Capacity a real pod took is brought back by the autoscaler itself, within its batch,
+    not at the daemon's next tick."""
+
+
+PLACEHOLDER_PODS = PrewarmConduct(pods=True, refills=False)
+AUTOSCALER_HELD = PrewarmConduct(pods=False, refills=True)
+
+
 @dataclass
 class ActuationReport:
     """What a tick changed, per pool, and what failed."""
@@ -25,7 +46,8 @@ class ActuationReport:
     backend: dict[str, str] = field(default_factory=dict)
     """The backend each pool used and why (``capacitybuffer (auto: ...)``)."""
     buffer_status: dict[str, str] = field(default_factory=dict)
-    """What the autoscaler reports on a pool's CapacityBuffer (status.replicas, conditions)."""
+    """What the cluster reports on a pool's prewarm object, where its backend has one (a
+    CapacityBuffer's status.replicas and conditions)."""
     errors: dict[str, str] = field(default_factory=dict)
 
 

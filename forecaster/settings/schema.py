@@ -24,6 +24,8 @@ from pydantic import (
 )
 
 from forecaster.actuators.notice.registry import SOURCES
+from forecaster.actuators.prewarm.backends import AUTO
+from forecaster.actuators.prewarm.registry import backend_names
 from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.operating_point import CANDIDATE_FLOOR_NODES, CANDIDATE_QUANTILES, Budget
 from forecaster.errors import ConfigError
@@ -122,9 +124,19 @@ class PoolSettings(_Strict):
     )
     prices: Prices = Prices()
     capacity_type: Literal["on-demand", "spot"] = "on-demand"
-    backend: Literal["placeholders", "capacitybuffer"] | None = Field(
-        None, description="this pool's own backend; default: planning.actuation"
+    backend: str | None = Field(
+        None,
+        description="this pool's own prewarm backend (placeholders, capacitybuffer or another"
+        " registered one); default: planning.actuation",
     )
+
+    @field_validator("backend")
+    @classmethod
+    def _known_backend(cls, backend: str | None) -> str | None:
+        if backend is not None and backend not in backend_names():
+            raise ValueError(f"unknown backend {backend!r}; known: {list(backend_names())}")
+        return backend
+
     allow_unlimited_nodepool: bool = Field(
         False, description="act even if the NodePool has no nvidia.com/gpu limit"
     )
@@ -214,10 +226,20 @@ class PlanningSettings(_Strict):
     placeholders: PlaceholderSettings = PlaceholderSettings()
     stale_after_seconds: int = Field(300, gt=0, description="older data: no new prewarm")
     hold_seconds: int = Field(900, ge=0, description="then existing prewarm is held this long")
-    actuation: Literal["auto", "capacitybuffer", "placeholders"] = Field(
-        "auto",
-        description="auto: CapacityBuffers where an autoscaler serves them, else placeholder pods",
+    actuation: str = Field(
+        AUTO,
+        description="auto: CapacityBuffers where an autoscaler serves them, else placeholder"
+        " pods; or a registered backend's name (placeholders, capacitybuffer, ...)",
     )
+
+    @field_validator("actuation")
+    @classmethod
+    def _known_actuation(cls, actuation: str) -> str:
+        if actuation != AUTO and actuation not in backend_names():
+            known = [AUTO, *backend_names()]
+            raise ValueError(f"unknown actuation {actuation!r}; known: {known}")
+        return actuation
+
     protect_nodepools: bool = Field(
         False,
         description="opt-in: also pause consolidation NodePool-wide while prewarming",

@@ -5,8 +5,10 @@
   are free at once (gang admission, as Volcano/Kueue do). Pending jobs are retried whenever
   capacity frees up (any pending job that fits may start: no head-of-line blocking).
 * A job that does not fit may preempt placeholders (each holds a whole node); it starts after
-  ``preempt_grace_seconds``. With ``capacity_buffer`` the prewarm is a CapacityBuffer instead:
-  no grace, the buffer refills within a provisioning batch, and its virtual pods pull nothing.
+  ``preempt_grace_seconds``. The prewarm behaves as its backend declares (``conduct``, a
+  ``core.actions.PrewarmConduct``): held without pods (a CapacityBuffer), there is no grace and
+  its virtual pods pull nothing; refilled by the autoscaler, it comes back within a
+  provisioning batch.
 * Reactive Karpenter: pods pending for ``batch_seconds`` make it launch nodes for what launching
   nodes will not hold; a node is Ready after ``provision_seconds``. The workload image takes
   ``image_pull_seconds`` to pull on a node the first time - except on a node whose placeholder
@@ -40,6 +42,7 @@ import numpy as np
 
 from forecaster.actuators.notice.base import read_notice
 from forecaster.actuators.notice.registry import SOURCES
+from forecaster.core.actions import PLACEHOLDER_PODS, PrewarmConduct
 from forecaster.core.cluster import (
     ARRIVAL_WINDOWS_SECONDS,
     MeasuredLead,
@@ -87,11 +90,12 @@ class TwinConfig:
     ``price_per_gpu_hour``), or prewarm GPU-hours over the last 24 h over the daily cap -
     counted on the nodes placeholders hold, as the ledger charges them."""
     price_per_gpu_hour: float = 0.0
-    capacity_buffer: bool = False
-    """Prewarm is a CapacityBuffer, not placeholder pods: a real pod uses its capacity with no
-    preemption grace (nothing is evicted), and the buffer refills at once - the autoscaler
-    brings the next chunk within its batch, not at the daemon's next tick. Its pods are
-    virtual, so they pull no image: a buffer node is warm for nodes, cold for images."""
+    conduct: PrewarmConduct = PLACEHOLDER_PODS
+    """How the backend's prewarm behaves (``actuators.prewarm.registry.backend_conduct``).
+    Without pods (a CapacityBuffer) a real pod uses its capacity with no preemption grace
+    (nothing is evicted) and pulls no image ahead (its pods are virtual: warm for nodes, cold
+    for images); refilled by the autoscaler, it comes back within its batch, not at the
+    daemon's next tick."""
     kueue_quota_gpus: int | None = None
     """Kueue admits at most this many GPUs at once (one ClusterQueue, BestEffortFIFO): jobs
     beyond it wait as workloads, with no pods, so nothing provisions for them - and the planner
@@ -592,7 +596,7 @@ class Twin:
             node.placeholder = pid
             node.free = 0
             node.empty_since = None
-            warm = self.cfg.warm_image and not self.cfg.capacity_buffer  # buffer pods are virtual
+            warm = self.cfg.warm_image and self.cfg.conduct.pods  # virtual pods pull nothing
             if warm and node.pulled_at == math.inf:
                 node.pulled_at = self.now + self.cfg.image_pull_seconds
             self.placeholders[pid].node = node.id
@@ -625,9 +629,9 @@ class Twin:
 
     def _start(self, j: int, nodes: list[_Node], *, preempted: bool) -> bool:
         gpus = self._gpus[j]
-        grace = self.cfg.preempt_grace_seconds if preempted and not self.cfg.capacity_buffer else 0
+        grace = self.cfg.preempt_grace_seconds if preempted and self.cfg.conduct.pods else 0
         start = self.now + grace
-        if preempted and self.cfg.capacity_buffer:  # the buffer refills by itself
+        if preempted and self.cfg.conduct.refills:  # the autoscaler refills it by itself
             self._set_placeholders(self._target)
             self._queue_provision()
         for node in nodes:

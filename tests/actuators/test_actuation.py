@@ -20,11 +20,12 @@ import json
 import pytest
 
 from forecaster.actuators.actuator import Actuator, PoolActuation
+from forecaster.actuators.events import Events
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.nodepools import NodePoolConflictError, NodePools
 from forecaster.actuators.observe.observer import observe
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
+from forecaster.actuators.prewarm.registry import make_backends
 from forecaster.core.actions import commands
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
@@ -45,11 +46,10 @@ POLICY = pool_policy(POOL)
 
 
 def actuator(kube: Kube, *, backend: str = "placeholders") -> Actuator:
-    placeholders = Placeholders(kube, namespace=NS, priority_class="forecaster-placeholder")
     return Actuator(
-        placeholders=placeholders,
+        backends=make_backends(kube, NS, "forecaster-placeholder"),
         nodepools=NodePools(kube),
-        buffers=CapacityBuffers(kube, namespace=NS, priority_class="forecaster-placeholder"),
+        events=Events(kube, NS),
         pools={POOL: PoolActuation(PlaceholderSpec(pool=POOL, gpus=8), backend=backend)},  # type: ignore[arg-type]
     )
 

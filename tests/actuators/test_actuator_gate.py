@@ -16,6 +16,8 @@ from typing import Any
 
 from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.prewarm.backends import BackendChoice
+from forecaster.actuators.prewarm.buffer_backend import CapacityBufferBackend
+from forecaster.actuators.prewarm.placeholder_backend import PlaceholderBackend
 from forecaster.actuators.prewarm.placeholders import Applied, PlaceholderSpec
 from forecaster.core.actions import ProtectNodePool, RestoreNodePool, SetPrewarm
 from forecaster.errors import ActuationError
@@ -100,10 +102,13 @@ def actuator(
     placeholders: FakePlaceholders | None = None,
     nodepools: FakeNodePools | None = None,
 ) -> Actuator:
+    served = {"placeholders": PlaceholderBackend(placeholders or FakePlaceholders(calls))}  # type: ignore[arg-type]
+    if buffers:
+        served["capacitybuffer"] = CapacityBufferBackend(FakeBuffers(calls))  # type: ignore[assignment,arg-type]
     act = Actuator(
-        placeholders=placeholders or FakePlaceholders(calls),  # type: ignore[arg-type]
+        backends=served,  # type: ignore[arg-type]
         nodepools=nodepools or FakeNodePools(calls),  # type: ignore[arg-type]
-        buffers=FakeBuffers(calls) if buffers else None,  # type: ignore[arg-type]
+        events=FakeEvents(),  # type: ignore[arg-type]
         pools={
             p: PoolActuation(
                 PlaceholderSpec(pool=p, gpus=8, max_pulled_images=1),
@@ -114,7 +119,6 @@ def actuator(
         },
         detector=detector,  # type: ignore[arg-type]
     )
-    act.events = FakeEvents()  # type: ignore[assignment]
     return act
 
 
@@ -174,6 +178,8 @@ def test_the_first_tick_empties_the_other_backend_and_later_ticks_leave_it() -> 
     assert calls.log == [("placeholders", "a", 0, ()), ("buffer", "a", 3, 64)]
     assert report.backend == {"a": "capacitybuffer (detected)"}
     assert report.buffer_status == {"a": "a: 2 replicas"}
+    # what the withdrawal ended is charged: spend never goes uncounted on a switch
+    assert report.wasted_gpu_hours == {"a": 0.5} and report.used_gpus == {"a": 8}
     calls.log.clear()
     act.apply([prewarm("a", 1)], now=T + 60)
     assert calls.log == [("buffer", "a", 1, 64)]
@@ -207,7 +213,7 @@ def test_a_buffer_backend_where_buffers_are_not_served_is_the_pools_error() -> N
     act = actuator(calls, ("a",), buffers=False)
     act.pools["a"] = dataclasses.replace(act.pools["a"], backend="capacitybuffer")
     report = act.apply([prewarm("a", 2)], now=T)
-    assert report.errors == {"a": "pool a: CapacityBuffers are not served by this cluster"}
+    assert report.errors == {"a": "pool a: backend capacitybuffer is not served here"}
     assert calls.log == []
     assert report.backend == {
         "a": "capacitybuffer (configured for the pool: backend capacitybuffer)"

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.nodepools import FIELDS
-from forecaster.actuators.observe.observer import _buffer_gpus, _snapshot
+from forecaster.actuators.observe.observer import _snapshot
+from forecaster.actuators.prewarm.buffer_backend import CapacityBufferBackend
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.core.cluster import PoolSnapshot
 
@@ -148,8 +151,13 @@ def test_a_buffer_without_replicas_or_gpus_asks_for_nothing() -> None:
         meta = {"labels": {lbl.POOL: POOL}, "annotations": annotations}
         return {"metadata": meta, "spec": spec}
 
-    assert _buffer_gpus([buffer({"replicas": 2}, "8"), buffer({}, "8")], POOL) == 16
-    assert _buffer_gpus([buffer({"replicas": 3}, None)], POOL) == 0
+    def held(*buffers: dict[str, Any]) -> int:
+        listing = SimpleNamespace(list_capacity_buffers=lambda namespace, labels: list(buffers))
+        writer = CapacityBuffers(listing, namespace="forecaster", priority_class="")  # type: ignore[arg-type]
+        return CapacityBufferBackend(writer).held_gpus().get(POOL, 0)
+
+    assert held(buffer({"replicas": 2}, "8"), buffer({}, "8")) == 16
+    assert held(buffer({"replicas": 3}, None)) == 0
 
 
 def test_a_buffers_pod_less_nodes_are_ours_unless_paused() -> None:

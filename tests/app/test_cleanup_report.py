@@ -15,14 +15,12 @@ from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.nodepools import NodePools
-from forecaster.app.cleanup import (
+from forecaster.actuators.prewarm.buffer_backend import (
     BUFFER_DRAIN_CHECKS,
     BUFFER_DRAIN_SECONDS,
-    Undone,
-    _remove_buffers,
-    _restore_nodepools,
-    still_held,
 )
+from forecaster.actuators.prewarm.buffer_backend import remove_drained as _remove_buffers
+from forecaster.app.cleanup import Undone, _restore_nodepools, still_held
 from forecaster.core.series import iso_utc
 from forecaster.errors import ForecasterError
 from tests.actuators.test_nodepool_records import NAME, nodepool

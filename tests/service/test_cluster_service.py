@@ -90,7 +90,7 @@ def test_a_deposed_leader_stops_writing_in_the_middle_of_a_tick(
     b = replica(tmp_path, api, "replica-b", clock_b)
     a.renew()
     b.renew()
-    placeholders = a.daemon.reconciler.actuator.placeholders  # type: ignore[union-attr]
+    placeholders = a.daemon.reconciler.actuator.backends["placeholders"].placeholders  # type: ignore[union-attr]
     verify = placeholders.verify_priority_class
 
     def stall_then_verify() -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from forecaster.core.actions import AUTOSCALER_HELD
 from forecaster.core.jobs import JobTrace
 from forecaster.core.policy import Budgets, PoolPolicy, prewarm_window_seconds
 from forecaster.simulation.metrics import measure
@@ -86,10 +87,10 @@ def test_a_capacity_buffer_is_used_at_once_and_refills() -> None:
     """No preemption grace (nothing to evict), and the next chunk is launched within a batch,
     not at the daemon's next tick; but its pods are virtual, so no image is pre-pulled."""
     first = trace((1200, 3600, 8))
-    assert waits(run(first, Static(8), capacity_buffer=True)) == [CFG.image_pull_seconds]
+    assert waits(run(first, Static(8), conduct=AUTOSCALER_HELD)) == [CFG.image_pull_seconds]
     assert waits(run(first, Static(8))) == [CFG.preempt_grace_seconds]  # warm placeholder
     second = trace((1230, 3600, 8), (1320, 3600, 8))
-    buffer = run(second, Static(8), capacity_buffer=True, warm_image=False)
+    buffer = run(second, Static(8), conduct=AUTOSCALER_HELD, warm_image=False)
     pods = run(second, Static(8), warm_image=False)
     # buffer: the next chunk launches at 1230 + batch and is Ready at 1300, before the job
     assert waits(buffer) == [CFG.image_pull_seconds] * 2

@@ -35,19 +35,21 @@ NodePool's GPU limit comes from its ``spec.limits``.
 * every GPU of an empty node while the NodePool carries our consolidation pause;
 * launching nodes not claimed by pending real pods, up to whole nodes for our pending
   placeholders (Karpenter launched them for us);
-* for our CapacityBuffer (replicas x chunk GPUs, counted as prewarm, never as spare): the
-  pod-less nodes of the pool, up to whole nodes for the buffer.
+* for what a backend holds with no pod of ours (``held_gpus``: a CapacityBuffer's replicas x
+  chunk GPUs, counted as prewarm, never as spare): the pod-less nodes of the pool, up to whole
+  nodes for it.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.manifests import CapacityBuffer, Event, Node, NodePool, Pod
+from forecaster.actuators.manifests import Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
 from forecaster.actuators.notice.base import NoticeReader, NoticeReading, PodMarker
 from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of, shape
@@ -96,16 +98,6 @@ def _allocatable(node: Node) -> int:
     return gpu_quantity(node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0))
 
 
-def _buffer_gpus(buffers: list[CapacityBuffer], pool: str) -> int:
-    """GPUs our CapacityBuffer of ``pool`` asks to keep free (replicas x chunk GPUs)."""
-    total = 0
-    for buffer in buffers:
-        annotations = buffer["metadata"].get("annotations") or {}
-        if (buffer["metadata"].get("labels") or {}).get(lbl.POOL) == pool:
-            total += int(buffer["spec"].get("replicas", 0)) * int(annotations.get(lbl.GPUS, 0))
-    return total
-
-
 def _node_gpus(
     own: list[Node],
     *,
@@ -135,30 +127,34 @@ def _node_gpus(
     return stranded, held
 
 
+class HeldCapacity(Protocol):
+    """What the observer asks of a prewarm backend (``prewarm.base.PrewarmBackend``)."""
+
+    def held_gpus(self) -> Mapping[str, int]:
+        """GPUs held per pool that no pod of ours shows."""
+        ...
+
+
 def observe(
     kube: Kube,
     *,
     pools: Sequence[str],
     now: int,
-    buffer_namespace: str | None = None,
+    held: Sequence[HeldCapacity] = (),
     kueue: Sequence[KueueScope] = (),
     watched: PodWatch | None = None,
     notice: NoticeReader | None = None,
 ) -> Observation:
-    """Snapshots of every pool in ``pools`` (with our CapacityBuffers in ``buffer_namespace``
-    and, for the pools in ``kueue``, what Kueue's quota could still admit); the pods not ours
-    from ``watched`` while its watch is in sync (``pod_watch.live_pods``); the work announced
-    for each pool by ``notice``'s sources."""
+    """Snapshots of every pool in ``pools`` (with the GPUs each of ``held`` holds for it with
+    no pod of ours and, for the pools in ``kueue``, what Kueue's quota could still admit); the
+    pods not ours from ``watched`` while its watch is in sync (``pod_watch.live_pods``); the
+    work announced for each pool by ``notice``'s sources."""
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
     pods = live_pods(kube, watched)
     shapes = _shapes(kube.list_nodepools())
     launches = _launch_failures(kube.list_events(fields=f"reason={NO_CAPACITY}"), now=now)
     homes, unattributed = _attribute(pods, shapes)
-    buffers = (
-        kube.list_capacity_buffers(buffer_namespace, labels=lbl.owned_selector())
-        if buffer_namespace
-        else []
-    )
+    held_gpus = [backend.held_gpus() for backend in held]
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
     rooms, kueue_problem = _kueue_rooms(kube, kueue)
     gated = {scope.pool for scope in kueue}
@@ -176,7 +172,7 @@ def observe(
                 homes=homes,
                 node_pool=node_pool,
                 now=now,
-                buffer_gpus=_buffer_gpus(buffers, pool),
+                buffer_gpus=sum(gpus.get(pool, 0) for gpus in held_gpus),
                 launch_problem=launches.get(pool),
                 announced=reading.announced,
             )

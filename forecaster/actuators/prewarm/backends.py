@@ -1,9 +1,10 @@
 """Which prewarm backend the cluster gets: CapacityBuffers where an autoscaler serves them.
 
-``planning.actuation`` is ``auto`` (default), ``capacitybuffer`` or ``placeholders``; a pool
-may still name its own ``backend``. ``auto`` prefers CapacityBuffers (headroom without real
-pods: no preemption churn, nothing for the scheduler to fight) and falls back to placeholder
-pods when
+``planning.actuation`` is ``auto`` (default) or a registered backend's name (``registry``:
+``placeholders``, ``capacitybuffer``, any other registered); a pool may still name its own
+``backend``. An explicit choice the cluster does not serve refuses to start. ``auto`` prefers
+CapacityBuffers (headroom without real pods: no preemption churn, nothing for the scheduler to
+fight) and falls back to placeholder pods when
 
 * the API server does not serve ``autoscaling.x-k8s.io/v1beta1`` CapacityBuffers (no CRD, or
   another version), or
@@ -20,45 +21,37 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Literal
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import Object
+from forecaster.actuators.prewarm.buffer_backend import AUTOSCALER_HINT
+from forecaster.actuators.prewarm.registry import make_backend
 from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.errors import ActuationError, ConfigError
 
 log = logging.getLogger(__name__)
-Backend = Literal["placeholders", "capacitybuffer"]
-Actuation = Literal["auto", "capacitybuffer", "placeholders"]
+AUTO = "auto"
 UNSERVED_AFTER_SECONDS = 300
-AUTOSCALER_HINT = (
-    "Karpenter needs the CapacityBuffer feature gate, Cluster Autoscaler"
-    " --capacity-buffer-controller-enabled and --capacity-buffer-pod-injection-enabled"
-)
 
 
 @dataclass(frozen=True)
 class BackendChoice:
     """The backend pools without their own ``backend`` use, and why."""
 
-    backend: Backend
+    backend: str
+    """A registered backend's name."""
     reason: str
 
 
-def choose_backend(kube: Kube, namespace: str, *, actuation: Actuation, now: int) -> BackendChoice:
+def choose_backend(kube: Kube, namespace: str, *, actuation: str, now: int) -> BackendChoice:
     """Decide from what the cluster serves and how our buffers fare (see module docstring)."""
-    if actuation == "placeholders":
-        return BackendChoice("placeholders", "configured: actuation placeholders")
-    served = kube.serves_capacity_buffers(namespace)
-    if actuation == "capacitybuffer":
-        if not served:
-            raise ConfigError(
-                "planning.actuation: capacitybuffer, but the cluster does not serve"
-                f" autoscaling.x-k8s.io/v1beta1 CapacityBuffers ({AUTOSCALER_HINT})"
-            )
-        return BackendChoice("capacitybuffer", "configured: actuation capacitybuffer")
-    if not served:
+    if actuation != AUTO:
+        why = make_backend(actuation, kube, namespace, "").served()
+        if why is not None:
+            raise ConfigError(f"planning.actuation: {actuation}, but {why}")
+        return BackendChoice(actuation, f"configured: actuation {actuation}")
+    if not kube.serves_capacity_buffers(namespace):
         return BackendChoice(
             "placeholders",
             "auto: the cluster does not serve autoscaling.x-k8s.io/v1beta1 CapacityBuffers",
@@ -93,7 +86,7 @@ class BackendDetector:
     """``choose_backend``, re-made every ``resync_seconds`` (the first call decides)."""
 
     def __init__(
-        self, kube: Kube, namespace: str, actuation: Actuation, *, resync_seconds: int = 300
+        self, kube: Kube, namespace: str, actuation: str, *, resync_seconds: int = 300
     ) -> None:
         self.kube = kube
         self.namespace = namespace

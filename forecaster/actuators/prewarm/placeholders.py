@@ -83,6 +83,10 @@ class Applied:
     used_gpus: int = 0
     """GPUs of placeholders a real pod preempted (prewarm used) since the last reconcile."""
 
+    def __bool__(self) -> bool:
+        """Did anything happen (a backend that changed nothing reports ``Applied()``)?"""
+        return self != Applied()
+
 
 class Placeholders:
     """Creates, renews and removes a pool's placeholder Jobs in our namespace."""
