@@ -20,7 +20,6 @@ from forecaster.app.model_sharing import fetch_models, model_store, publish_mode
 from forecaster.app.replay_policies import replay_policy
 from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import OperatingPoint
-from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, to_epoch_seconds
 from forecaster.durations import DAY, format_duration
 from forecaster.errors import ForecasterError, SourceError
@@ -29,48 +28,25 @@ from forecaster.forecasting.training import PoolTraining, Progress, train_pool
 from forecaster.service.clock import Clock
 from forecaster.settings import PoolSettings, Settings
 from forecaster.simulation.operating_point import choose_operating_point
-from forecaster.sources.base import ArrivalSource, DemandSource, PodHistorySource
-from forecaster.sources.files import CsvSource
+from forecaster.sources.base import DemandSource, PodHistorySource
+from forecaster.sources.inputs import TrainingInputs, gather, history_end
 
 log = logging.getLogger(__name__)
 
 
 def fetch_history(
     settings: Settings, source: DemandSource, *, pool: PoolSettings, clock: Clock
-) -> tuple[DemandSeries, QualityReport]:
-    """The trailing ``history_days`` of demand; a CSV file's history ends at its last row."""
+) -> TrainingInputs:
+    """The trailing ``history_days`` of demand, and the arrivals on its grid; a recorded
+    history (a CSV file) ends at its last row."""
     history = int(settings.forecast.history_days * DAY)
     step = settings.forecast.step_seconds
-    if isinstance(source, CsvSource):
-        full, _ = source.fetch_all(pool.name, step_seconds=step)
-        end = full.end
-    else:
-        end = to_epoch_seconds(clock.now())
-    series, report = source.fetch(pool.name, start=end - history + step, end=end, step_seconds=step)
-    if series.usable_seconds == 0:
+    now = to_epoch_seconds(clock.now())
+    end = history_end(source, pool.name, now=now, step_seconds=step)
+    inputs = gather(source, pool.name, start=end - history + step, end=end, step_seconds=step)
+    if inputs.demand.usable_seconds == 0:
         raise SourceError(f"pool {pool.name}: the history holds no usable samples")
-    return series, report
-
-
-def fetch_arrivals(source: DemandSource, series: DemandSeries) -> DemandSeries | None:
-    """The pool's arrivals on ``series``' grid, where the source has them (Prometheus: pods'
-    creation times; a CSV of demand has none): None, and why in the log, otherwise."""
-    if not isinstance(source, ArrivalSource):
-        log.info("pool %s: the source has no pod creation times: no arrivals model", series.name)
-        return None
-    try:
-        arrivals, _ = source.fetch_arrivals(
-            series.name, start=series.start, end=series.end, step_seconds=series.step_seconds
-        )
-    except SourceError as exc:
-        log.warning("pool %s: no arrivals history (%s): no arrivals model", series.name, exc)
-        return None
-    if (arrivals.start, len(arrivals)) != (series.start, len(series)):
-        log.warning(
-            "pool %s: arrivals history is off the demand grid: no arrivals model", series.name
-        )
-        return None
-    return arrivals
+    return inputs
 
 
 def fetch_pods(source: DemandSource, series: DemandSeries) -> JobTrace | None:
@@ -235,10 +211,10 @@ def _train_pool(
     """Fetch, choose the operating point and train one pool; a ``ForecasterError`` is reported
     as a failed result."""
     try:
-        series, report = fetch_history(settings, source, pool=pool, clock=clock)
+        inputs = fetch_history(settings, source, pool=pool, clock=clock)
+        series, report, arrivals = inputs.demand, inputs.report, inputs.arrivals
         for line in report.describe():  # debug: `train` prints these in its report
             log.debug("pool %s data: %s", pool.name, line)
-        arrivals = fetch_arrivals(source, series)
         result = train_pool(
             series,
             report,

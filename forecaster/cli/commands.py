@@ -189,7 +189,7 @@ def _plan(settings: Settings, *, data: Path | None, pool: str | None) -> int:
         if path is None:
             raise ConfigError(f"pool {one_pool.name}: no CSV history to plan from (use --data)")
         source = connect.csv_source(settings, pool=one_pool.name, path=path)
-        now = source.fetch_all(one_pool.name, step_seconds=settings.forecast.step_seconds)[0].end
+        now = source.span(one_pool.name, step_seconds=settings.forecast.step_seconds)[1]
         _print_plan(one, source, now)
     return 0
 

@@ -25,6 +25,7 @@ from forecaster.forecasting.training import TrainingPlan, train_pool
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.simulation.live import LiveTwin
+from forecaster.sources.inputs import gather
 
 log = logging.getLogger(__name__)
 REAL_STEP_SECONDS = 0.1
@@ -54,20 +55,17 @@ class EmbeddedRun:
         """Backtest, select and publish a model (and the arrivals model) on the demand and the
         pods created that the twin showed so far."""
         now = int(self.twin.now)
-        series, report = self.twin.fetch(
-            self.pool, start=now - self.history_seconds, end=now, step_seconds=60
-        )
-        arrivals, _ = self.twin.fetch_arrivals(
-            self.pool, start=series.start, end=series.end, step_seconds=60
+        inputs = gather(
+            self.twin, self.pool, start=now - self.history_seconds, end=now, step_seconds=60
         )
         result = train_pool(
-            series,
-            report,
+            inputs.demand,
+            inputs.report,
             plan=self.training,
             store=self.store,
             created=from_epoch_seconds(now).strftime("%Y%m%dT%H%M%SZ"),
-            arrivals=arrivals,
-            operating_point=self.choose_point(series),
+            arrivals=inputs.arrivals,
+            operating_point=self.choose_point(inputs.demand),
         )
         log.info("[twin %s] retrain: %s", _simulated(now), result.message)
         return result.version

@@ -30,6 +30,7 @@ from forecaster.reconcile.records import PoolRuntime
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.metrics import ReplayMetrics, measure
 from forecaster.simulation.twin import Decision, Policy, Twin, TwinConfig, TwinRecord, TwinView
+from forecaster.sources.inputs import gather
 
 log = logging.getLogger(__name__)
 
@@ -86,11 +87,17 @@ class WeeklyRetrain:
 
     def _retrain(self, pool: str, now: int) -> None:
         try:
-            history, _ = self.source.fetch(
-                pool, start=now - self.schedule.train_seconds, end=now, step_seconds=60
+            inputs = gather(
+                self.source,
+                pool,
+                start=now - self.schedule.train_seconds,
+                end=now,
+                step_seconds=60,
+                arrivals=self.arrivals,
             )
         except ForecasterError:
             return
+        history = inputs.demand
         if history.usable_seconds < self.schedule.min_train_seconds:
             return
         model = build(
@@ -102,20 +109,13 @@ class WeeklyRetrain:
             log.warning("replay retrain at %s failed (%s): keeping the previous model", now, exc)
             return
         arrivals = None
-        if self.arrivals:
-            try:
-                created, _ = self.source.fetch_arrivals(
-                    pool, start=history.start, end=history.end, step_seconds=60
-                )
-            except ForecasterError as exc:
-                log.warning("replay retrain at %s: no arrivals history (%s)", now, exc)
-            else:
-                arrivals, _ = fit_arrivals(
-                    history,
-                    created,
-                    horizons_seconds=self.horizons_seconds,
-                    quantiles=self.quantiles,
-                )
+        if inputs.arrivals is not None:
+            arrivals, _ = fit_arrivals(
+                history,
+                inputs.arrivals,
+                horizons_seconds=self.horizons_seconds,
+                quantiles=self.quantiles,
+            )
         self.current = ActiveModel(fitted, self.model_name, f"replay-{now}", arrivals)
         self.fits.append((now, history.end))
 

@@ -47,3 +47,12 @@ class PodHistorySource(Protocol):
         within ``step_seconds``) and its GPUs. A pod may begin before ``start`` and still run
         at ``end``."""
         ...
+
+
+@runtime_checkable
+class SpannedSource(Protocol):
+    """A recorded history (a file): it ends at its last sample, not now."""
+
+    def span(self, pool: str, *, step_seconds: int) -> tuple[int, int]:
+        """The first and last grid times of ``pool``'s history."""
+        ...

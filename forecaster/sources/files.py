@@ -154,6 +154,11 @@ class CsvSource:
         except ValueError as exc:
             raise SourceError(f"{path}: {exc}") from exc
 
+    def span(self, pool: str, *, step_seconds: int) -> tuple[int, int]:
+        """The first and last grid times of the pool's file (``SpannedSource``)."""
+        series, _ = self.fetch_all(pool, step_seconds=step_seconds)
+        return series.start, series.end
+
     def _samples(self, path: Path) -> CsvSamples:
         try:
             stat = path.stat()
