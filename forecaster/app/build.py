@@ -38,6 +38,7 @@ from forecaster.actuators.prewarm.registry import make_backends, served_backends
 from forecaster.app.connect import build_source, control
 from forecaster.app.doctor import run_guardrails
 from forecaster.app.model_sharing import fetch_models, model_store
+from forecaster.app.signals import live_readers, twin_signals
 from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.policy import Budgets, PoolPolicy, horizon_for_lead
@@ -172,6 +173,7 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
             pools=pools,
             now=now,
             held=held,
+            signals=live_readers(),
             kueue=kueue,
             watched=watch,
             notice=notice,
@@ -358,6 +360,7 @@ def build_embedded(
         image_pull_seconds=pool.lead_time.image_pull_seconds,
         placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
         nodepool_limit_gpus=cfg.nodepool_limit_gpus,
+        signals=twin_signals(),
     )
     twin = LiveTwin(jobs, twin_config, start=start, end=end)
     began = time.perf_counter()

@@ -8,9 +8,12 @@ retraining standing in for the training CronJob (``simulation.replay.WeeklyRetra
 
 from __future__ import annotations
 
+import dataclasses
+
 from forecaster.actuators.prewarm.backends import AUTO
 from forecaster.actuators.prewarm.registry import backend_conduct
 from forecaster.app import build
+from forecaster.app.signals import twin_signals
 from forecaster.core.policy import (
     MIN_WAKE_SECONDS,
     Budgets,
@@ -57,7 +60,7 @@ def replay_setup(
         epoch=epoch, start_day=start_day, warmup_days=warmup_days, end_day=end_day
     )
     return ReplaySetup(
-        twin=twin,
+        twin=dataclasses.replace(twin, signals=twin_signals()),
         start=start,
         warmup_end=warmup_end,
         end=end,
@@ -106,6 +109,7 @@ def replay_setup_from_settings(
         nodepool_limit_gpus=settings.twin.nodepool_limit_gpus,
         max_prewarm_gpus=pool.max_prewarm_gpus,
         conduct=backend_conduct(_replayed_backend(settings, pool)),
+        signals=twin_signals(),
     )
     start, warmup_end, end = _window(
         epoch=epoch, start_day=start_day, warmup_days=warmup_days, end_day=end_day

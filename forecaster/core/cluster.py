@@ -106,6 +106,13 @@ class PoolSnapshot:
     announced_real_gpus: int = 0
     """Of ``real_demand_gpus``, the GPUs of pods of announced work (a CronJob's run, a JobSet's
     waiting stage): its histories leave them out, so the forecast is of unannounced work only."""
+    signals: tuple[tuple[str, float], ...] = ()
+    """Readings of the registered signal readers, ``(name, value)`` in registration order
+    (``app.signals``): on the status page, and for a plan rule that reads one (``signal``)."""
+
+    def signal(self, name: str) -> float | None:
+        """The reading of signal ``name`` (None: no reader of that name, or no reading)."""
+        return dict(self.signals).get(name)
 
     @property
     def billed_gpus(self) -> int:

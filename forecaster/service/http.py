@@ -289,6 +289,7 @@ def _pool_status(daemon: Daemon, name: str, record: TickRecord | None) -> dict[s
         "buffer": actuation.buffer_status.get(name) if actuation else None,
         "kueue": _kueue(view.snapshot.kueue if view and view.snapshot else None),
         "launch_problem": view.snapshot.launch_problem if view and view.snapshot else None,
+        "signals": dict(view.snapshot.signals) if view and view.snapshot else {},
         "announced": [
             _announced(item, now=now)
             for item in (view.snapshot.announced if view and view.snapshot else ())

@@ -96,6 +96,9 @@ class TwinConfig:
     (nothing is evicted) and pulls no image ahead (its pods are virtual: warm for nodes, cold
     for images); refilled by the autoscaler, it comes back within its batch, not at the
     daemon's next tick."""
+    signals: tuple[TwinSignal, ...] = ()
+    """The registered signals as the twin shows them (``app.signals``), read into every
+    snapshot as the observer reads them into the daemon's."""
     kueue_quota_gpus: int | None = None
     """Kueue admits at most this many GPUs at once (one ClusterQueue, BestEffortFIFO): jobs
     beyond it wait as workloads, with no pods, so nothing provisions for them - and the planner
@@ -161,6 +164,17 @@ class TwinView(Protocol):
 
     def pending_requests(self) -> list[int]:
         """GPUs each pending pod asks for."""
+        ...
+
+
+class TwinSignal(Protocol):
+    """A signal as the twin shows it: read from what a policy may see (never ``snapshot``,
+    which it fills)."""
+
+    name: str
+
+    def read(self, view: TwinView) -> float:
+        """The pool's value now."""
         ...
 
 
@@ -340,6 +354,7 @@ class Twin:
             kueue=self._kueue_room(),
             announced=self._announced(),
             announced_real_gpus=self.requested_announced,
+            signals=tuple((s.name, float(s.read(self))) for s in self.cfg.signals),
         )
 
     def _announced(self) -> tuple[AnnouncedItem, ...]:

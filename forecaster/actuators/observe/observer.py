@@ -56,6 +56,7 @@ from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of,
 from forecaster.actuators.observe.kueue import KueueScope, read_rooms
 from forecaster.actuators.observe.lead import measure_lead
 from forecaster.actuators.observe.pod_watch import PodWatch, live_pods
+from forecaster.actuators.observe.signals import SignalReader, read_signals
 from forecaster.actuators.quantities import (
     MalformedObjectError,
     gpu_quantity,
@@ -141,6 +142,7 @@ def observe(
     pools: Sequence[str],
     now: int,
     held: Sequence[HeldCapacity] = (),
+    signals: Sequence[SignalReader] = (),
     kueue: Sequence[KueueScope] = (),
     watched: PodWatch | None = None,
     notice: NoticeReader | None = None,
@@ -148,13 +150,14 @@ def observe(
     """Snapshots of every pool in ``pools`` (with the GPUs each of ``held`` holds for it with
     no pod of ours and, for the pools in ``kueue``, what Kueue's quota could still admit); the
     pods not ours from ``watched`` while its watch is in sync (``pod_watch.live_pods``); the
-    work announced for each pool by ``notice``'s sources."""
+    work announced for each pool by ``notice``'s sources; the readings of ``signals``."""
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
     pods = live_pods(kube, watched)
     shapes = _shapes(kube.list_nodepools())
     launches = _launch_failures(kube.list_events(fields=f"reason={NO_CAPACITY}"), now=now)
     homes, unattributed = _attribute(pods, shapes)
     held_gpus = [backend.held_gpus() for backend in held]
+    readings = read_signals(kube, signals, pools, now=now) if signals else {}
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
     rooms, kueue_problem = _kueue_rooms(kube, kueue)
     gated = {scope.pool for scope in kueue}
@@ -180,6 +183,8 @@ def observe(
                 snapshots[pool] = dataclasses.replace(
                     snapshots[pool], announced=reading.items[pool]
                 )
+            if readings.get(pool):
+                snapshots[pool] = dataclasses.replace(snapshots[pool], signals=readings[pool])
             if pool in gated:
                 snapshots[pool] = _gated(snapshots[pool], rooms.get(pool), kueue_problem)
         except (
