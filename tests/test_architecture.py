@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import grimp
@@ -86,3 +88,16 @@ def test_every_file_the_extending_guide_names_exists() -> None:
     named = set(re.findall(r"`([\w./-]+/[\w.-]+\.(?:py|yaml|md))`", guide))
     assert len(named) >= 10
     assert sorted(p for p in named if not (ROOT / p).exists()) == []
+
+
+def test_the_cli_parses_without_the_kubernetes_client() -> None:
+    """``forecaster --help`` answers at once: importing the CLI loads no client and no config
+    schema (they come with the command that needs them)."""
+    probe = (
+        "import sys, forecaster.cli; "
+        "print(sorted(m for m in ('kubernetes', 'forecaster.settings') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "[]"

@@ -9,11 +9,14 @@ retraining standing in for the training CronJob (``simulation.replay.WeeklyRetra
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from forecaster.actuators.prewarm.backends import AUTO
 from forecaster.actuators.prewarm.registry import backend_conduct
 from forecaster.app import build
+from forecaster.app.connect import read_demand_csv
 from forecaster.app.signals import twin_signals
+from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.policy import (
     MIN_WAKE_SECONDS,
     Budgets,
@@ -28,6 +31,7 @@ from forecaster.settings import PoolSettings, Settings
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.replay import Predictive, ReplaySetup, WeeklyRetrain
 from forecaster.simulation.twin import TwinConfig
+from forecaster.sources.files import read_job_trace
 
 PLACEHOLDER_TTL_SECONDS = 3600
 """Replay's placeholders live an hour, as the shipped config's (each GPU is charged that long)."""
@@ -46,10 +50,11 @@ def replay_setup(
     model: str,
     quantile: float,
     floor_gpus: int = 0,
+    backend: str = "placeholders",
 ) -> ReplaySetup:
     """A replay of days [start_day, end_day) measured after ``warmup_days``, the predictive
     planning for ``quantile`` above ``floor_gpus``; every cap is ``max_prewarm_gpus`` (GPUs,
-    GPU-hours a day, cost an hour)."""
+    GPU-hours a day, cost an hour); prewarm behaves as ``backend`` declares."""
     budgets = Budgets(
         max_total_prewarm_gpus=max_prewarm_gpus,
         max_prewarm_gpu_hours_per_day=max_prewarm_gpus * 24.0,
@@ -60,7 +65,7 @@ def replay_setup(
         epoch=epoch, start_day=start_day, warmup_days=warmup_days, end_day=end_day
     )
     return ReplaySetup(
-        twin=dataclasses.replace(twin, signals=twin_signals()),
+        twin=dataclasses.replace(twin, conduct=backend_conduct(backend), signals=twin_signals()),
         start=start,
         warmup_end=warmup_end,
         end=end,
@@ -203,3 +208,14 @@ def _replayed_backend(settings: Settings, pool: PoolSettings) -> str:
         return pool.backend
     actuation = settings.planning.actuation
     return "placeholders" if actuation == AUTO else actuation
+
+
+def jobs_from_files(*, jobs: Path | None, series: Path | None, epoch: int) -> tuple[JobTrace, int]:
+    """What a replay runs: a job trace (``--jobs``, its times from ``epoch``) or jobs rebuilt
+    from a demand level (``--series``, from its own start); with the trace's day 0."""
+    if jobs is not None:
+        return read_job_trace(jobs, epoch=epoch), epoch
+    if series is not None:
+        level, _ = read_demand_csv(series, step_seconds=60)
+        return jobs_from_series(level.start, level.step_seconds, values=level.values), level.start
+    raise ConfigError("give --jobs FILE or --series FILE")

@@ -13,8 +13,10 @@ from pathlib import Path
 
 from forecaster.actuators.coordination.control import Control
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.core.quality import QualityReport
+from forecaster.core.series import DemandSeries
 from forecaster.settings import Settings
-from forecaster.sources.base import DemandSource
+from forecaster.sources.base import DEFAULT_VALUE_COLUMN, DemandSource
 from forecaster.sources.files import CsvSource
 from forecaster.sources.prometheus import EXCLUDE, PrometheusSource
 
@@ -59,6 +61,20 @@ def csv_source(settings: Settings, *, pool: str, path: Path) -> CsvSource:
         value_column=settings.source.csv_value_column,
         outage_min_seconds=settings.forecast.outage_min_seconds,
     )
+
+
+def read_demand_csv(
+    path: Path,
+    *,
+    step_seconds: int,
+    value_column: str = DEFAULT_VALUE_COLUMN,
+    outage_min_seconds: int = 3600,
+) -> tuple[DemandSeries, QualityReport]:
+    """A whole CSV file of demand, regularized (``backtest --data``, ``replay --series``)."""
+    source = CsvSource(
+        {path.stem: path}, value_column=value_column, outage_min_seconds=outage_min_seconds
+    )
+    return source.fetch_all(path.stem, step_seconds=step_seconds)
 
 
 def control(settings: Settings, kube: Kube) -> Control:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from forecaster.app.connect import build_source
 from forecaster.core.cluster import MeasuredLead
@@ -22,6 +23,7 @@ from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, DataError
 from forecaster.settings import Settings
+from forecaster.sources.files import write_job_trace
 from forecaster.sources.prometheus import DEFAULT_RETENTION, PrometheusSource
 
 log = logging.getLogger(__name__)
@@ -88,6 +90,10 @@ class PoolHistory:
     lead: MeasuredLead | None
     windows: Windows | None = None
     """How a replay splits it (None: not for a replay)."""
+
+    def write_trace(self, path: Path) -> None:
+        """The submissions as a job trace ``replay --jobs`` reads (``history export``)."""
+        write_job_trace(path, self.jobs, epoch=self.start)
 
     @property
     def days(self) -> int:

@@ -24,7 +24,7 @@ from forecaster.cli.replay_args import add_replay_arguments, parse_instant
 from forecaster.durations import DAY, parse_duration
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.registry import known_names
-from forecaster.sources.files import DEFAULT_VALUE_COLUMN
+from forecaster.sources.base import DEFAULT_VALUE_COLUMN
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,7 +34,6 @@ from forecaster.service.http import ensure_port_free
 from forecaster.service.scheduler import serve_cluster
 from forecaster.settings import Settings
 from forecaster.sources.base import DemandSource
-from forecaster.sources.files import CsvSource
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -236,12 +235,12 @@ def _backtest(args: argparse.Namespace) -> int:
         raise ConfigError("--quantile must be between 0.5 and 1")
     if args.horizon <= 0:
         raise ConfigError(f"--horizon must be longer than 0 s, got {args.horizon} s")
-    source = CsvSource(
-        {args.data.stem: args.data},
+    series, report = connect.read_demand_csv(
+        args.data,
+        step_seconds=args.step,
         value_column=args.value_column,
         outage_min_seconds=args.outage_min,
     )
-    series, report = source.fetch_all(args.data.stem, step_seconds=args.step)
     for line in report.describe():
         print(f"data: {line}")
     spec = BacktestSpec(

@@ -28,7 +28,6 @@ from forecaster.core.series import iso_utc
 from forecaster.errors import ConfigError, DataError, SourceError
 from forecaster.service.clock import SystemClock
 from forecaster.settings import Settings, load_settings
-from forecaster.sources.files import write_job_trace
 
 ONE_SHOT = frozenset(
     {
@@ -87,7 +86,7 @@ def _history_export(settings: Settings, args: argparse.Namespace) -> int:
     """``history export``: the pool's pods in Prometheus as a job trace ``replay`` reads."""
     end = args.end if args.end is not None else int(SystemClock().now().timestamp())
     found = history.read_history(settings, pool=args.pool, days=args.days, end=end)
-    write_job_trace(args.output, found.jobs, epoch=found.start)
+    found.write_trace(args.output)
     print(found.said())
     try:
         split = history.windows(found.days, frontier=False)

@@ -15,13 +15,12 @@ from typing import Any
 from tqdm import tqdm
 
 from forecaster import __version__
-from forecaster.actuators.prewarm.registry import backend_conduct
-from forecaster.app.build_replay import replay_setup, replay_setup_from_settings
+from forecaster.app.build_replay import jobs_from_files, replay_setup, replay_setup_from_settings
 from forecaster.app.history import PoolHistory, read_history
 from forecaster.app.replay_policies import frontier_knobs, replay_policy
 from forecaster.cli.replay_args import EPOCH_DEFAULT, POOL_DEFAULTS
 from forecaster.core.cluster import MeasuredLead
-from forecaster.core.jobs import JobTrace, jobs_from_series
+from forecaster.core.jobs import JobTrace
 from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError
@@ -34,7 +33,6 @@ from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
 from forecaster.simulation.report import ReportRun, render, render_frontier, render_partial
 from forecaster.simulation.twin import TwinConfig
 from forecaster.simulation.workers import Interrupted, usable_cpus
-from forecaster.sources.files import CsvSource, read_job_trace
 
 KEYS = (
     "p50_wait_s",
@@ -63,18 +61,13 @@ def load_trace(
         args.jobs = args.jobs or twin.jobs
         if args.epoch == EPOCH_DEFAULT:
             args.epoch = twin.epoch
+    epoch = 0
     if args.jobs is not None:
         try:
             epoch = int(datetime.fromisoformat(args.epoch).timestamp())
         except ValueError:
             raise ConfigError(f"--epoch: bad ISO 8601 time {args.epoch!r}") from None
-        return read_job_trace(args.jobs, epoch=epoch), epoch
-    if args.series is not None:
-        series, _ = CsvSource({"series": args.series}).fetch_all("series", step_seconds=60)
-        return jobs_from_series(
-            series.start, series.step_seconds, values=series.values
-        ), series.start
-    raise ConfigError("give --jobs FILE or --series FILE")
+    return jobs_from_files(jobs=args.jobs, series=args.series, epoch=epoch)
 
 
 def pool_history(args: argparse.Namespace, settings: Settings | None) -> PoolHistory | None:
@@ -144,7 +137,6 @@ def setup_from(
         consolidate_after_seconds=args.consolidate_after,
         warm_image=not args.no_warm_image,
         max_prewarm_gpus=args.max_prewarm_gpus,
-        conduct=backend_conduct(args.backend),
         kueue_quota_gpus=args.kueue_quota_gpus,
         kueue_notice_seconds=args.kueue_notice,
         notice=args.notice,
@@ -161,6 +153,7 @@ def setup_from(
         model=args.model,
         quantile=args.quantile,
         floor_gpus=args.floor_gpus,
+        backend=args.backend,
     )
 
 

@@ -6,7 +6,6 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from forecaster.actuators.prewarm.registry import backend_names
 from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.durations import parse_duration
 from forecaster.simulation.declared_notice import NoticeMix
@@ -170,9 +169,8 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--backend",
-        choices=backend_names(),
         default="placeholders",
-        help="how prewarm is held: placeholder pods (preempted), a CapacityBuffer (refills) or"
+        help="how prewarm is held: placeholders (pods, preempted), capacitybuffer (refills) or"
         " another registered backend (as it declares)",
     )
     parser.add_argument(

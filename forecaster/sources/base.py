@@ -12,6 +12,9 @@ from forecaster.core.jobs import JobTrace
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries
 
+DEFAULT_VALUE_COLUMN = "gpus_requested"
+"""The CSV column of GPUs a demand file is read by unless told otherwise."""
+
 
 class DemandSource(Protocol):
     """Reads the GPU demand history of one pool."""

@@ -17,8 +17,7 @@ from forecaster.core.jobs import JobTrace
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
 from forecaster.errors import SourceError
-
-DEFAULT_VALUE_COLUMN = "gpus_requested"
+from forecaster.sources.base import DEFAULT_VALUE_COLUMN
 
 
 @dataclass(frozen=True)
