@@ -39,8 +39,7 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 from bench.performance.replay import ROOT
-from forecaster.cli import build_parser
-from forecaster.cli.replay import load_trace, setup_from
+from forecaster.app.build_replay import trace_replay
 from forecaster.core.jobs import JobTrace
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
@@ -68,11 +67,7 @@ def main() -> None:
     first_day, last_day = parse_days(mine.tune_days, "--tune-days")
     for trace in mine.trace:
         began = time.perf_counter()
-        args = build_parser().parse_args(
-            ["replay", "--jobs", str(ROOT / f"data/samples/msr-itp-{trace}-jobs.csv")]
-        )
-        jobs, epoch = load_trace(args)
-        setup = setup_from(args, epoch)
+        jobs, epoch, setup = trace_replay(ROOT / f"data/samples/msr-itp-{trace}-jobs.csv")
         setup = dataclasses.replace(setup, end=int(epoch + last_day * DAY))
         twin = Twin(jobs, Reactive(), setup.twin, start=setup.start, end=setup.end)
         record = twin.run()

@@ -38,9 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from forecaster.app.build_replay import simulated_setup, trace_replay
 from forecaster.app.replay_policies import replay_policy
-from forecaster.cli import build_parser
-from forecaster.cli.replay import load_trace, setup_from
 from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import (
     REPLAYED,
@@ -62,6 +61,7 @@ from forecaster.simulation.frontier import (
 )
 from forecaster.simulation.metrics import ReplayMetrics
 from forecaster.simulation.operating_point import choose_operating_point, under_budget
+from forecaster.simulation.pool import SimulatedPool
 from forecaster.simulation.replay import replay
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,10 +96,10 @@ def main() -> None:
     # the printed figures, not logged one by one
     logging.getLogger("forecaster.reconcile").setLevel(logging.CRITICAL)
     jobs_file = ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv"
-    args = build_parser().parse_args(["replay", "--jobs", str(jobs_file)])
-    args.start_day, args.warmup_days, args.end_day = 0.0, 1.0, mine.retrain_day
-    jobs, epoch = load_trace(args)
-    setup = setup_from(args, epoch)
+    pool = SimulatedPool()  # the replay command's pool
+    jobs, epoch, setup = trace_replay(
+        jobs_file, pool, start_day=0.0, warmup_days=1.0, end_day=mine.retrain_day
+    )
     began = time.perf_counter()
     record = replay(jobs, replay_policy("reactive", setup, jobs=jobs), setup=setup).record
     level = DemandSeries(record.minute_start, 60, record.demand.astype(float), name="itp")
@@ -114,7 +114,7 @@ def main() -> None:
         f" {mine.measure_days:g}"
     )
     frontier = json.loads(mine.frontier_json.read_text()) if mine.frontier_json else None
-    static, reactive = _static_curve(frontier, jobs, args, epoch, mine.eval_days)
+    static, reactive = _static_curve(frontier, jobs, pool, epoch, mine.eval_days)
     pods = as_pods(jobs, setup.twin.gpus_per_node) if mine.history == "pods" else None
     print(f"the replays run {REPLAYED[mine.history]}")
     budgets = [Budget(p95_wait_s=s) for s in mine.p95_wait] or [
@@ -144,7 +144,7 @@ def main() -> None:
         if frontier is not None and budget.percent is not None:
             for line in _against_frontier(frontier, point, round(budget.percent)):
                 print("    " + line)
-        _judge(jobs, args, epoch, point, mine.eval_days, static=static, reactive=reactive)
+        _judge(jobs, pool, epoch, point, mine.eval_days, static=static, reactive=reactive)
         carried = _carried_floors(point)
         if carried is not None:
             print(
@@ -152,7 +152,7 @@ def main() -> None:
                 f" cannot carry for a day ({point.gpu_hours_per_day_budget / 24:.0f} GPUs):"
                 f" {carried.label}"
             )
-            _judge(jobs, args, epoch, carried, mine.eval_days, static=static, reactive=reactive)
+            _judge(jobs, pool, epoch, carried, mine.eval_days, static=static, reactive=reactive)
     print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
 
@@ -170,7 +170,7 @@ def as_pods(jobs: JobTrace, gpus_per_node: int) -> JobTrace:
 def _static_curve(
     frontier: dict[str, Any] | None,
     jobs: JobTrace,
-    args: argparse.Namespace,
+    pool: SimulatedPool,
     epoch: int,
     days: str,
 ) -> tuple[list[ReplayMetrics], float]:
@@ -179,8 +179,7 @@ def _static_curve(
     if frontier is not None:
         return [from_document(m) for m in frontier["static"]], frontier["reactive"]["gpu_hours"]
     first, last = parse_days(days, "--eval-days")
-    args.start_day, args.warmup_days, args.end_day = 0.0, first, last
-    setup = setup_from(args, epoch)
+    setup = simulated_setup(pool, epoch=epoch, start_day=0.0, warmup_days=first, end_day=last)
     began = time.perf_counter()
     curve = [
         replay(jobs, replay_policy(f"static:{k}", setup, jobs=jobs), setup=setup).metrics
@@ -192,7 +191,7 @@ def _static_curve(
 
 def _judge(
     jobs: JobTrace,
-    args: argparse.Namespace,
+    pool: SimulatedPool,
     epoch: int,
     point: OperatingPoint,
     days: str,
@@ -203,7 +202,7 @@ def _judge(
     """Replay the real jobs with the daemon at ``point`` on ``days`` and print it against
     static headroom there."""
     began = time.perf_counter()
-    judged = _as_the_daemon_runs_it(jobs, args, epoch, point, days)
+    judged = _as_the_daemon_runs_it(jobs, pool, epoch, point, days)
     print(
         f"    daemon's {point.label} under its cap and SLO on days {days}"
         f" ({time.perf_counter() - began:.0f} s):"
@@ -232,15 +231,14 @@ def _carried_floors(point: OperatingPoint) -> OperatingPoint | None:
 
 
 def _as_the_daemon_runs_it(
-    jobs: JobTrace, args: argparse.Namespace, epoch: int, point: OperatingPoint, days: str
+    jobs: JobTrace, pool: SimulatedPool, epoch: int, point: OperatingPoint, days: str
 ) -> ReplayMetrics:
     """The real jobs replayed with the daemon at ``point``: its quantile and floor, the cap its
     budget sets and the SLO that follows; measured on the evaluation days (as the frontier
     measures)."""
     first, last = parse_days(days, "--eval-days")
-    args.start_day, args.warmup_days, args.end_day = 0.0, first, last
     setup = under_budget(
-        setup_from(args, epoch),
+        simulated_setup(pool, epoch=epoch, start_day=0.0, warmup_days=first, end_day=last),
         quantile=point.quantile,
         floor_gpus=point.floor_gpus,
         gpu_hours_per_day=point.gpu_hours_per_day_budget,

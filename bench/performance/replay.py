@@ -3,8 +3,9 @@
 Pool of 8-GPU nodes, provisioning 60 s, image pull 5 min, empty nodes removed after 5 min;
 trace days 0-50 with days 0-10 as warm-up (excluded from the metrics). Prints the policy table,
 GPU-hours relative to the oracle, where each policy sits against the static curve at equal
-GPU-hours, and each run's wall time and the process's peak RSS. Writes out/replay.json and
-out/replay.html.
+GPU-hours, and each run's wall time and the process's peak RSS. It runs the replay command's
+own code (``app.build_replay.trace_replay``, ``app.replay_runs``) without its argument parser;
+``forecaster replay --json/--report`` writes the documents.
 
 Run:
 ``.venv/bin/python -m bench.performance.replay [--sweep 0,16,32,48,64,96,128]``
@@ -20,10 +21,11 @@ from pathlib import Path
 
 from threadpoolctl import threadpool_limits
 
-from forecaster.cli import build_parser
-from forecaster.cli.replay import against_static, load_trace, run_all, setup_from, table
+from forecaster.app.build_replay import trace_replay
+from forecaster.app.replay_runs import against_static, run_all, table
 from forecaster.core.jobs import JobTrace
 from forecaster.simulation.frontier import parse_days
+from forecaster.simulation.pool import SimulatedPool
 from forecaster.simulation.replay import ReplaySetup
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,14 +37,15 @@ def trace_windows(
     """An ITP trace (``cluster04``...) replayed with the CLI's defaults from day 0 to the end of
     the evaluation window, measured from the tuning window's start: its jobs, epoch, setup and
     the two windows in days (what the benches that judge points on both windows share)."""
-    args = build_parser().parse_args(
-        ["replay", "--jobs", str(ROOT / f"data/samples/msr-itp-{trace}-jobs.csv")]
-    )
     tune = parse_days(tune_days, "--tune-days")
     evaluate = parse_days(eval_days, "--eval-days")
-    args.start_day, args.warmup_days, args.end_day = 0.0, tune[0], evaluate[1]
-    jobs, epoch = load_trace(args)
-    return jobs, epoch, setup_from(args, epoch), tune, evaluate
+    jobs, epoch, setup = trace_replay(
+        ROOT / f"data/samples/msr-itp-{trace}-jobs.csv",
+        start_day=0.0,
+        warmup_days=tune[0],
+        end_day=evaluate[1],
+    )
+    return jobs, epoch, setup, tune, evaluate
 
 
 def main() -> None:
@@ -54,34 +57,20 @@ def main() -> None:
     )
     own.add_argument("--policies", default="reactive,static,schedule,predictive,oracle")
     mine = own.parse_args()
-    out = ROOT / "out"
-    out.mkdir(exist_ok=True)
-    args = build_parser().parse_args(
-        [
-            "replay",
-            "--jobs",
-            str(ROOT / "data/samples/msr-itp-cluster04-jobs.csv"),
-            "--model",
-            mine.model,
-            "--quantile",
-            mine.quantile,
-            "--json",
-            str(out / "replay.json"),
-            "--report",
-            str(out / "replay.html"),
-        ]
+    jobs, _, setup = trace_replay(
+        ROOT / "data/samples/msr-itp-cluster04-jobs.csv",
+        SimulatedPool(model=mine.model, quantile=float(mine.quantile)),
     )
-    jobs, epoch = load_trace(args)
-    setup = setup_from(args, epoch)
+    static_gpus = 64  # the plain 'static' policy's K, as the replay command's default
     results, timings = [], []
     for name in mine.policies.split(","):
         began = time.perf_counter()
-        results += run_all([name], jobs, setup=setup, static_gpus=args.static_gpus)
+        results += run_all([name], jobs, setup=setup, static_gpus=static_gpus)
         timings.append((results[-1].policy, time.perf_counter() - began))
     sweep = []
     for k in filter(None, mine.sweep.split(",")):
         began = time.perf_counter()
-        sweep += run_all([f"static:{k}"], jobs, setup=setup, static_gpus=args.static_gpus)
+        sweep += run_all([f"static:{k}"], jobs, setup=setup, static_gpus=static_gpus)
         timings.append((sweep[-1].policy, time.perf_counter() - began))
     print(
         f"ITP jobs trace: {len(jobs)} jobs, days 0-50, metrics days 10-50;"
@@ -89,12 +78,10 @@ def main() -> None:
     )
     for line in table(results + sweep):
         print(line)
-    oracle = next((r for r in results if r.policy == "oracle"), None)
-    for r in results if oracle else []:
-        print(
-            f"{r.policy:>12}: GPU-hours"
-            f" {r.metrics.gpu_hours / oracle.metrics.gpu_hours:.3f} x oracle"
-        )
+    oracle = next((r.metrics for r in results if r.policy == "oracle"), None)
+    for r in results if oracle is not None else []:
+        assert oracle is not None
+        print(f"{r.policy:>12}: GPU-hours {r.metrics.gpu_hours / oracle.gpu_hours:.3f} x oracle")
     for line in against_static(results, sweep):
         print(line)
     print("run time per policy (s): " + ", ".join(f"{p} {t:.1f}" for p, t in timings))

@@ -22,9 +22,8 @@ from collections import defaultdict
 from threadpoolctl import threadpool_limits
 
 from bench.performance.replay import ROOT
+from forecaster.app.build_replay import trace_replay
 from forecaster.app.replay_policies import replay_policy
-from forecaster.cli import build_parser
-from forecaster.cli.replay import load_trace, setup_from
 from forecaster.simulation.frontier import parse_days
 from forecaster.simulation.replay import replay
 
@@ -55,14 +54,12 @@ def main() -> None:
     own.add_argument("--top", type=int, default=15)
     mine = own.parse_args()
     first, last = parse_days(mine.days, "--days")
-    args = build_parser().parse_args(
-        [
-            "replay", "--jobs", str(ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv"),
-            "--start-day", f"{first:g}", "--warmup-days", "10", "--end-day", f"{last:g}",
-        ]
-    )  # fmt: skip
-    jobs, epoch = load_trace(args)
-    setup = setup_from(args, epoch)
+    jobs, _, setup = trace_replay(
+        ROOT / f"data/samples/msr-itp-{mine.trace}-jobs.csv",
+        start_day=first,
+        warmup_days=10.0,
+        end_day=last,
+    )
     profile = cProfile.Profile()
     with threadpool_limits(limits=1):
         began = time.perf_counter()

@@ -9,6 +9,7 @@ retraining standing in for the training CronJob (``simulation.replay.WeeklyRetra
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from pathlib import Path
 
 from forecaster.actuators.prewarm.backends import AUTO
@@ -29,6 +30,7 @@ from forecaster.reconcile.records import PoolRuntime
 from forecaster.reconcile.state import MemoryStateStore
 from forecaster.settings import PoolSettings, Settings
 from forecaster.simulation.live import TwinPorts
+from forecaster.simulation.pool import SAMPLE_TRACE_EPOCH, SimulatedPool
 from forecaster.simulation.replay import Predictive, ReplaySetup, WeeklyRetrain
 from forecaster.simulation.twin import TwinConfig
 from forecaster.sources.files import read_job_trace
@@ -210,6 +212,45 @@ def _replayed_backend(settings: Settings, pool: PoolSettings) -> str:
     return "placeholders" if actuation == AUTO else actuation
 
 
+def simulated_setup(
+    pool: SimulatedPool,
+    *,
+    epoch: int,
+    start_day: float = 0.0,
+    warmup_days: float = 10.0,
+    end_day: float = 50.0,
+) -> ReplaySetup:
+    """A replay of ``pool`` over days [start_day, end_day) of a trace starting at ``epoch``,
+    measured after ``warmup_days`` (the ``replay`` command's flags; the benches' setups)."""
+    twin = TwinConfig(
+        gpus_per_node=pool.gpus_per_node,
+        provision_seconds=pool.provision_seconds,
+        image_pull_seconds=pool.image_pull_seconds,
+        tick_seconds=pool.decide_every_seconds,
+        wake_seconds=pool.wake_seconds or None,
+        consolidate_after_seconds=pool.consolidate_after_seconds,
+        warm_image=pool.warm_image,
+        max_prewarm_gpus=pool.max_prewarm_gpus,
+        kueue_quota_gpus=pool.kueue_quota_gpus,
+        kueue_notice_seconds=pool.kueue_notice_seconds,
+        notice=pool.notice,
+    )
+    return replay_setup(
+        twin=twin,
+        epoch=epoch,
+        start_day=start_day,
+        warmup_days=warmup_days,
+        end_day=end_day,
+        max_prewarm_gpus=pool.max_prewarm_gpus,
+        price_on_demand=pool.price_on_demand,
+        price_spot=pool.price_spot,
+        model=pool.model,
+        quantile=pool.quantile,
+        floor_gpus=pool.floor_gpus,
+        backend=pool.backend,
+    )
+
+
 def jobs_from_files(*, jobs: Path | None, series: Path | None, epoch: int) -> tuple[JobTrace, int]:
     """What a replay runs: a job trace (``--jobs``, its times from ``epoch``) or jobs rebuilt
     from a demand level (``--series``, from its own start); with the trace's day 0."""
@@ -219,3 +260,27 @@ def jobs_from_files(*, jobs: Path | None, series: Path | None, epoch: int) -> tu
         level, _ = read_demand_csv(series, step_seconds=60)
         return jobs_from_series(level.start, level.step_seconds, values=level.values), level.start
     raise ConfigError("give --jobs FILE or --series FILE")
+
+
+def trace_replay(
+    jobs_file: Path,
+    pool: SimulatedPool | None = None,
+    *,
+    start_day: float = 0.0,
+    warmup_days: float = 10.0,
+    end_day: float = 50.0,
+    epoch: str = SAMPLE_TRACE_EPOCH,
+) -> tuple[JobTrace, int, ReplaySetup]:
+    """A job trace and the replay of ``pool`` (default: the ``replay`` command's) over it, as
+    ``replay --jobs`` with its flags sets it up: the jobs, day 0 (``epoch``) in epoch seconds,
+    and the setup."""
+    day_zero = int(datetime.fromisoformat(epoch).timestamp())
+    jobs, _ = jobs_from_files(jobs=jobs_file, series=None, epoch=day_zero)
+    setup = simulated_setup(
+        pool or SimulatedPool(),
+        epoch=day_zero,
+        start_day=start_day,
+        warmup_days=warmup_days,
+        end_day=end_day,
+    )
+    return jobs, day_zero, setup

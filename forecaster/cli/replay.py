@@ -12,43 +12,29 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
-
 from forecaster import __version__
-from forecaster.app.build_replay import jobs_from_files, replay_setup, replay_setup_from_settings
+from forecaster.app.build_replay import (
+    jobs_from_files,
+    replay_setup_from_settings,
+    simulated_setup,
+)
 from forecaster.app.history import PoolHistory, read_history
 from forecaster.app.replay_policies import frontier_knobs, replay_policy
+from forecaster.app.replay_runs import KEYS, against_static, image_pull_sweep, run_all, table
 from forecaster.cli.replay_args import EPOCH_DEFAULT, POOL_DEFAULTS
 from forecaster.core.cluster import MeasuredLead
 from forecaster.core.jobs import JobTrace
 from forecaster.core.series import iso_utc
-from forecaster.durations import DAY
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.service.clock import SystemClock
 from forecaster.settings import Settings, load_settings
 from forecaster.simulation.declared_notice import declare, notice_waits
-from forecaster.simulation.frontier import FrontierInterrupted, frontier, in_words, parse_days, said
-from forecaster.simulation.replay import ReplayResult, ReplaySetup, replay
+from forecaster.simulation.frontier import FrontierInterrupted, frontier, parse_days, said
+from forecaster.simulation.pool import SimulatedPool
+from forecaster.simulation.replay import ReplayResult, ReplaySetup
 from forecaster.simulation.report import ReportRun, render, render_frontier, render_partial
-from forecaster.simulation.twin import TwinConfig
 from forecaster.simulation.workers import Interrupted, usable_cpus
-
-KEYS = (
-    "p50_wait_s",
-    "p95_wait_s",
-    "p99_wait_s",
-    "mean_wait_s",
-    "share_waiting_over_5min",
-    "gpu_hours",
-    "idle_gpu_hours",
-    "prewarm_gpu_hours_used",
-    "prewarm_gpu_hours_expired",
-    "cost",
-    "cost_spot",
-    "cap_breaches",
-    "handoffs",
-)
 
 
 def load_trace(
@@ -128,25 +114,14 @@ def setup_from(
         raise ConfigError("--pool: names a pool of --config")
     if settings is not None:
         return _configured_setup(args, epoch, settings=settings, lead=lead)
-    twin = TwinConfig(
+    pool = SimulatedPool(
         gpus_per_node=args.gpus_per_node,
         provision_seconds=args.provision,
         image_pull_seconds=args.image_pull,
-        tick_seconds=args.decide_every,
-        wake_seconds=args.wake_every or None,
+        decide_every_seconds=args.decide_every,
+        wake_seconds=args.wake_every,
         consolidate_after_seconds=args.consolidate_after,
         warm_image=not args.no_warm_image,
-        max_prewarm_gpus=args.max_prewarm_gpus,
-        kueue_quota_gpus=args.kueue_quota_gpus,
-        kueue_notice_seconds=args.kueue_notice,
-        notice=args.notice,
-    )
-    return replay_setup(
-        twin=twin,
-        epoch=epoch,
-        start_day=args.start_day,
-        warmup_days=args.warmup_days,
-        end_day=args.end_day,
         max_prewarm_gpus=args.max_prewarm_gpus,
         price_on_demand=args.price,
         price_spot=args.spot_price,
@@ -154,6 +129,16 @@ def setup_from(
         quantile=args.quantile,
         floor_gpus=args.floor_gpus,
         backend=args.backend,
+        kueue_quota_gpus=args.kueue_quota_gpus,
+        kueue_notice_seconds=args.kueue_notice,
+        notice=args.notice,
+    )
+    return simulated_setup(
+        pool,
+        epoch=epoch,
+        start_day=args.start_day,
+        warmup_days=args.warmup_days,
+        end_day=args.end_day,
     )
 
 
@@ -205,105 +190,6 @@ def _configured_setup(
         notice=args.notice,
     )
     return dataclasses.replace(configured, twin=kueue)
-
-
-def run_all(
-    names: list[str], jobs: JobTrace, *, setup: ReplaySetup, static_gpus: int
-) -> list[ReplayResult]:
-    """Each policy in turn, with a progress bar over simulated days; Ctrl-C raises
-    ``Interrupted`` with the policies that finished."""
-    results: list[ReplayResult] = []
-    try:
-        for name in names:
-            results.append(_run_one(name, jobs, setup=setup, static_gpus=static_gpus))
-    except KeyboardInterrupt:
-        raise Interrupted(dict(enumerate(results))) from None
-    return results
-
-
-def _run_one(name: str, jobs: JobTrace, *, setup: ReplaySetup, static_gpus: int) -> ReplayResult:
-    """One policy replayed, a progress bar over its simulated days on stderr."""
-    total_days = (setup.end - setup.start) / DAY
-    policy = replay_policy(name, setup, jobs=jobs, static_gpus=static_gpus)
-    with tqdm(
-        total=round(total_days, 1),
-        desc=f"{policy.name:>12}",
-        unit="day",
-        file=sys.stderr,
-        bar_format="{desc} {bar} {n:.0f}/{total:.0f} simulated days [{elapsed}]",
-    ) as bar:
-
-        def progress(now: float) -> None:
-            day = int((now - setup.start) // DAY)
-            if day > bar.n:
-                bar.update(day - bar.n)
-
-        return replay(jobs, policy, setup=setup, progress=progress)
-
-
-def table(results: list[ReplayResult]) -> list[str]:
-    """The end-of-run table."""
-    lines = [
-        f"{'policy':>12} {'P50 s':>7} {'P95 s':>7} {'P99 s':>7} {'mean s':>7} {'>5min':>7}"
-        f" {'GPU-h':>9} {'idle GPU-h':>10} {'prewarm used':>12} {'unused':>8} {'cost $':>9}"
-        f" {'breaches':>8} {'handoffs':>8}"
-    ]
-    for r in results:
-        m = r.metrics
-        lines.append(
-            f"{r.policy:>12} {m.p50_wait_s:>7.0f} {m.p95_wait_s:>7.0f} {m.p99_wait_s:>7.0f}"
-            f" {m.mean_wait_s:>7.1f} {m.share_waiting_over_5min:>7.1%} {m.gpu_hours:>9,.0f}"
-            f" {m.idle_gpu_hours:>10,.0f} {m.prewarm_gpu_hours_used:>12,.0f}"
-            f" {m.prewarm_gpu_hours_expired:>8,.0f} {m.cost:>9,.0f} {m.cap_breaches:>8}"
-            f" {m.handoffs:>8}"
-        )
-    return lines
-
-
-def against_static(results: list[ReplayResult], sweep: list[ReplayResult]) -> list[str]:
-    """Each policy but static against the static sweep at the same GPU-hours, in words
-    (``simulation.frontier.in_words``): the terminal's and the report's."""
-    baseline = next((r for r in results + sweep if r.policy in ("reactive", "static:0")), None)
-    curve = [r.metrics for r in sweep]
-    return [
-        in_words(
-            r.policy,
-            r.metrics,
-            curve,
-            reactive_gpu_hours=baseline.metrics.gpu_hours if baseline else None,
-        )
-        for r in results
-        if not r.policy.startswith("static")
-    ]
-
-
-def image_pull_sweep(
-    names: list[str], jobs: JobTrace, *, setup: ReplaySetup, pulls: list[float], static_gpus: int
-) -> tuple[list[str], dict[str, dict[str, Any]]]:
-    """Each policy at each image-pull time: how the lead time moves waiting and GPU-hours.
-
-    GPU-hours are relative to reactive at the same pull time (reactive is run when not asked)."""
-    lines = [
-        f"{'image pull':>10} {'policy':>12} {'GPU-h vs reactive':>17} {'P95 wait':>9}"
-        f" {'mean':>7} {'>5min':>6}"
-    ]
-    document: dict[str, dict[str, Any]] = {}
-    for pull in pulls:
-        twin = dataclasses.replace(setup.twin, image_pull_seconds=pull)
-        at_pull = dataclasses.replace(setup, twin=twin)
-        ran = ["reactive", *(n for n in names if n != "reactive")]
-        results = run_all(ran, jobs, setup=at_pull, static_gpus=static_gpus)
-        base = results[0].metrics.gpu_hours
-        document[f"{pull:g}"] = {}
-        for r in results:
-            m = r.metrics
-            extra = m.gpu_hours / base - 1 if base else 0.0
-            lines.append(
-                f"{pull:>8.0f} s {r.policy:>12} {extra:>+17.2%} {m.p95_wait_s:>7.0f} s"
-                f" {m.mean_wait_s:>5.0f} s {m.share_waiting_over_5min:>6.1%}"
-            )
-            document[f"{pull:g}"][r.policy] = {k: getattr(m, k) for k in KEYS}
-    return lines, document
 
 
 def replay_command(args: argparse.Namespace) -> int:

@@ -6,26 +6,27 @@ import argparse
 from datetime import UTC, datetime
 from pathlib import Path
 
-from forecaster.core.policy import MIN_WAKE_SECONDS
 from forecaster.durations import parse_duration
 from forecaster.simulation.declared_notice import NoticeMix
 from forecaster.simulation.policies import POLICY_NAMES
+from forecaster.simulation.pool import SAMPLE_TRACE_EPOCH, SimulatedPool
 
+_POOL = SimulatedPool()
 POOL_DEFAULTS: dict[str, object] = {
-    "gpus_per_node": 8,
-    "provision": 60,
-    "image_pull": 300,
-    "decide_every": 15,
-    "wake_every": MIN_WAKE_SECONDS,
-    "max_prewarm_gpus": 1024,
-    "quantile": 0.95,
-    "floor_gpus": 0,
-    "price": 4.10,
-    "spot_price": 1.60,
+    "gpus_per_node": _POOL.gpus_per_node,
+    "provision": _POOL.provision_seconds,
+    "image_pull": _POOL.image_pull_seconds,
+    "decide_every": _POOL.decide_every_seconds,
+    "wake_every": _POOL.wake_seconds,
+    "max_prewarm_gpus": _POOL.max_prewarm_gpus,
+    "quantile": _POOL.quantile,
+    "floor_gpus": _POOL.floor_gpus,
+    "price": _POOL.price_on_demand,
+    "spot_price": _POOL.price_spot,
 }
 """Flags that describe the pool, with their defaults; with ``--config`` the configured pool
 describes it instead, and a flag moved off its default is refused."""
-EPOCH_DEFAULT = "2026-01-08T00:00:00Z"
+EPOCH_DEFAULT = SAMPLE_TRACE_EPOCH
 
 
 def parse_instant(text: str) -> int:
@@ -135,7 +136,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--consolidate-after",
         type=parse_duration,
-        default=300,
+        default=_POOL.consolidate_after_seconds,
         help="Karpenter removes a node empty this long (5m)",
     )
     parser.add_argument(
@@ -145,7 +146,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         help="planner cap and breach line, GPUs (1024)",
     )
     parser.add_argument(
-        "--model", default="quantreg-raw", help="predictive policy's model (quantreg-raw)"
+        "--model", default=_POOL.model, help="predictive policy's model (quantreg-raw)"
     )
     parser.add_argument(
         "--quantile",
@@ -169,7 +170,7 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--backend",
-        default="placeholders",
+        default=_POOL.backend,
         help="how prewarm is held: placeholders (pods, preempted), capacitybuffer (refills) or"
         " another registered backend (as it declares)",
     )
