@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from forecaster.actuators.events import Events
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.prewarm.backends import BackendChoice, BackendDetector
-from forecaster.actuators.prewarm.base import PrewarmBackend
+from forecaster.actuators.prewarm.base import Prewarm, PrewarmBackend
 from forecaster.actuators.prewarm.placeholders import Applied, PlaceholderSpec
 from forecaster.core.actions import (
     ActuationReport,
@@ -141,13 +141,8 @@ class Actuator:
                 )
                 if withdrawn:  # what it ended is charged even if the converge below fails
                     _charge(report, name, withdrawn)
-        applied = chosen.converge(
-            config.spec,
-            units=command.units,
-            images=command.images,
-            limit_gpus=config.limit_gpus,
-            now=now,
-        )
+        asked = Prewarm(config.spec, command.units, command.images, config.limit_gpus, now)
+        applied = chosen.converge(asked)
         _charge(report, name, applied)
         status = chosen.status(name)
         if status is not None:

@@ -340,6 +340,24 @@ PointChooser = Callable[[Settings, PoolSettings, DemandSeries], OperatingPoint |
 """``app.training.choose_point``: the operating point a retrain publishes (None: none)."""
 
 
+def pool_twin(
+    settings: Settings, pool: PoolSettings, *, nodepool_limit_gpus: int | None
+) -> TwinConfig:
+    """The twin of a configured pool: its node shape, launch and pull times, placeholder TTL,
+    NodePool limit and the registered signals - the one place a configured pool becomes a
+    twin (the embedded default runs it as is; a configured replay adds the daemon's cadence,
+    caps and backend, ``app.build_replay.replay_setup_from_settings``)."""
+    return TwinConfig(
+        pool=pool.name,
+        gpus_per_node=pool.gpus_per_node,
+        provision_seconds=pool.lead_time.provisioning_seconds,
+        image_pull_seconds=pool.lead_time.image_pull_seconds,
+        placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
+        nodepool_limit_gpus=nodepool_limit_gpus,
+        signals=twin_signals(),
+    )
+
+
 def build_embedded(
     settings: Settings, *, models_dir: Path | None = None, choose_point: PointChooser | None = None
 ) -> EmbeddedRun:
@@ -353,15 +371,7 @@ def build_embedded(
     pool = settings.pool(cfg.pool)
     jobs = read_job_trace(cfg.jobs, epoch=epoch)
     start, end = epoch + cfg.start_day * DAY, epoch + cfg.end_day * DAY
-    twin_config = TwinConfig(
-        pool=pool.name,
-        gpus_per_node=pool.gpus_per_node,
-        provision_seconds=pool.lead_time.provisioning_seconds,
-        image_pull_seconds=pool.lead_time.image_pull_seconds,
-        placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
-        nodepool_limit_gpus=cfg.nodepool_limit_gpus,
-        signals=twin_signals(),
-    )
+    twin_config = pool_twin(settings, pool, nodepool_limit_gpus=cfg.nodepool_limit_gpus)
     twin = LiveTwin(jobs, twin_config, start=start, end=end)
     began = time.perf_counter()
     twin.advance_to(start + cfg.warmup_days * DAY)

@@ -105,18 +105,12 @@ def replay_setup_from_settings(
             f"pool {pool.name}: replay simulates whole-node placeholders, but placeholder_gpus"
             f" is {pool.placeholder_size} of {pool.gpus_per_node}"
         )
-    twin = TwinConfig(
-        pool=pool.name,
-        gpus_per_node=pool.gpus_per_node,
-        provision_seconds=pool.lead_time.provisioning_seconds,
-        image_pull_seconds=pool.lead_time.image_pull_seconds,
+    twin = dataclasses.replace(
+        build.pool_twin(settings, pool, nodepool_limit_gpus=settings.twin.nodepool_limit_gpus),
         tick_seconds=settings.reconcile_every_seconds,
         wake_seconds=MIN_WAKE_SECONDS if settings.watch_pods else None,
-        placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
-        nodepool_limit_gpus=settings.twin.nodepool_limit_gpus,
         max_prewarm_gpus=pool.max_prewarm_gpus,
         conduct=backend_conduct(_replayed_backend(settings, pool)),
-        signals=twin_signals(),
     )
     start, warmup_end, end = _window(
         epoch=epoch, start_day=start_day, warmup_days=warmup_days, end_day=end_day

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.prewarm import registry
+from forecaster.actuators.prewarm.base import Prewarm
 from forecaster.actuators.prewarm.placeholders import Applied, PlaceholderSpec
 from forecaster.actuators.undo import Undone
 from forecaster.app import build, cleanup
@@ -34,6 +35,7 @@ from forecaster.core.actions import AUTOSCALER_HELD
 from forecaster.errors import ConfigError
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
+from tests.actuators.test_backends import settings
 from tests.factories import jobs_csv, synthetic
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
@@ -76,17 +78,10 @@ class LedgerBackend:
         }
         self.kube.put_config_map(self.namespace, body, current=current)  # type: ignore[arg-type]
 
-    def converge(
-        self,
-        spec: PlaceholderSpec,
-        *,
-        units: int,
-        images: tuple[str, ...],
-        limit_gpus: int | None,
-        now: int,
-    ) -> Applied:
+    def converge(self, asked: Prewarm) -> Applied:
         current, held = self._read()
-        entry = {"units": units, "gpus": spec.gpus, "expires": now + spec.ttl_seconds}
+        spec = asked.spec
+        entry = {"units": asked.units, "gpus": spec.gpus, "expires": asked.now + spec.ttl_seconds}
         self._write(current, {**held, spec.pool: entry})
         return Applied()
 
@@ -140,17 +135,6 @@ def ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     monkeypatch.setattr(registry, "_BACKENDS", dict(registry._BACKENDS))
     registry.register_backend(LedgerBackend.name, LedgerBackend.make, conduct=AUTOSCALER_HELD)
     yield LedgerBackend.name
-
-
-def settings(tmp_path: Path, **planning: object) -> Settings:
-    return Settings.model_validate(
-        {
-            "source": {"kind": "prometheus"},
-            "models_dir": str(tmp_path / "models"),
-            "planning": {"budgets": {"max_total_prewarm_gpus": 48}, **planning},
-            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 24}],
-        }
-    )
 
 
 def daemon(config: Settings, kube: Kube) -> Daemon:

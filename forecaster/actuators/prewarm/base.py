@@ -16,11 +16,26 @@ enforces.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.prewarm.placeholders import Applied, PlaceholderSpec
 from forecaster.actuators.undo import Undone
+
+
+@dataclass(frozen=True)
+class Prewarm:
+    """What one pool's backend is asked to hold this tick."""
+
+    spec: PlaceholderSpec
+    """The shape of one chunk (GPUs, node selector, TTL)."""
+    units: int
+    images: tuple[str, ...]
+    """What the pool's pods ran, for a backend that pulls them ahead."""
+    limit_gpus: int | None
+    """A server-side cap, for a backend whose object carries one."""
+    now: int
 
 
 class PrewarmBackend(Protocol):
@@ -32,17 +47,8 @@ class PrewarmBackend(Protocol):
         """None where the cluster serves this backend; else why not, in one line."""
         ...
 
-    def converge(
-        self,
-        spec: PlaceholderSpec,
-        *,
-        units: int,
-        images: tuple[str, ...],
-        limit_gpus: int | None,
-        now: int,
-    ) -> Applied:
-        """Hold ``units`` chunks of ``spec`` until ``now`` + its TTL (``images``: what the
-        pool's pods ran, for a backend that pulls them; ``limit_gpus``: a server-side cap)."""
+    def converge(self, asked: Prewarm) -> Applied:
+        """Hold what ``asked`` says until its ``now`` + the chunk's TTL."""
         ...
 
     def withdraw(self, spec: PlaceholderSpec, *, now: int) -> Applied:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from forecaster.actuators import labels
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import CapacityBuffer
+from forecaster.actuators.prewarm.base import Prewarm
 from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Applied, PlaceholderSpec
 from forecaster.actuators.undo import Undone
@@ -49,16 +50,10 @@ class CapacityBufferBackend:
             f" ({AUTOSCALER_HINT})"
         )
 
-    def converge(
-        self,
-        spec: PlaceholderSpec,
-        *,
-        units: int,
-        images: tuple[str, ...],
-        limit_gpus: int | None,
-        now: int,
-    ) -> Applied:
-        self.buffers.apply(spec, replicas=units, now=now, limit_gpus=limit_gpus)
+    def converge(self, asked: Prewarm) -> Applied:
+        self.buffers.apply(
+            asked.spec, replicas=asked.units, now=asked.now, limit_gpus=asked.limit_gpus
+        )
         return Applied()
 
     def withdraw(self, spec: PlaceholderSpec, *, now: int) -> Applied:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from forecaster.actuators import labels
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import Job
+from forecaster.actuators.prewarm.base import Prewarm
 from forecaster.actuators.prewarm.placeholders import Applied, Placeholders, PlaceholderSpec
 from forecaster.actuators.undo import Undone
 from forecaster.core.series import iso_utc
@@ -35,18 +36,11 @@ class PlaceholderBackend:
     def served(self) -> str | None:
         return None
 
-    def converge(
-        self,
-        spec: PlaceholderSpec,
-        *,
-        units: int,
-        images: tuple[str, ...],
-        limit_gpus: int | None,
-        now: int,
-    ) -> Applied:
+    def converge(self, asked: Prewarm) -> Applied:
         # new placeholders pull what the pool's pods ran (a buffer's pods are virtual)
-        pulls = dataclasses.replace(spec, pull_images=images[: spec.max_pulled_images])
-        return self.placeholders.apply(pulls, target=units, now=now)
+        spec = asked.spec
+        pulls = dataclasses.replace(spec, pull_images=asked.images[: spec.max_pulled_images])
+        return self.placeholders.apply(pulls, target=asked.units, now=asked.now)
 
     def withdraw(self, spec: PlaceholderSpec, *, now: int) -> Applied:
         return self.placeholders.apply(spec, target=0, now=now)
