@@ -1390,6 +1390,24 @@ MUTATIONS = (
             "tests/seams/test_toy_backend.py::test_doctor_lists_it_and_cleanup_and_expiry_withdraw_it_without_a_config",
         ),
     ),
+    Mutation(
+        "one bad hour cuts a notice source (no day below 0.5 needed)",
+        "forecaster/core/notice.py",
+        "DISTRUST_AFTER_SECONDS = 86400\n",
+        "DISTRUST_AFTER_SECONDS = 0\n",
+        (
+            "tests/core/test_notice.py::test_below_half_precision_for_a_day_a_source_is_cut_and_restored_when_it_recovers",
+        ),
+    ),
+    Mutation(
+        "a source below 0.5 now is cut though it was trusted earlier in the day",
+        "forecaster/core/notice.py",
+        "            if all(self._below(source, at) for at in self._moments(source, now=now)):",
+        "            if self._below(source, now):",
+        (
+            "tests/core/test_notice.py::test_below_half_precision_for_a_day_a_source_is_cut_and_restored_when_it_recovers",
+        ),
+    ),
 )
 
 

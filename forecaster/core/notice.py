@@ -76,7 +76,8 @@ class SourceStatus:
     waste_gpu_hours: float = 0.0
     """GPU-hours held in the last 7 days for its items that did not come."""
     trusted: bool = True
-    """False: its items are not planned until its precision recovers."""
+    """False: below ``TRUST_THRESHOLD`` for a day, its items are not planned until its precision
+    recovers."""
     came_gpus: int = 0
     """GPUs of its items that came in the last 7 days."""
     ahead_gpus: int = 0
@@ -89,7 +90,11 @@ class SourceStatus:
 TRUST_WINDOW_SECONDS = 7 * 86400
 """Precision is judged over the items resolved in the last 7 days."""
 TRUST_THRESHOLD = 0.5
-"""Below this precision a source's items are not planned until it recovers."""
+"""Below this precision for ``DISTRUST_AFTER_SECONDS`` a source's items are not planned until
+it recovers (at or above it again: trusted at once)."""
+DISTRUST_AFTER_SECONDS = 86400
+"""How long a source must stay below ``TRUST_THRESHOLD`` before its items are left out: one bad
+hour (a cluster upgrade, a paused team) does not cut a source that is usually right."""
 TRUST_MIN_OUTCOMES = 4
 """Fewer resolved items than this: no verdict, the source is trusted."""
 
@@ -180,13 +185,16 @@ class NoticeLedger:
             self._open[key] = _Open(
                 item, since if since is not None else (now if due else None), first
             )
-        self.outcomes = [o for o in self.outcomes if o.at > now - TRUST_WINDOW_SECONDS] + resolved
+        kept = now - TRUST_WINDOW_SECONDS - DISTRUST_AFTER_SECONDS  # the window, a day ago too
+        self.outcomes = [o for o in self.outcomes if o.at > kept] + resolved
         return resolved
 
     def precision(self, source: str, *, now: int) -> tuple[float | None, int]:
-        """(items that came / items resolved, resolved) over the trust window."""
+        """(items that came / items resolved, resolved) over the trust window ending ``now``."""
         mine = [
-            o for o in self.outcomes if o.source == source and o.at > now - TRUST_WINDOW_SECONDS
+            o
+            for o in self.outcomes
+            if o.source == source and now - TRUST_WINDOW_SECONDS < o.at <= now
         ]
         if not mine:
             return None, 0
@@ -222,12 +230,31 @@ class NoticeLedger:
         )
 
     def distrusted(self, *, now: int) -> dict[str, str]:
-        """Sources whose items the plan leaves out now, with why."""
+        """Sources whose items the plan leaves out now, with why: below ``TRUST_THRESHOLD``
+        (on at least ``TRUST_MIN_OUTCOMES`` items) at every moment of the last day."""
         out = {}
         for source in sorted({o.source for o in self.outcomes}):
-            value, count = self.precision(source, now=now)
-            if value is not None and count >= TRUST_MIN_OUTCOMES and value < TRUST_THRESHOLD:
+            if all(self._below(source, at) for at in self._moments(source, now=now)):
+                value, count = self.precision(source, now=now)
                 out[source] = (
                     f"precision {value:.2f} over {count} items in 7 days < {TRUST_THRESHOLD}"
+                    " for a day"
                 )
         return out
+
+    def _below(self, source: str, at: int) -> bool:
+        value, count = self.precision(source, now=at)
+        return value is not None and count >= TRUST_MIN_OUTCOMES and value < TRUST_THRESHOLD
+
+    def _moments(self, source: str, *, now: int) -> list[int]:
+        """The day's start and every moment in it the source's precision changed (an item
+        resolved, or one left the window): precision holds between them."""
+        start = now - DISTRUST_AFTER_SECONDS
+        changes = {
+            t
+            for o in self.outcomes
+            if o.source == source
+            for t in (o.at, o.at + TRUST_WINDOW_SECONDS)
+            if start < t <= now
+        }
+        return [start, *sorted(changes), now]

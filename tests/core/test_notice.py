@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from forecaster.core.notice import (
+    DISTRUST_AFTER_SECONDS,
     TRUST_WINDOW_SECONDS,
     AnnouncedItem,
     NoticeLedger,
@@ -89,7 +90,7 @@ def test_a_source_not_read_this_time_gives_no_verdict() -> None:
     assert outcome.came
 
 
-def test_below_half_precision_a_source_is_cut_and_restored_when_it_recovers() -> None:
+def test_below_half_precision_for_a_day_a_source_is_cut_and_restored_when_it_recovers() -> None:
     ledger = NoticeLedger()
     now = NOW
     for n in range(4):  # four runs announced that never came
@@ -98,6 +99,9 @@ def test_below_half_precision_a_source_is_cut_and_restored_when_it_recovers() ->
         ledger.observe("a", [missed], readable=None, now=now + 901, window_seconds=WINDOW)
         now += 1000
     assert ledger.precision("cronjob", now=now) == (0.0, 4)
+    assert ledger.distrusted(now=now) == {}  # below, but not yet for a day
+    assert ledger.distrusted(now=now + DISTRUST_AFTER_SECONDS - 1000) == {}
+    now += DISTRUST_AFTER_SECONDS
     assert "cronjob" in ledger.distrusted(now=now)
     status = ledger.judged(SourceStatus("cronjob", True, 0), now=now)
     assert (status.trusted, status.precision, status.resolved) == (False, 0.0, 4)
