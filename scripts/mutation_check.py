@@ -1195,7 +1195,7 @@ MUTATIONS = (
     Mutation(
         "a restart trusts again a notice source that announced work that never came",
         "forecaster/reconcile/loop.py",
-        "            self.notice_ledger.outcomes = list(state.notice)\n",
+        "            self.notice_ledger.restore(state.notice, state.notice_in_flight)\n",
         "",
         (
             "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",
@@ -1406,6 +1406,15 @@ MUTATIONS = (
         "            if self._below(source, now):",
         (
             "tests/core/test_notice.py::test_below_half_precision_for_a_day_a_source_is_cut_and_restored_when_it_recovers",
+        ),
+    ),
+    Mutation(
+        "a restart forgets the announced items in flight (notice and held prewarm restart at 0)",
+        "forecaster/core/notice.py",
+        "        self._open = {(f.item.pool, f.item.key): f for f in in_flight}",
+        "        self._open = {}",
+        (
+            "tests/core/test_notice.py::test_an_item_in_flight_at_a_restart_keeps_its_first_reading_and_its_held_prewarm",
         ),
     ),
 )

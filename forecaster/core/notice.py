@@ -117,8 +117,11 @@ class Outcome:
     """It came with notice of at least the pool's prewarm window (its lead time)."""
 
 
-@dataclass
-class _Open:
+@dataclass(frozen=True)
+class InFlight:
+    """An announced item followed but not resolved yet: persisted with the outcomes, so a
+    restart keeps when it was first read and since when prewarm was held for it."""
+
     item: AnnouncedItem
     due_since: int | None
     first_seen: int
@@ -130,11 +133,12 @@ class NoticeLedger:
     An item that leaves its source's reading by its latest start came (its Job or pods now
     exist, so the source no longer announces it); one that leaves later, or is still announced
     past it, did not. Items of a source that could not be read this time are left open (a
-    failed list is no verdict). The outcomes are persisted with the daemon's state
-    (``reconcile.state``), so a restart keeps the verdicts; items in flight are read again."""
+    failed list is no verdict). The outcomes and the items in flight are persisted with the
+    daemon's state (``reconcile.state``, ``saved``/``restore``), so a restart keeps the
+    verdicts, each item's first reading and the prewarm held for it."""
 
     def __init__(self) -> None:
-        self._open: dict[tuple[str, str], _Open] = {}
+        self._open: dict[tuple[str, str], InFlight] = {}
         self.outcomes: list[Outcome] = []
 
     def observe(
@@ -182,12 +186,21 @@ class NoticeLedger:
             before = self._open.get(key)
             since = before.due_since if before is not None else None
             first = before.first_seen if before is not None else now
-            self._open[key] = _Open(
+            self._open[key] = InFlight(
                 item, since if since is not None else (now if due else None), first
             )
         kept = now - TRUST_WINDOW_SECONDS - DISTRUST_AFTER_SECONDS  # the window, a day ago too
         self.outcomes = [o for o in self.outcomes if o.at > kept] + resolved
         return resolved
+
+    def saved(self) -> tuple[tuple[Outcome, ...], tuple[InFlight, ...]]:
+        """What a restart needs: the outcomes and the items in flight."""
+        return tuple(self.outcomes), tuple(self._open.values())
+
+    def restore(self, outcomes: Iterable[Outcome], in_flight: Iterable[InFlight]) -> None:
+        """The ledger as ``saved`` left it (after a restart)."""
+        self.outcomes = list(outcomes)
+        self._open = {(f.item.pool, f.item.key): f for f in in_flight}
 
     def precision(self, source: str, *, now: int) -> tuple[float | None, int]:
         """(items that came / items resolved, resolved) over the trust window ending ``now``."""

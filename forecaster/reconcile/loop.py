@@ -274,7 +274,7 @@ class Reconciler:
         self._saved_at = None  # the next record saves: what was read is all the store has
         if saved is not None:
             self.state = state
-            self.notice_ledger.outcomes = list(state.notice)
+            self.notice_ledger.restore(state.notice, state.notice_in_flight)
             for name, pool_state in self.state.pools.items():
                 if pool_state.budget.mode.value != "predictive":
                     log.warning(
@@ -318,7 +318,7 @@ class Reconciler:
                 max_step_seconds=self.budgets.commitment_seconds,
             )
         self.state.last_tick = now
-        self.state.notice = tuple(self.notice_ledger.outcomes)
+        self.state.notice, self.state.notice_in_flight = self.notice_ledger.saved()
         modes = {name: p.budget.mode for name, p in self.state.pools.items()}
         due = self._saved_at is None or now - self._saved_at >= SAVE_EVERY_SECONDS
         if not due and modes == self._saved_modes:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from forecaster.core.budget import SpendLedger
 from forecaster.core.error_budget import ErrorBudgetState
-from forecaster.core.notice import Outcome
+from forecaster.core.notice import AnnouncedItem, InFlight, Outcome
 from forecaster.core.planner import Mode
 
 FORMAT_VERSION = 3
@@ -61,6 +61,8 @@ class ServiceState:
     notice: tuple[Outcome, ...] = ()
     """The notice ledger's resolved items (``core.notice.NoticeLedger.outcomes``), the newest
     ``MAX_NOTICE_OUTCOMES`` kept; their keys are not stored."""
+    notice_in_flight: tuple[InFlight, ...] = ()
+    """The announced items followed but not resolved yet (``NoticeLedger.saved``)."""
 
     def pool(self, name: str) -> PoolState:
         """The pool's state, created on first use."""
@@ -78,6 +80,7 @@ class ServiceState:
             },
             "pools": {name: _pool_dict(p) for name, p in self.pools.items()},
             "notice": _notice_dict(self.notice[-MAX_NOTICE_OUTCOMES:]),
+            "notice_in_flight": [_in_flight_dict(f) for f in self.notice_in_flight],
         }
 
     @classmethod
@@ -110,6 +113,7 @@ class ServiceState:
             ledger=ledger_state,
             last_tick=last_tick,
             notice=_notice_outcomes(data.get("notice")),
+            notice_in_flight=_in_flight(data.get("notice_in_flight")),
         )
 
 
@@ -144,6 +148,41 @@ def _notice_outcomes(data: Any) -> tuple[Outcome, ...]:
             for at, s, p, came, held, gpus, notice, ahead in _unpack(data["rows"])
         )  # fmt: skip
     except (AttributeError, IndexError, KeyError, TypeError, ValueError):
+        return ()
+
+
+def _in_flight_dict(flight: InFlight) -> dict[str, Any]:
+    item = flight.item
+    return {
+        "pool": item.pool, "source": item.source, "key": item.key,
+        "gpus_per_pod": item.gpus_per_pod, "pods": item.pods, "gang": item.gang,
+        "earliest": item.earliest_start, "latest": item.latest_start,
+        "due_since": flight.due_since, "first_seen": flight.first_seen,
+    }  # fmt: skip
+
+
+def _in_flight(data: Any) -> tuple[InFlight, ...]:
+    """Inverse of ``_in_flight_dict`` over a list; none saved (an older state) or unreadable:
+    none - their items are read again, their notice then measured from the restart."""
+    try:
+        return tuple(
+            InFlight(
+                AnnouncedItem(
+                    str(d["pool"]),
+                    int(d["gpus_per_pod"]),
+                    int(d["pods"]),
+                    bool(d["gang"]),
+                    int(d["earliest"]),
+                    int(d["latest"]),
+                    str(d["source"]),
+                    str(d["key"]),
+                ),
+                None if d["due_since"] is None else int(d["due_since"]),
+                int(d["first_seen"]),
+            )
+            for d in data or ()
+        )
+    except (AttributeError, KeyError, TypeError, ValueError):
         return ()
 
 

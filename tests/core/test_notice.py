@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 from forecaster.core.notice import (
     DISTRUST_AFTER_SECONDS,
@@ -13,6 +14,7 @@ from forecaster.core.notice import (
 )
 from forecaster.core.planner import Mode, PoolInput, plan, planned_demand
 from forecaster.core.policy import Budgets
+from forecaster.reconcile.state import ServiceState
 from tests.factories import NOW, forecast, policy, snapshot
 
 WINDOW = 900
@@ -140,3 +142,25 @@ def test_the_notice_each_item_came_with_is_measured_against_the_pools_window() -
     status = ledger.judged(SourceStatus("cronjob", True, 0), now=NOW + 86400)
     assert (status.came_gpus, status.ahead_gpus) == (24, 16)
     assert status.median_notice_seconds == (86400 + 300) / 2
+
+
+def test_an_item_in_flight_at_a_restart_keeps_its_first_reading_and_its_held_prewarm() -> None:
+    """A restart (another replica, the state read back from its ConfigMap) in the middle of an
+    item's life: the notice it came with counts from its first reading, not from the restart,
+    and one that then does not come is charged from when it first became due."""
+    ledger = NoticeLedger()
+    nightly, stage = item("nightly", start=NOW + 86400), item("stage", start=NOW + 600)
+    ledger.observe("a", [nightly, stage], readable=None, now=NOW, window_seconds=WINDOW)
+    state = ServiceState(last_tick=NOW)
+    state.notice, state.notice_in_flight = ledger.saved()
+    restarted = NoticeLedger()
+    read = ServiceState.from_dict(json.loads(json.dumps(state.to_dict())))
+    restarted.restore(read.notice, read.notice_in_flight)
+    restarted.observe("a", [nightly], readable=None, now=NOW + 1800, window_seconds=WINDOW)
+    restarted.observe("a", [], readable=None, now=NOW + 86400, window_seconds=WINDOW)
+    by_key = {o.key: o for o in restarted.outcomes}
+    assert (by_key["nightly"].came, by_key["nightly"].notice_seconds) == (True, 86400)
+    assert not by_key["stage"].came  # still listed past its latest start
+    assert by_key["stage"].held_gpu_hours == 16 * (NOW + 1200 - NOW) / 3600  # due since NOW
+    unreadable = {"pools": {}, "ledger": {}, "notice_in_flight": [{"pool": 1}]}
+    assert ServiceState.from_dict(unreadable).notice_in_flight == ()  # read again, not fatal
