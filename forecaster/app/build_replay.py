@@ -17,6 +17,7 @@ from forecaster.actuators.prewarm.registry import backend_conduct
 from forecaster.app import build
 from forecaster.app.connect import read_demand_csv
 from forecaster.app.signals import twin_signals
+from forecaster.core.cluster import MeasuredLead
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.policy import (
     MIN_WAKE_SECONDS,
@@ -29,6 +30,7 @@ from forecaster.reconcile.loop import Reconciler
 from forecaster.reconcile.records import PoolRuntime
 from forecaster.reconcile.state import MemoryStateStore
 from forecaster.settings import PoolSettings, Settings
+from forecaster.simulation.declared_notice import NoticeMix
 from forecaster.simulation.live import TwinPorts
 from forecaster.simulation.pool import SAMPLE_TRACE_EPOCH, SimulatedPool
 from forecaster.simulation.replay import Predictive, ReplaySetup, WeeklyRetrain
@@ -195,6 +197,32 @@ def predictive(setup: ReplaySetup) -> Predictive:
         actuator=ports,
     )
     return Predictive(reconciler=reconciler, ports=ports, models=models)
+
+
+def on_this_cluster(
+    setup: ReplaySetup,
+    *,
+    lead: MeasuredLead | None,
+    kueue_quota_gpus: int | None,
+    kueue_notice_seconds: float,
+    notice: NoticeMix | None,
+) -> ReplaySetup:
+    """A configured pool's replay on the cluster it runs in: nodes launch as the pool's
+    ``lead`` measured them (where it was), and the simulated cluster's Kueue and announced work
+    are the replay's own, not the pool's settings."""
+    twin = setup.twin
+    if lead is not None:
+        pull = twin.image_pull_seconds if lead.startup_seconds is None else lead.startup_seconds
+        twin = dataclasses.replace(
+            twin, provision_seconds=lead.provisioning_seconds, image_pull_seconds=pull
+        )
+    twin = dataclasses.replace(
+        twin,
+        kueue_quota_gpus=kueue_quota_gpus,
+        kueue_notice_seconds=kueue_notice_seconds,
+        notice=notice,
+    )
+    return dataclasses.replace(setup, twin=twin)
 
 
 def _replayed_backend(settings: Settings, pool: PoolSettings) -> str:

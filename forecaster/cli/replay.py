@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import logging
 import subprocess
@@ -15,6 +14,7 @@ from typing import Any
 from forecaster import __version__
 from forecaster.app.build_replay import (
     jobs_from_files,
+    on_this_cluster,
     replay_setup_from_settings,
     simulated_setup,
 )
@@ -174,22 +174,13 @@ def _configured_setup(
         model=args.model,
         pool_name=args.pool,
     )
-    twin = configured.twin
-    if lead is not None:  # the pool's nodes launch as they did, not as configured
-        twin = dataclasses.replace(
-            twin,
-            provision_seconds=lead.provisioning_seconds,
-            image_pull_seconds=(
-                twin.image_pull_seconds if lead.startup_seconds is None else lead.startup_seconds
-            ),
-        )
-    kueue = dataclasses.replace(  # the simulated cluster's Kueue, not the pool's settings
-        twin,
+    return on_this_cluster(
+        configured,
+        lead=lead,
         kueue_quota_gpus=args.kueue_quota_gpus,
         kueue_notice_seconds=args.kueue_notice,
         notice=args.notice,
     )
-    return dataclasses.replace(configured, twin=kueue)
 
 
 def replay_command(args: argparse.Namespace) -> int:
