@@ -92,8 +92,9 @@ MUTATIONS = (
     Mutation(
         "the twin shows no Kueue notice",
         "forecaster/simulation/twin.py",
-        '        return KueueRoom(NO_QUOTA, "no quota (replay)", self.reserved_gpus())',
-        "        return None",
+        "        if self.workloads is not None:  # its admission check takes the notice, then the"
+        " grace",
+        "        if False:",
         ("tests/simulation/test_twin.py::test_kueue_notice_shows_each_workload_before_its_pods",),
     ),
     Mutation(
@@ -1415,6 +1416,33 @@ MUTATIONS = (
         "        self._open = {}",
         (
             "tests/core/test_notice.py::test_an_item_in_flight_at_a_restart_keeps_its_first_reading_and_its_held_prewarm",
+        ),
+    ),
+    Mutation(
+        "an admitted Kueue workload is still announced (its pods are counted twice)",
+        "forecaster/actuators/notice/kueue_reserved.py",
+        ' or condition_true(obj, "Admitted"):',
+        ":",
+        (
+            "tests/actuators/test_notice_kueue.py::test_a_workload_holding_quota_is_announced_on_its_flavors_pool",
+        ),
+    ),
+    Mutation(
+        "a Kueue workload stuck in its checks is expected for ever (never withdrawn nor charged)",
+        "forecaster/actuators/notice/kueue_reserved.py",
+        "        latest = since + context.grace_seconds",
+        "        latest = since + 10**9",
+        (
+            "tests/actuators/test_notice_kueue.py::test_a_workload_stuck_in_its_checks_is_withdrawn_and_charged",
+        ),
+    ),
+    Mutation(
+        "items whose pods stay in the histories are added on top of the forecast (counted twice)",
+        "forecaster/core/planner.py",
+        "    return snap.announced_real_gpus + sum(i.gpus for i in due if not i.in_history)",
+        "    return snap.announced_real_gpus + sum(i.gpus for i in due)",
+        (
+            "tests/core/test_notice.py::test_work_whose_pods_stay_in_the_histories_floors_the_forecast_not_adds_to_it",
         ),
     ),
 )

@@ -117,6 +117,54 @@ def flavor(name: str, pool: str) -> dict[str, Any]:
     }
 
 
+def workload(
+    name: str, gpus_per_pod: int, count: int, *conditions: tuple[str, str, str]
+) -> dict[str, Any]:
+    """A Workload in ``ml`` on ClusterQueue ``research-a``, its GPUs assigned flavor ``a100``,
+    each condition (type, status, reason) changed at 08:05 (T0 + 300)."""
+    return {
+        "apiVersion": KUEUE_API,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "ml", "creationTimestamp": "2027-01-15T08:00:00Z"},
+        "spec": {
+            "queueName": "research",
+            "podSets": [
+                {
+                    "name": "main",
+                    "count": count,
+                    "template": {
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "c",
+                                    "image": "train",
+                                    "resources": {"requests": {GPU: gpus_per_pod}},
+                                }
+                            ]
+                        }
+                    },
+                }
+            ],
+        },
+        "status": {
+            "admission": {
+                "clusterQueue": "research-a",
+                "podSetAssignments": [{"name": "main", "flavors": {GPU: "a100"}, "count": count}],
+            },
+            "conditions": [
+                {
+                    "type": t,
+                    "status": s,
+                    "reason": r,
+                    "message": "",
+                    "lastTransitionTime": "2027-01-15T08:05:00Z",
+                }
+                for t, s, r in conditions
+            ],
+        },
+    }
+
+
 def cluster_queue(name: str, cohort: str, nominal: int, used: int, **limits: int) -> dict[str, Any]:
     resource: dict[str, Any] = {"name": GPU, "nominalQuota": nominal}
     if "borrowing" in limits:

@@ -11,11 +11,11 @@ that cannot be written is logged, never fails the tick.
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import Event, ObjectReference
+from forecaster.actuators.quantities import kube_timestamp
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
@@ -35,7 +35,7 @@ def warning(
     namespace: str, involved: ObjectReference, *, reason: str, message: str, now: int
 ) -> Event:
     """A Warning Event about the object ``involved`` at ``now``."""
-    stamp = datetime.fromtimestamp(now, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    stamp = kube_timestamp(now)
     name = involved.get("name", "object")
     return {
         "apiVersion": "v1",

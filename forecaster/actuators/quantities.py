@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
@@ -46,3 +48,23 @@ def pod_gpus(pod: Pod | PodTemplateSpec) -> int:
 def timestamp_seconds(text: object) -> float:
     """Epoch seconds of a Kubernetes timestamp (``2026-01-08T00:00:00Z``)."""
     return datetime.fromisoformat(str(text).replace("Z", "+00:00")).timestamp()
+
+
+def kube_timestamp(seconds: float) -> str:
+    """A Kubernetes timestamp (UTC, whole seconds) of epoch seconds: ``timestamp_seconds``'s
+    inverse."""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def status_condition(obj: Mapping[str, Any], kind: str) -> dict[str, Any] | None:
+    """The object's ``status.conditions`` entry of type ``kind``, if any."""
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == kind:
+            return dict(condition)
+    return None
+
+
+def condition_true(obj: Mapping[str, Any], kind: str) -> bool:
+    """Whether the object's condition ``kind`` is ``True``."""
+    condition = status_condition(obj, kind)
+    return condition is not None and condition.get("status") == "True"

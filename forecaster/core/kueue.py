@@ -12,9 +12,10 @@ admitted:
 
 The pool's room is the sum over its cohorts and lone queues. Workloads that hold quota but whose
 pods do not exist yet (``QuotaReserved`` without ``Admitted``, e.g. waiting for an admission
-check) are the surest near-term demand there is: their GPUs arrive as pods within seconds.
-Quota-blocked workloads make no pods (or only gated ones, which the observer does not count), so
-they add no demand. Pure: the actuators' reader builds these values from the objects.
+check) are notice (``actuators.notice.kueue_reserved``): their quota is used already, so the
+planner adds their GPUs to this room. Quota-blocked workloads make no pods (or only gated ones,
+which the observer does not count), so they add no demand. Pure: the actuators' reader builds
+these values from the objects.
 """
 
 from __future__ import annotations
@@ -54,15 +55,12 @@ class KueueRoom:
     admissible_gpus: int
     scope: str
     """Which quota binds, e.g. "cohort `research`" or "ClusterQueue `team-a`"."""
-    reserved_gpus: int = 0
-    """GPUs of workloads holding quota whose pods do not exist yet."""
     health: tuple[QueueHealth, ...] = ()
 
 
 def room(
     queues: Sequence[QueueQuota],
     *,
-    reserved_gpus: int = 0,
     health: Sequence[QueueHealth] = (),
 ) -> KueueRoom:
     """The GPUs Kueue could still admit over ``queues`` (see the module docstring)."""
@@ -87,4 +85,4 @@ def room(
             own += max(0, min(ceiling, total) - q.used_gpus)
         parts.append((max(0, min(total - used, own)), f"cohort `{cohort}`"))
     scope = ", ".join(name for _, name in parts) or "no ClusterQueue with quota on this pool"
-    return KueueRoom(sum(gpus for gpus, _ in parts), scope, reserved_gpus, tuple(health))
+    return KueueRoom(sum(gpus for gpus, _ in parts), scope, tuple(health))

@@ -32,6 +32,10 @@ class AnnouncedItem:
     """The notice source that read it (``cronjob``, ``jobset``...)."""
     key: str
     """What announced it, e.g. ``cronjob team-a/nightly@2026-12-03T02:00:00Z``."""
+    in_history: bool = False
+    """Its pods stay in the histories the forecast learns (its source marks none, e.g. Kueue's
+    reserved workloads: notice of seconds on work that is mostly unannounced): the plan raises
+    the forecast's part to cover it - the larger of the two - instead of adding it on top."""
 
     def __post_init__(self) -> None:
         if self.gpus_per_pod < 0 or self.pods < 0:

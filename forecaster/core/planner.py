@@ -18,8 +18,8 @@ Per pool (see ``PoolPlan``):
 3. Per-pool caps: ``max_prewarm_gpus`` and the NodePool's own GPU limit minus what is in use
    (Karpenter can overshoot its limit in a fast scale-out, so we never lean on it). A NodePool
    without a GPU limit gets nothing unless explicitly allowed. Where Kueue gates the pool, what
-   its quota could still admit (``core.kueue``); workloads holding quota with no pods yet are
-   demand.
+   its quota could still admit (``core.kueue``) plus the announced workloads already holding
+   quota (their quota is used, their nodes not yet).
 4. Shared caps, allocated one placeholder at a time round-robin over the pools (fair, and a pool
    whose forecast grows never gets less): total prewarm GPUs, cost per hour, and GPU-hours per
    rolling day (each GPU charged its commitment up front). Caps are charged whole nodes
@@ -231,7 +231,8 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
     cap = _cap(cap, policy.max_prewarm_gpus, unit, "pool max_prewarm_gpus", reasons)
     cap = _cap(cap, _limit_room(policy, snap, reasons), unit, "NodePool GPU limit", reasons)
     if snap.kueue is not None:  # work that quota would hold back needs no warm node
-        room = snap.kueue.admissible_gpus + snap.kueue.reserved_gpus
+        held = _trusted_due(snap, window_seconds=item.window_seconds, distrusted=item.distrusted)
+        room = snap.kueue.admissible_gpus + sum(i.gpus for i in held if i.in_history)
         cap = _cap(cap, room, unit, f"Kueue {snap.kueue.scope} quota", reasons)
     return _Draft(item, needed, cap, reasons)
 
@@ -271,14 +272,16 @@ def planned_demand(
     """The demand the plan acts on: the work known to be coming added to the forecast of the
     rest. The forecast learnt from histories that leave announced work's pods out (the sources
     mark them: ``actuators.notice``, the twin's flag), so it is of unannounced work, and the
-    announced work (``announced_gpus``) comes on top of it - counted once. Kueue workloads that
-    hold quota but have no pods yet are of unannounced work: they raise its part to at least
-    what runs now plus them (max, not sum: the forecast learnt from their kind). With nothing
+    announced work (``announced_gpus``) comes on top of it - counted once. Items whose pods stay
+    in the histories (``in_history``: Kueue workloads holding quota, no pods yet) are of
+    unannounced work: they raise its part to at least what runs now plus them (max, not sum:
+    the forecast learnt from their kind). With nothing
     known the forecast alone, as without notice. Items of ``distrusted`` sources are left
     out. The error budget judges the unannounced part (this less ``announced_gpus``) against
     the unannounced history: a burst Kueue announced and the plan covered is no miss."""
     announced = announced_gpus(snap, window_seconds=window_seconds, distrusted=distrusted)
-    reserved = snap.kueue.reserved_gpus if snap.kueue else 0
+    due = _trusted_due(snap, window_seconds=window_seconds, distrusted=distrusted or {})
+    reserved = sum(i.gpus for i in due if i.in_history)
     if not (reserved or announced):
         return forecast.upper_gpus
     unannounced_now = snap.real_demand_gpus - snap.announced_real_gpus + reserved
@@ -289,9 +292,9 @@ def announced_gpus(
     snap: PoolSnapshot, *, window_seconds: float, distrusted: Mapping[str, str] | None = None
 ) -> int:
     """GPUs of announced work the plan covers: running or pending now, and the trusted
-    sources' items due within ``window_seconds``."""
+    sources' items due within ``window_seconds`` (not those ``in_history``: the forecast's)."""
     due = _trusted_due(snap, window_seconds=window_seconds, distrusted=distrusted or {})
-    return snap.announced_real_gpus + sum(i.gpus for i in due)
+    return snap.announced_real_gpus + sum(i.gpus for i in due if not i.in_history)
 
 
 def _trusted_due(
@@ -321,11 +324,15 @@ def _known_work(
 ) -> str:
     """The reason naming the known work that raised the plan's demand."""
     parts = []
-    if snap.kueue and snap.kueue.reserved_gpus:
+    every = _trusted_due(snap, window_seconds=window_seconds, distrusted=distrusted)
+    held = [i for i in every if i.in_history]
+    if held:
         parts.append(
-            f"Kueue: {snap.kueue.reserved_gpus} GPUs of workloads hold quota but have no pods yet"
+            f"{'/'.join(sorted({i.source for i in held}))}: {sum(i.gpus for i in held)} GPUs"
+            " hold their place (quota) but have no pods yet"
+            f" ({', '.join(i.key for i in held[:3])}{'...' if len(held) > 3 else ''})"
         )
-    due = _trusted_due(snap, window_seconds=window_seconds, distrusted=distrusted)
+    due = [i for i in every if not i.in_history]
     if due:
         shown = "; ".join(
             f"{i.key} ({i.gpus} GPUs, in {max(0, i.earliest_start - snap.observed_at)}s)"

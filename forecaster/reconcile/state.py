@@ -157,6 +157,7 @@ def _in_flight_dict(flight: InFlight) -> dict[str, Any]:
         "pool": item.pool, "source": item.source, "key": item.key,
         "gpus_per_pod": item.gpus_per_pod, "pods": item.pods, "gang": item.gang,
         "earliest": item.earliest_start, "latest": item.latest_start,
+        "in_history": item.in_history,
         "due_since": flight.due_since, "first_seen": flight.first_seen,
     }  # fmt: skip
 
@@ -176,6 +177,7 @@ def _in_flight(data: Any) -> tuple[InFlight, ...]:
                     int(d["latest"]),
                     str(d["source"]),
                     str(d["key"]),
+                    bool(d.get("in_history", False)),
                 ),
                 None if d["due_since"] is None else int(d["due_since"]),
                 int(d["first_seen"]),

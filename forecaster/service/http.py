@@ -413,7 +413,6 @@ def _kueue(room: KueueRoom | None) -> dict[str, Any] | None:
     return {
         "admissible_gpus": room.admissible_gpus,
         "scope": room.scope,
-        "reserved_gpus": room.reserved_gpus,
         "queues": {
             h.name: {
                 "admission_wait_p95_seconds": h.admission_wait_p95_s,

@@ -35,6 +35,7 @@ from forecaster.actuators.notice.jobsets import (
     REPLICATED_JOB_LABEL,
 )
 from forecaster.actuators.observe.attribution import NodePoolShape, shape
+from forecaster.actuators.quantities import kube_timestamp
 from forecaster.core.jobs import JobTrace
 
 NONE, CRON, PIPELINE = 0, 1, 2
@@ -166,10 +167,6 @@ def declare(jobs: JobTrace, mix: NoticeMix, *, gap_seconds: float = 60.0) -> Dec
     return DeclaredNotice(kind.astype(np.int8), announce)
 
 
-def _iso(seconds: float) -> str:
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 class TwinObjects:
     """The CronJobs, JobSets and JobSets' Jobs the declared notice puts in the twin's cluster,
     served as ``ObjectLister``; ``now`` is the twin's clock."""
@@ -242,7 +239,7 @@ class TwinObjects:
             "metadata": {
                 "name": f"replay-cron-{j}",
                 "namespace": "replay",
-                "creationTimestamp": _iso(float(self.notice.announce_at[j])),
+                "creationTimestamp": kube_timestamp(float(self.notice.announce_at[j])),
             },
             "spec": {
                 "schedule": f"{due.minute} {due.hour} {due.day} {due.month} *",
@@ -302,9 +299,9 @@ class TwinObjects:
         return jobs
 
     def _initializer(self, j: int, *, finished: bool) -> Obj:
-        status: dict[str, Any] = {"startTime": _iso(float(self.notice.announce_at[j]))}
+        status: dict[str, Any] = {"startTime": kube_timestamp(float(self.notice.announce_at[j]))}
         if finished:
-            status["completionTime"] = _iso(float(self.jobs.submit[j]))
+            status["completionTime"] = kube_timestamp(float(self.jobs.submit[j]))
         return {
             "apiVersion": "batch/v1",
             "kind": "Job",

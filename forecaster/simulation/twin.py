@@ -40,7 +40,7 @@ from typing import Protocol
 
 import numpy as np
 
-from forecaster.actuators.notice.base import read_notice
+from forecaster.actuators.notice.base import GRACE_SECONDS, read_notice
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.core.actions import PLACEHOLDER_PODS, PrewarmConduct
 from forecaster.core.cluster import (
@@ -55,13 +55,12 @@ from forecaster.core.notice import AnnouncedItem
 from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
 from forecaster.simulation.declared_notice import NONE, NoticeMix, TwinObjects, declare
+from forecaster.simulation.kueue_objects import TwinWorkloads
 
 NOTICE_SOURCES = (SOURCES["cronjob"], SOURCES["jobset"])
 """The notice sources the twin's declared objects are read by (the daemon's own)."""
 
 ARRIVE, FINISH, READY, TICK, PROVISION, WAKE = range(6)
-NO_QUOTA = 1 << 30
-"""Kueue room when only notice is modelled: no quota binds."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +105,8 @@ class TwinConfig:
     kueue_notice_seconds: float = 0.0
     """Each job's Kueue workload holds quota this long before its pods are created (an
     admission check such as ProvisioningRequest, or a queue that hands work over ahead): the
-    planner sees those GPUs as reserved (``KueueRoom.reserved_gpus``). Waits still count from
+    daemon's ``kueue`` notice source reads those Workloads (``simulation.kueue_objects``) and the
+    planner covers their GPUs. Waits still count from
     the pods' creation, so runs with and without notice compare job for job. 0: no notice."""
     notice: NoticeMix | None = None
     """Declared notice (``simulation.declared_notice``): the share of jobs announced by
@@ -310,8 +310,8 @@ class Twin:
         self._created_at: list[float] = []  # unannounced pods' creation times, ascending
         self._created_cum: list[int] = [0]  # GPUs created up to each of them
         self.admitted_gpus = 0
-        self._gpus_cum = np.concatenate(([0], np.cumsum(jobs.gpus)))  # for reserved_gpus
         self.objects, self._announced_job = _announced(jobs, config)
+        self.workloads = _kueue_workloads(jobs, config, start=start, end=end)
 
     # ---- TwinView ---------------------------------------------------------------------------
     def demand_history(self, *, since: float) -> tuple[int, np.ndarray]:
@@ -359,30 +359,30 @@ class Twin:
 
     def _announced(self) -> tuple[AnnouncedItem, ...]:
         """What the daemon's notice sources read from the twin's objects now."""
-        if self.objects is None:
-            return ()
-        self.objects.now = self.now
-        reading = read_notice(
-            self.objects, NOTICE_SOURCES, pools=self.objects.pools(), now=int(self.now)
-        )
-        return reading.items.get(self.cfg.pool, ())
+        items: tuple[AnnouncedItem, ...] = ()
+        if self.objects is not None:
+            self.objects.now = self.now
+            reading = read_notice(
+                self.objects, NOTICE_SOURCES, pools=self.objects.pools(), now=int(self.now)
+            )
+            items += reading.items.get(self.cfg.pool, ())
+        if self.workloads is not None:  # its admission check takes the notice, then the grace
+            self.workloads.now = self.now
+            reading = read_notice(
+                self.workloads,
+                (SOURCES["kueue"],),
+                pools=(),
+                now=int(self.now),
+                grace_seconds=GRACE_SECONDS + math.ceil(self.cfg.kueue_notice_seconds),
+            )
+            items += reading.items.get(self.cfg.pool, ())
+        return items
 
     def _kueue_room(self) -> KueueRoom | None:
-        """Kueue as the observer reads it: the room its quota leaves, or with notice the GPUs
-        of the workloads holding quota whose pods come within ``kueue_notice_seconds``."""
+        """Kueue's quota as the observer reads it: the room it leaves (None: no quota)."""
         if self.cfg.kueue_quota_gpus is not None:
             return KueueRoom(max(0, self.cfg.kueue_quota_gpus - self.admitted_gpus), "replay quota")
-        if not self.cfg.kueue_notice_seconds:
-            return None
-        return KueueRoom(NO_QUOTA, "no quota (replay)", self.reserved_gpus())
-
-    def reserved_gpus(self) -> int:
-        """GPUs of the jobs whose pods are created in (now, now + notice], within the replay:
-        their workloads exist and hold quota already (``kueue_notice_seconds``)."""
-        until = min(self.now + self.cfg.kueue_notice_seconds, math.nextafter(self.end, 0))
-        first = int(np.searchsorted(self.jobs.submit, max(self.now, self.start), side="right"))
-        last = int(np.searchsorted(self.jobs.submit, until, side="right"))
-        return int(self._gpus_cum[max(first, last)] - self._gpus_cum[first])
+        return None
 
     def _measured_lead(self) -> MeasuredLead | None:
         """What the observer would measure: the twin's launches of the last day take exactly
@@ -785,3 +785,19 @@ def _announced(jobs: JobTrace, config: TwinConfig) -> tuple[TwinObjects | None, 
     objects = TwinObjects(jobs, declared, pool=config.pool, gpus_per_node=config.gpus_per_node)
     flags: list[bool] = (declared.kind != NONE).tolist()
     return objects, flags
+
+
+def _kueue_workloads(
+    jobs: JobTrace, config: TwinConfig, *, start: float, end: float
+) -> TwinWorkloads | None:
+    """The Workloads holding quota ahead of their pods (None: no Kueue notice simulated)."""
+    if not config.kueue_notice_seconds:
+        return None
+    return TwinWorkloads(
+        jobs,
+        notice_seconds=config.kueue_notice_seconds,
+        pool=config.pool,
+        gpus_per_node=config.gpus_per_node,
+        start=start,
+        end=end,
+    )

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -23,59 +22,12 @@ from forecaster.core.kueue import QueueHealth
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
-from tests.factories import cluster_queue, flavor
+from tests.factories import cluster_queue, flavor, workload
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
 
-V = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
-
-
-def workload(
-    name: str, gpus_per_pod: int, count: int, *conditions: tuple[str, str, str]
-) -> dict[str, Any]:
-    return {
-        "apiVersion": V,
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "ml", "creationTimestamp": "2027-01-15T08:00:00Z"},
-        "spec": {
-            "queueName": "research",
-            "podSets": [
-                {
-                    "name": "main",
-                    "count": count,
-                    "template": {
-                        "spec": {
-                            "containers": [
-                                {
-                                    "name": "c",
-                                    "image": "train",
-                                    "resources": {"requests": {GPU: gpus_per_pod}},
-                                }
-                            ]
-                        }
-                    },
-                }
-            ],
-        },
-        "status": {
-            "admission": {
-                "clusterQueue": "research-a",
-                "podSetAssignments": [{"name": "main", "flavors": {GPU: "a100"}, "count": count}],
-            },
-            "conditions": [
-                {
-                    "type": t,
-                    "status": s,
-                    "reason": r,
-                    "message": "",
-                    "lastTransitionTime": "2027-01-15T08:05:00Z",
-                }
-                for t, s, r in conditions
-            ],
-        },
-    }
 
 
 @pytest.fixture
@@ -146,10 +98,14 @@ def test_quota_reserved_without_pods_is_demand_and_gated_pods_are_not(
     record = tick(tmp_path, kueue_api, LiveSource(T0 - 2 * 86400, [16.0] * 2881), kueue={})
     snapshot = record.pools[POOL].snapshot
     assert snapshot is not None and snapshot.pending_gpus == 0  # the gated pod starts no node
-    assert snapshot.kueue is not None and snapshot.kueue.reserved_gpus == 16
+    assert snapshot.kueue is not None
+    (item,) = snapshot.announced  # the notice source ``kueue`` reads it
+    assert (item.source, item.gpus, item.pool, item.in_history) == ("kueue", 16, POOL, True)
+    assert item.key == "workload ml/waiting-check/main"
     reasons = record.plan.pool(POOL).reasons
     assert any(
-        r.startswith("Kueue: 16 GPUs of workloads hold quota but have no pods yet") for r in reasons
+        r.startswith("kueue: 16 GPUs hold their place (quota) but have no pods yet")
+        for r in reasons
     )
 
 

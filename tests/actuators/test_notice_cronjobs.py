@@ -214,33 +214,21 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     status = TestClient(create_app(daemon)).get("/api/v1/status").json()
     announced = status["pools"][POOL]["announced"]
     assert [a["key"] for a in announced] == ["cronjob ml/nightly@2027-01-15T08:05:00Z"]
+    quiet = {
+        "items": 0,
+        "problem": None,
+        "precision_7d": None,
+        "resolved_7d": 0,
+        "waste_gpu_hours_7d": 0.0,
+        "trusted": True,
+        "came_gpus_7d": 0,
+        "ahead_gpus_7d": 0,
+        "median_notice_seconds_7d": None,
+    }
     assert status["notice_sources"] == [
-        {
-            "source": "cronjob",
-            "installed": True,
-            "items": 1,
-            "problem": None,
-            "precision_7d": None,
-            "resolved_7d": 0,
-            "waste_gpu_hours_7d": 0.0,
-            "trusted": True,
-            "came_gpus_7d": 0,
-            "ahead_gpus_7d": 0,
-            "median_notice_seconds_7d": None,
-        },
-        {
-            "source": "jobset",
-            "installed": False,
-            "items": 0,
-            "problem": None,
-            "precision_7d": None,
-            "resolved_7d": 0,
-            "waste_gpu_hours_7d": 0.0,
-            "trusted": True,
-            "came_gpus_7d": 0,
-            "ahead_gpus_7d": 0,
-            "median_notice_seconds_7d": None,
-        },
+        {"source": "cronjob", "installed": True, **quiet, "items": 1},
+        {"source": "jobset", "installed": False, **quiet},
+        {"source": "kueue", "installed": False, **quiet},
     ]
 
     # 08:05: the controller creates the run's Job; its pods are pending real demand
@@ -272,7 +260,7 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     came = 'forecaster_notice_came_gpus_total{ahead="false",pool="%s",source="cronjob"} 16.0'
     assert came % POOL in metrics
     assert 'forecaster_notice_lead_seconds_bucket{le="300.0",source="cronjob"} 1.0' in metrics
-    (cron, _) = TestClient(create_app(daemon)).get("/api/v1/status").json()["notice_sources"]
+    (cron, *_) = TestClient(create_app(daemon)).get("/api/v1/status").json()["notice_sources"]
     assert (cron["came_gpus_7d"], cron["ahead_gpus_7d"]) == (16, 0)
     assert cron["median_notice_seconds_7d"] == 300
     api.clock = float(T0 + 315)

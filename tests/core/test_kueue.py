@@ -38,8 +38,7 @@ def test_cohorts_and_lone_queues_add_up() -> None:
             QueueQuota("b", None, 4, None, 0),
             QueueQuota("c", "y", 16, 0, 8),
         ],
-        reserved_gpus=8,
     )
-    assert result.admissible_gpus == 8 + 4 + 8 and result.reserved_gpus == 8
+    assert result.admissible_gpus == 8 + 4 + 8
     assert result.scope == "ClusterQueue `b`, cohort `x`, cohort `y`"
     assert room([]).admissible_gpus == 0

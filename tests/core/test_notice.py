@@ -12,7 +12,7 @@ from forecaster.core.notice import (
     NoticeLedger,
     SourceStatus,
 )
-from forecaster.core.planner import Mode, PoolInput, plan, planned_demand
+from forecaster.core.planner import Mode, PoolInput, announced_gpus, plan, planned_demand
 from forecaster.core.policy import Budgets
 from forecaster.reconcile.state import ServiceState
 from tests.factories import NOW, forecast, policy, snapshot
@@ -43,6 +43,20 @@ def test_announced_work_is_added_to_the_forecast_of_the_rest_once() -> None:
     # once the item's pods exist it leaves the reading: its GPUs counted once, as running
     came = snapshot(running_gpus=32, announced_real_gpus=24)
     assert planned_demand(came, forecast(2.0), window_seconds=WINDOW) == 32.0
+
+
+def test_work_whose_pods_stay_in_the_histories_floors_the_forecast_not_adds_to_it() -> None:
+    """A Kueue workload holding quota (``in_history``: its pods are not marked, the forecast
+    learnt its kind) raises the forecast's part to what runs now plus it - the larger of the
+    two - and is not announced work for the error budget; a distrusted source's is left out."""
+    held = (dataclasses.replace(item("wl", start=NOW, source="kueue"), in_history=True),)
+    snap = snapshot(running_gpus=16, announced=held)
+    assert planned_demand(snap, forecast(40.0), window_seconds=WINDOW) == 40.0  # 40 > 16 + 16
+    assert planned_demand(snap, forecast(20.0), window_seconds=WINDOW) == 32.0  # 16 + 16 > 20
+    assert announced_gpus(snap, window_seconds=WINDOW) == 0
+    distrusted = {"kueue": "precision 0.00 over 4 items in 7 days < 0.5 for a day"}
+    left = planned_demand(snap, forecast(20.0), window_seconds=WINDOW, distrusted=distrusted)
+    assert left == 20.0
 
 
 def test_a_distrusted_sources_items_are_left_out_and_said() -> None:

@@ -30,7 +30,6 @@ from forecaster.simulation.policies import (
     submission_starts,
 )
 from forecaster.simulation.twin import (
-    NO_QUOTA,
     Decision,
     Twin,
     TwinConfig,
@@ -303,21 +302,23 @@ def test_a_new_pod_wakes_a_decision_as_the_pod_watch_does() -> None:
 
 
 def test_kueue_notice_shows_each_workload_before_its_pods() -> None:
-    """With ``kueue_notice_seconds`` the observer sees, as Kueue workloads holding quota, the
-    GPUs of the jobs whose pods come within the notice - never later ones, never those of pods
-    that exist already, never beyond the replay's end."""
+    """With ``kueue_notice_seconds`` the daemon's ``kueue`` source reads, as workloads holding
+    quota, the GPUs of the jobs whose pods come within the notice - never later ones, never
+    those of pods that exist already, never beyond the replay's end."""
     jobs = trace((300, 600, 8), (500, 600, 16), (2000, 600, 4), (7300, 600, 2))
     twin = Twin(jobs, Reactive(), TwinConfig(kueue_notice_seconds=360), start=T0, end=T0 + 7200)
     twin.begin()
     seen = []
     for t in (100, 200, 350, 1700, 6900):
         twin.advance_to(T0 + t)
-        room = twin.snapshot().kueue
-        assert room is not None and room.admissible_gpus == NO_QUOTA
-        seen.append(room.reserved_gpus)
+        snapshot = twin.snapshot()
+        assert snapshot.kueue is None  # notice only: no quota binds
+        assert {i.source for i in snapshot.announced} <= {"kueue"}
+        assert all(i.in_history for i in snapshot.announced)
+        seen.append(sum(i.gpus for i in snapshot.announced))
     assert seen == [8, 24, 16, 4, 0]
     without = Twin(jobs, Reactive(), CFG, start=T0, end=T0 + 600)
-    assert without.snapshot().kueue is None  # no notice, no quota: Kueue is not there
+    assert without.snapshot().kueue is None and without.snapshot().announced == ()
 
 
 @pytest.mark.parametrize(

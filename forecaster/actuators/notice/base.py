@@ -46,9 +46,19 @@ class ApiKind:
     version: str
     plural: str
     labels: str | None = None
+    older_versions: tuple[str, ...] = ()
+    """Read in this order when ``version`` is not served (Kueue: v1beta2, else v1beta1)."""
 
     def __str__(self) -> str:
         return f"{self.plural}.{self.group}/{self.version}"
+
+    def listed(self, lister: ObjectLister) -> list[Obj] | None:
+        """Its objects from the first version the cluster serves; None when it serves none."""
+        for version in (self.version, *self.older_versions):
+            found = lister.list_objects(self.group, version, self.plural, labels=self.labels)
+            if found is not None:
+                return found
+        return None
 
 
 class ObjectLister(Protocol):
@@ -152,9 +162,7 @@ def read_notice(
         served = True
         try:
             for kind in source.kinds:
-                found = lister.list_objects(
-                    kind.group, kind.version, kind.plural, labels=kind.labels
-                )
+                found = kind.listed(lister)
                 if found is None:
                     served = bool(objects)  # a context kind may be missing; the main one not
                     break

@@ -29,7 +29,7 @@ from croniter import croniter
 
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
 from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
-from forecaster.actuators.quantities import pod_gpus, timestamp_seconds
+from forecaster.actuators.quantities import kube_timestamp, pod_gpus, timestamp_seconds
 from forecaster.core.notice import AnnouncedItem
 
 CRONJOBS = ApiKind("batch", "v1", "cronjobs")
@@ -61,7 +61,7 @@ class CronJobSource:
         completions = job.get("completions")
         pods = min(parallelism, int(completions)) if completions is not None else parallelism
         meta = obj["metadata"]
-        when = datetime.fromtimestamp(earliest, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        when = kube_timestamp(earliest)
         return [
             AnnouncedItem(
                 pool=pool,

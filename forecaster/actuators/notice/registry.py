@@ -5,8 +5,10 @@ from __future__ import annotations
 from forecaster.actuators.notice.base import NoticeSource
 from forecaster.actuators.notice.cronjobs import CronJobSource
 from forecaster.actuators.notice.jobsets import JobSetSource
+from forecaster.actuators.notice.kueue_reserved import KueueReservedSource
 
 SOURCES: dict[str, NoticeSource] = {
     CronJobSource.name: CronJobSource(),
     JobSetSource.name: JobSetSource(),
+    KueueReservedSource.name: KueueReservedSource(),
 }

@@ -4,9 +4,9 @@ Per pool (``KueueScope``): its ResourceFlavors - the configured names, else ever
 ``nodeLabels`` select ``karpenter.sh/nodepool=<pool>`` - and the ClusterQueues with
 ``nvidia.com/gpu`` quota on them (the configured names, else all). From each queue: its cohort
 (``cohortName``; ``cohort`` in v1beta1), nominal quota and borrowing limit on those flavors, and
-the quota reserved (``status.flavorsReservation``). From Workloads: those holding quota on the
-pool (``QuotaReserved``) but not yet ``Admitted`` - their pods are about to exist - and, for the
-status page, admission waits and ``PodsReadyTimeout`` evictions per ClusterQueue.
+the quota reserved (``status.flavorsReservation``). From Workloads, for the status page:
+admission waits and ``PodsReadyTimeout`` evictions per ClusterQueue. (Workloads holding quota
+whose pods do not exist yet are notice: ``actuators.notice.kueue_reserved``.)
 
 v1beta2 is read where served, v1beta1 otherwise. Reads only; a cluster without Kueue gives no
 room (the pool is then planned without a Kueue cap, and the status says why).
@@ -17,15 +17,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import cast
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube, Obj
-from forecaster.actuators.manifests import PodTemplateSpec
 from forecaster.actuators.quantities import (
     MalformedObjectError,
     gpu_quantity,
-    pod_gpus,
+    status_condition,
     timestamp_seconds,
 )
 from forecaster.core.kueue import KueueRoom, QueueHealth, QueueQuota, room
@@ -71,9 +69,7 @@ def read_rooms(kube: Kube, scopes: Sequence[KueueScope]) -> dict[str, KueueRoom]
             QueueHealth(name, _p95(seen[name].admission_waits_s), seen[name].pods_ready_timeouts)
             for name in sorted(names & set(seen))
         ]
-        rooms[scope.pool] = room(
-            quotas, reserved_gpus=_reserved(workloads, names, mine), health=health
-        )
+        rooms[scope.pool] = room(quotas, health=health)
     return rooms
 
 
@@ -124,46 +120,14 @@ def _quota(cq: Obj, flavors: set[str]) -> QueueQuota | None:
     return QueueQuota(cq["metadata"]["name"], cohort, nominal, borrowing if limited else None, used)
 
 
-def _condition(obj: Obj, kind: str) -> Obj | None:
-    for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == kind:
-            return dict(condition)
-    return None
-
-
-def _true(obj: Obj, kind: str) -> bool:
-    condition = _condition(obj, kind)
-    return condition is not None and condition.get("status") == "True"
-
-
-def _reserved(workloads: list[Obj], queues: set[str], flavors: set[str]) -> int:
-    """GPUs of workloads holding quota on these queues and flavors, with no pods yet."""
-    total = 0
-    for wl in workloads:
-        admission = (wl.get("status") or {}).get("admission") or {}
-        if admission.get("clusterQueue") not in queues:
-            continue
-        if not _true(wl, "QuotaReserved") or _true(wl, "Admitted"):
-            continue
-        pod_sets = {p.get("name"): p for p in wl.get("spec", {}).get("podSets") or []}
-        for assignment in admission.get("podSetAssignments") or []:
-            if (assignment.get("flavors") or {}).get(lbl.GPU_RESOURCE) not in flavors:
-                continue
-            pod_set = pod_sets.get(assignment.get("name"), {})
-            count = int(assignment.get("count") or pod_set.get("count") or 1)
-            template = cast(PodTemplateSpec, pod_set.get("template") or {"spec": {}})
-            total += count * pod_gpus(template)
-    return total
-
-
 def _health(workloads: list[Obj]) -> dict[str, _Seen]:
     health: dict[str, _Seen] = {}
     for wl in workloads:
         queue = ((wl.get("status") or {}).get("admission") or {}).get("clusterQueue")
-        evicted = _condition(wl, "Evicted")
+        evicted = status_condition(wl, "Evicted")
         if evicted is not None and evicted.get("reason") == "PodsReadyTimeout" and queue:
             health.setdefault(queue, _Seen()).pods_ready_timeouts += 1
-        admitted = _condition(wl, "Admitted")
+        admitted = status_condition(wl, "Admitted")
         if queue and admitted is not None and admitted.get("status") == "True":
             try:
                 wait = timestamp_seconds(admitted["lastTransitionTime"]) - timestamp_seconds(
