@@ -1445,6 +1445,31 @@ MUTATIONS = (
             "tests/core/test_notice.py::test_work_whose_pods_stay_in_the_histories_floors_the_forecast_not_adds_to_it",
         ),
     ),
+    Mutation(
+        "an Argo step after a failed one is announced (prewarm for work that will not run)",
+        "forecaster/actuators/notice/argo.py",
+        "        if phase in FAILED:\n            return None\n",
+        "",
+        (
+            "tests/actuators/test_notice_argo.py::test_an_upstream_done_makes_the_step_due_now_and_one_failed_announces_nothing",
+        ),
+    ),
+    Mutation(
+        "an Argo upstream without an estimate makes its step due now at every reading",
+        "forecaster/actuators/notice/argo.py",
+        "        else:\n            return None\n    return max(ends, default=now)",
+        "    return max(ends, default=now)",
+        (
+            "tests/actuators/test_notice_argo.py::test_an_upstream_without_an_estimate_announces_nothing_until_it_is_done",
+        ),
+    ),
+    Mutation(
+        "the pods of an Argo workflow's first steps are marked as announced (left out of history)",
+        "forecaster/actuators/notice/argo.py",
+        "            if isinstance(task, dict) and _dependencies(task):",
+        "            if isinstance(task, dict):",
+        ("tests/actuators/test_notice_argo.py::test_only_the_pods_of_waiting_steps_are_marked",),
+    ),
 )
 
 

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.notice.base import NoticeReading, NoticeSource, read_notice
+from forecaster.actuators.observe.attribution import shape
 from forecaster.app import build
 from forecaster.app.replay_policies import replay_policy
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
@@ -106,6 +108,14 @@ def forecast(p95: float, pool: str = "a", data_end: int = NOW - 60) -> DemandFor
     return DemandForecast(
         pool=pool, p50_gpus=p95 * 0.9, upper_gpus=p95, data_end=data_end, model="m", quantile=0.95
     )
+
+
+def read_source(api: KubeApiDouble, source: NoticeSource, now: int) -> NoticeReading:
+    """What one notice source reads from the double now, through the Kube adapter, over the
+    double's NodePools."""
+    kube = Kube(api_client(host=api.url), dry_run=True)
+    shapes = [shape(n) for n in kube.list_nodepools()]
+    return read_notice(kube, [source], pools=shapes, now=now)
 
 
 def flavor(name: str, pool: str) -> dict[str, Any]:

@@ -21,15 +21,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.notice.base import NoticeReading, read_notice
+from forecaster.actuators.notice.base import NoticeReading
 from forecaster.actuators.notice.cronjobs import CronJobSource
-from forecaster.actuators.observe.attribution import shape
 from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
-from tests.factories import cronjob, placeholders
+from tests.factories import cronjob, placeholders, read_source
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -55,9 +54,7 @@ def api() -> Iterator[KubeApiDouble]:
 
 
 def read(api: KubeApiDouble, now: int = T0) -> NoticeReading:
-    kube = Kube(api_client(host=api.url), dry_run=True)
-    shapes = [shape(n) for n in kube.list_nodepools()]
-    return read_notice(kube, [CronJobSource()], pools=shapes, now=now)
+    return read_source(api, CronJobSource(), now)
 
 
 def items(api: KubeApiDouble, now: int = T0) -> list[AnnouncedItem]:
@@ -229,6 +226,7 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
         {"source": "cronjob", "installed": True, **quiet, "items": 1},
         {"source": "jobset", "installed": False, **quiet},
         {"source": "kueue", "installed": False, **quiet},
+        {"source": "argo", "installed": False, **quiet},
     ]
 
     # 08:05: the controller creates the run's Job; its pods are pending real demand

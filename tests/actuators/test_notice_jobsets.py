@@ -12,14 +12,13 @@ from typing import Any
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.notice.base import NoticeReading, read_notice
+from forecaster.actuators.notice.base import NoticeReading
 from forecaster.actuators.notice.jobsets import JobSetSource
-from forecaster.actuators.observe.attribution import shape
 from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
-from tests.factories import jobset, jobset_job
+from tests.factories import jobset, jobset_job, read_source
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -37,9 +36,7 @@ def api() -> Iterator[KubeApiDouble]:
 
 
 def read(api: KubeApiDouble, now: int = T0) -> NoticeReading:
-    kube = Kube(api_client(host=api.url), dry_run=True)
-    shapes = [shape(n) for n in kube.list_nodepools()]
-    return read_notice(kube, [JobSetSource()], pools=shapes, now=now)
+    return read_source(api, JobSetSource(), now)
 
 
 def items(api: KubeApiDouble) -> list[AnnouncedItem]:

@@ -20,14 +20,13 @@ from fastapi.testclient import TestClient
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import NoticeReading, read_notice
 from forecaster.actuators.notice.kueue_reserved import KueueReservedSource
-from forecaster.actuators.observe.attribution import shape
 from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
 from forecaster.simulation.kueue_objects import TwinWorkloads
-from tests.factories import flavor, synthetic, workload
+from tests.factories import flavor, read_source, synthetic, workload
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -50,9 +49,7 @@ def api() -> Iterator[KubeApiDouble]:
 
 
 def read(api: KubeApiDouble, now: int) -> NoticeReading:
-    kube = Kube(api_client(host=api.url), dry_run=True)
-    shapes = [shape(n) for n in kube.list_nodepools()]
-    return read_notice(kube, [KueueReservedSource()], pools=shapes, now=now)
+    return read_source(api, KueueReservedSource(), now)
 
 
 def test_a_workload_holding_quota_is_announced_on_its_flavors_pool(api: KubeApiDouble) -> None:

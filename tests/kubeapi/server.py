@@ -3,7 +3,8 @@
 Serves, for the real ``kubernetes`` client: pods, nodes, configmaps, events, podtemplates (core
 v1), jobs and cronjobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases
 (coordination.k8s.io/v1), nodepools (karpenter.sh/v1) and - when asked - capacitybuffers
-(autoscaling.x-k8s.io/v1beta1), Kueue's kinds and jobsets (jobset.x-k8s.io/v1alpha2), with
+(autoscaling.x-k8s.io/v1beta1), Kueue's kinds, jobsets (jobset.x-k8s.io/v1alpha2) and workflows
+(argoproj.io/v1alpha1), with
 get/list/create/replace/patch/delete and API discovery.
 
 Lists can be watched (``?watch=true``, ``WatchStream``): from ``resourceVersion`` (410 Gone in
@@ -67,6 +68,7 @@ RESOURCES = {
     "resourceflavors": Resource("kueue.x-k8s.io/v1beta2", "ResourceFlavor", False),
     "workloads": Resource("kueue.x-k8s.io/v1beta2", "Workload", True),
     "jobsets": Resource("jobset.x-k8s.io/v1alpha2", "JobSet", True),
+    "workflows": Resource("argoproj.io/v1alpha1", "Workflow", True),
 }
 BOOKMARK_SECONDS = 1.0
 """An idle watch that asked for bookmarks gets one this often (the real server: ~1 min)."""
@@ -206,16 +208,18 @@ class KubeApiDouble:
         capacity_buffers: bool = False,
         kueue: bool | str = False,
         jobsets: bool = False,
+        argo: bool = False,
         start_time: float = 1_800_000_000.0,
     ) -> None:
-        """``capacity_buffers``/``kueue``/``jobsets``: serve those CRDs (else 404, as without
-        them); ``kueue="v1beta1"`` serves Kueue's older API version only."""
+        """``capacity_buffers``/``kueue``/``jobsets``/``argo``: serve those CRDs (else 404, as
+        without them); ``kueue="v1beta1"`` serves Kueue's older API version only."""
         self.clock = start_time
         self.store = Store(now=lambda: self.clock)
         self.capacity_buffers = capacity_buffers
         self.kueue = bool(kueue)
         self.kueue_version = kueue if isinstance(kueue, str) else "v1beta2"
         self.jobsets = jobsets
+        self.argo = argo
         self.requests: list[Request] = []
         self.invalid: list[tuple[str, list[str]]] = []
         self.faults = Faults()
@@ -388,6 +392,8 @@ class KubeApiDouble:
             return self.capacity_buffers
         if resource == "jobsets":
             return self.jobsets
+        if resource == "workflows":
+            return self.argo
         if RESOURCES[resource].group_version.startswith("kueue.x-k8s.io/"):
             return self.kueue
         return True

@@ -142,11 +142,16 @@ def test_vendored_crds_match_the_shared_release() -> None:
         "jobset.x-k8s.io_jobsets.yaml": (
             "029f74bbb91b7d94423a74b294def840c10c6cdab9ee7371f8b4f3ef5b3a445a"
         ),
+        # Argo Workflows at f016ad8 (after v4.1.0-rc2)
+        "argoproj.io_workflows.yaml": (
+            "35ffc0d16c9c71db69ae113e562d90057eac75a60e7371aa3012a3171ccd8c39"
+        ),
     }
     shared_dirs = {
         "monitoring": "prometheus-operator-v0.93.0",
         "kueue": "kueue",
         "jobset": "jobset",
+        "argoproj": "argo-workflows",
     }
     for name, digest in pinned.items():
         assert hashlib.sha256((CRDS / name).read_bytes()).hexdigest() == digest

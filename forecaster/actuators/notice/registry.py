@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from forecaster.actuators.notice.argo import ArgoWorkflowSource
 from forecaster.actuators.notice.base import NoticeSource
 from forecaster.actuators.notice.cronjobs import CronJobSource
 from forecaster.actuators.notice.jobsets import JobSetSource
@@ -11,4 +12,5 @@ SOURCES: dict[str, NoticeSource] = {
     CronJobSource.name: CronJobSource(),
     JobSetSource.name: JobSetSource(),
     KueueReservedSource.name: KueueReservedSource(),
+    ArgoWorkflowSource.name: ArgoWorkflowSource(),
 }

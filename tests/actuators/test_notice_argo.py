@@ -1,0 +1,234 @@
+"""Argo Workflows as notice (the ``argo`` source), through the API double serving Argo's
+Workflow CRD (every Workflow validated against the vendored schema).
+
+A running workflow's GPU step whose dependencies have all started is announced on the pool its
+pod fits, due when Argo expects its upstream to end (``startedAt`` + ``estimatedDuration``);
+only the next hop; first steps, steps after a failed one, templates without GPUs and
+workflows not running announce nothing; steps templates and fan-out count; the pods of waiting
+steps are marked, the first steps' are not; a step that never comes is withdrawn and charged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.notice.argo import ArgoWorkflowSource
+from forecaster.actuators.notice.base import NoticeReading
+from forecaster.app import build
+from forecaster.service.daemon import Daemon
+from forecaster.service.http import create_app
+from forecaster.settings import Settings
+from tests.factories import read_source
+from tests.kubeapi.cluster import ClusterSim
+from tests.kubeapi.server import KubeApiDouble
+from tests.service.fakes import POOL, T0, LiveSource
+
+GPU = "nvidia.com/gpu"
+STARTED = "2027-01-15T07:59:00Z"  # T0 - 60
+ESTIMATE = 600  # Argo's estimate of the upstream step: it ends at T0 + 540
+
+
+def container(gpus: int) -> dict[str, Any]:
+    requests = {GPU: str(gpus)} if gpus else {"cpu": "1"}
+    return {"image": "train", "resources": {"requests": requests}}
+
+
+def leaf(name: str, gpus: int) -> dict[str, Any]:
+    return {
+        "name": name,
+        "container": container(gpus),
+        "nodeSelector": {"karpenter.sh/nodepool": POOL},
+        "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+    }
+
+
+def node(name: str, kind: str, phase: str, boundary: str = "", **more: Any) -> dict[str, Any]:
+    return {
+        "id": name,
+        "name": name,
+        "displayName": name.rsplit(".", 1)[-1],
+        "type": kind,
+        "phase": phase,
+        **({"boundaryID": boundary} if boundary else {}),
+        **more,
+    }
+
+
+def pipeline(prep_phase: str = "Running", **changes: Any) -> dict[str, Any]:
+    """A DAG: ``prep`` (CPU) -> ``train`` (8 GPUs) -> ``eval`` (1 GPU); ``prep`` running."""
+    prep = node(
+        "wf.prep", "Pod", prep_phase, "wf", templateName="prep", startedAt=STARTED,
+        estimatedDuration=ESTIMATE,
+    )  # fmt: skip
+    obj: dict[str, Any] = {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {"name": "wf", "namespace": "ml"},
+        "spec": {
+            "entrypoint": "main",
+            "templates": [
+                {
+                    "name": "main",
+                    "dag": {
+                        "tasks": [
+                            {"name": "prep", "template": "prep"},
+                            {"name": "train", "template": "train", "dependencies": ["prep"]},
+                            {"name": "eval", "template": "eval", "depends": "train.Succeeded"},
+                        ]
+                    },
+                },
+                leaf("prep", 0),
+                leaf("train", 8),
+                leaf("eval", 1),
+            ],
+        },
+        "status": {
+            "phase": "Running",
+            "nodes": {
+                "wf": node("wf", "DAG", "Running", templateName="main", startedAt=STARTED),
+                "wf.prep": prep,
+            },
+        },
+    }
+    obj["spec"].update(changes)
+    return obj
+
+
+@pytest.fixture
+def api() -> Iterator[KubeApiDouble]:
+    with KubeApiDouble(argo=True) as server:
+        server.clock = float(T0)
+        ClusterSim(server).busy_pool(POOL, limit_gpus=400)
+        yield server
+    assert server.invalid == [], server.invalid
+
+
+def read(api: KubeApiDouble, now: int = T0) -> NoticeReading:
+    return read_source(api, ArgoWorkflowSource(), now)
+
+
+def test_the_next_gpu_step_is_announced_when_its_upstream_should_end(api: KubeApiDouble) -> None:
+    api.put("workflows", pipeline())
+    (item,) = read(api).items[POOL]
+    assert (item.key, item.gpus, item.pods, item.gang) == ("workflow ml/wf/train", 8, 1, False)
+    assert (item.earliest_start, item.latest_start) == (T0 + 540, T0 + 540 + 600)
+
+
+def test_an_upstream_done_makes_the_step_due_now_and_one_failed_announces_nothing(
+    api: KubeApiDouble,
+) -> None:
+    done = pipeline("Succeeded")
+    done["status"]["nodes"]["wf.prep"]["finishedAt"] = "2027-01-15T07:59:30Z"
+    api.put("workflows", done)
+    (item,) = read(api).items[POOL]
+    assert item.earliest_start == T0 - 30
+    failed = pipeline("Failed")
+    failed["metadata"]["name"] = "wf-failed"
+    api.put("workflows", failed)
+    assert [i.key for i in read(api).items[POOL]] == ["workflow ml/wf/train"]
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"status": {"phase": "Succeeded"}}, "not running"),
+        ({"spec": {"suspend": True}}, "suspended"),
+        ({"spec": {"shutdown": "Stop"}}, "shut down"),
+    ],
+)
+def test_what_announces_nothing(api: KubeApiDouble, change: dict[str, Any], why: str) -> None:
+    obj = pipeline()
+    for part, values in change.items():
+        obj[part].update(values)
+    api.put("workflows", obj)
+    assert read(api).items == {}, why
+
+
+def test_an_upstream_without_an_estimate_announces_nothing_until_it_is_done(
+    api: KubeApiDouble,
+) -> None:
+    obj = pipeline()
+    del obj["status"]["nodes"]["wf.prep"]["estimatedDuration"]
+    api.put("workflows", obj)
+    assert read(api).items == {}
+
+
+def test_a_steps_template_announces_the_group_after_the_running_one(api: KubeApiDouble) -> None:
+    obj = pipeline()
+    obj["spec"]["templates"][0] = {
+        "name": "main",
+        "steps": [
+            [{"name": "prep", "template": "prep"}],
+            [{"name": "train", "template": "train", "withItems": ["a", "b", "c"]}],
+            [{"name": "eval", "template": "eval"}],
+        ],
+    }
+    obj["status"]["nodes"]["wf"]["type"] = "Steps"
+    obj["status"]["nodes"]["wf[0]"] = node("wf[0]", "StepGroup", "Running", "wf")
+    api.put("workflows", obj)
+    (item,) = read(api).items[POOL]
+    assert (item.key, item.gpus_per_pod, item.pods) == ("workflow ml/wf/train", 8, 3)
+
+
+def test_only_the_pods_of_waiting_steps_are_marked(api: KubeApiDouble) -> None:
+    api.put("workflows", pipeline())
+    marks = read(api).announced
+
+    def pod(step: str) -> Any:
+        return {
+            "metadata": {
+                "namespace": "ml",
+                "labels": {"workflows.argoproj.io/workflow": "wf"},
+                "annotations": {"workflows.argoproj.io/node-name": f"wf.{step}"},
+            },
+            "spec": {"containers": []},
+        }
+
+    assert marks(pod("train")) and marks(pod("eval(0:a)"))
+    assert not marks(pod("prep"))
+
+
+def test_argo_not_served_is_not_installed() -> None:
+    with KubeApiDouble() as bare:
+        ClusterSim(bare).add_nodepool(POOL, limit_gpus=400)
+        (status,) = read(bare).statuses
+    assert not status.installed
+
+
+def test_a_step_that_never_comes_is_prewarmed_once_then_withdrawn_and_charged(
+    tmp_path: Path, api: KubeApiDouble
+) -> None:
+    obj = pipeline()
+    obj["status"]["nodes"]["wf.prep"]["estimatedDuration"] = 120  # train due at T0 + 60
+    api.put("workflows", obj)
+    config = Settings.model_validate(
+        {
+            "source": {"kind": "prometheus"},
+            "models_dir": str(tmp_path / "models"),
+            "planning": {"actuation": "placeholders", "budgets": {"max_total_prewarm_gpus": 64}},
+            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 64}],
+        }
+    )
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    flat = LiveSource(T0 - 2 * 86400, [16.0] * (2 * 1440 + 30))
+    daemon = Daemon(reconciler=build.build_reconciler(config, source=flat, kube=kube))
+    first = daemon.reconcile(T0)
+    assert first is not None and first.plan.pool(POOL).target_gpus >= 8
+    assert any("workflow ml/wf/train (8 GPUs" in r for r in first.plan.pool(POOL).reasons)
+    api.clock = float(T0 + 120)
+    assert daemon.reconcile(T0 + 120) is not None  # due, held for; its pod does not come
+    late = T0 + 60 + 601  # past its latest start, no pod: the step did not come
+    api.clock = float(late)
+    after = daemon.reconcile(late)
+    assert after is not None
+    assert not any("workflow ml/wf/train" in r for r in after.plan.pool(POOL).reasons)
+    status = TestClient(create_app(daemon)).get("/api/v1/status").json()
+    (argo,) = [s for s in status["notice_sources"] if s["source"] == "argo"]
+    assert (argo["resolved_7d"], argo["precision_7d"]) == (1, 0.0)
+    assert argo["waste_gpu_hours_7d"] == pytest.approx(8 * (660 - 120) / 3600, abs=2e-3)
