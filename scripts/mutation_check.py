@@ -1470,6 +1470,26 @@ MUTATIONS = (
         "            if isinstance(task, dict):",
         ("tests/actuators/test_notice_argo.py::test_only_the_pods_of_waiting_steps_are_marked",),
     ),
+    Mutation(
+        "a CronWorkflow forbidding a second run announces one while a run is active",
+        "forecaster/actuators/notice/cronworkflows.py",
+        'spec.get("concurrencyPolicy", "Allow") in ("Forbid", "Replace"):\n            return []\n'
+        '        last = status.get("lastScheduledTime")',
+        'spec.get("concurrencyPolicy", "Allow") in ("Replace",):\n            return []\n'
+        '        last = status.get("lastScheduledTime")',
+        (
+            "tests/actuators/test_notice_argo.py::test_a_suspended_cronworkflow_or_one_forbidding_a_second_run_announces_nothing",
+        ),
+    ),
+    Mutation(
+        "a cron run announces its later steps too (announced twice: by the cron and the workflow)",
+        "forecaster/actuators/notice/cronworkflows.py",
+        '        return [t for t in tasks if not t.get("dependencies") and not t.get("depends")]',
+        "        return list(tasks)",
+        (
+            "tests/actuators/test_notice_argo.py::test_a_cronworkflows_next_run_announces_its_first_gpu_steps",
+        ),
+    ),
 )
 
 

@@ -1,11 +1,14 @@
-"""Argo Workflows as notice (the ``argo`` source), through the API double serving Argo's
-Workflow CRD (every Workflow validated against the vendored schema).
+"""Argo Workflows as notice (the ``argo`` and ``cronworkflow`` sources), through the API double
+serving Argo's Workflow and CronWorkflow CRDs (every object validated against the vendored
+schemas).
 
 A running workflow's GPU step whose dependencies have all started is announced on the pool its
 pod fits, due when Argo expects its upstream to end (``startedAt`` + ``estimatedDuration``);
 only the next hop; first steps, steps after a failed one, templates without GPUs and
 workflows not running announce nothing; steps templates and fan-out count; the pods of waiting
 steps are marked, the first steps' are not; a step that never comes is withdrawn and charged.
+A CronWorkflow's next run announces its first GPU steps; a run its ``when`` skips counts as
+not come.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from fastapi.testclient import TestClient
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.argo import ArgoWorkflowSource
 from forecaster.actuators.notice.base import NoticeReading
+from forecaster.actuators.notice.cronworkflows import CronWorkflowSource
 from forecaster.app import build
+from forecaster.core.notice import NoticeLedger
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
@@ -232,3 +237,81 @@ def test_a_step_that_never_comes_is_prewarmed_once_then_withdrawn_and_charged(
     (argo,) = [s for s in status["notice_sources"] if s["source"] == "argo"]
     assert (argo["resolved_7d"], argo["precision_7d"]) == (1, 0.0)
     assert argo["waste_gpu_hours_7d"] == pytest.approx(8 * (660 - 120) / 3600, abs=2e-3)
+
+
+def nightly(**spec: Any) -> dict[str, Any]:
+    """A CronWorkflow due at 08:05 (T0 + 300) whose entry DAG starts a CPU and a GPU task, then
+    a GPU task that depends on them."""
+    workflow = pipeline()["spec"]
+    tasks = workflow["templates"][0]["dag"]["tasks"]
+    tasks.append({"name": "warmup", "template": "train", "withItems": [1, 2]})
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "CronWorkflow",
+        "metadata": {
+            "name": "nightly",
+            "namespace": "ml",
+            "creationTimestamp": "2027-01-14T00:00:00Z",
+        },
+        "spec": {"schedules": ["5 8 * * *"], "workflowSpec": workflow, **spec},
+    }
+
+
+def read_cron(api: KubeApiDouble, now: int = T0) -> NoticeReading:
+    return read_source(api, CronWorkflowSource(), now)
+
+
+def test_a_cronworkflows_next_run_announces_its_first_gpu_steps(api: KubeApiDouble) -> None:
+    api.put("cronworkflows", nightly())
+    (item,) = read_cron(api).items[POOL]
+    assert item.key == "cronworkflow ml/nightly@2027-01-15T08:05:00Z/warmup"
+    assert (item.gpus_per_pod, item.pods, item.earliest_start) == (8, 2, T0 + 300)
+    assert item.latest_start == T0 + 300 + 600
+
+
+@pytest.mark.parametrize(
+    "spec", [{"suspend": True}, {"concurrencyPolicy": "Forbid"}, {"concurrencyPolicy": "Replace"}]
+)
+def test_a_suspended_cronworkflow_or_one_forbidding_a_second_run_announces_nothing(
+    api: KubeApiDouble, spec: dict[str, Any]
+) -> None:
+    obj = nightly(**spec)
+    obj["status"] = {"active": [{"name": "nightly-1", "namespace": "ml"}]}
+    api.put("cronworkflows", obj)
+    assert read_cron(api).items == {}
+
+
+def test_a_run_its_when_skips_counts_as_not_come(api: KubeApiDouble) -> None:
+    """Argo makes no Workflow for a run ``when`` skips: the run stays listed until its latest
+    start has passed, then the next one is; the ledger resolves the skipped one as not come."""
+    api.put("cronworkflows", nightly(when="false"))
+    ledger = NoticeLedger()
+    for now in (T0, T0 + 300, T0 + 300 + 601):
+        reading = read_cron(api, now)
+        ledger.observe(
+            POOL, reading.items.get(POOL, ()), readable=None, now=now, window_seconds=900
+        )
+    (outcome,) = ledger.outcomes
+    assert (outcome.source, outcome.came) == ("cronworkflow", False)
+    assert outcome.held_gpu_hours == pytest.approx(16 * 900 / 3600)  # due from T0: its window
+
+
+def test_the_pods_of_a_cron_run_are_marked(api: KubeApiDouble) -> None:
+    api.put("cronworkflows", nightly())
+    run = pipeline()
+    run["metadata"] = {
+        "name": "nightly-1800000300",
+        "namespace": "ml",
+        "labels": {"workflows.argoproj.io/cron-workflow": "nightly"},
+    }
+    api.put("workflows", run)
+    other = pipeline()
+    api.put("workflows", other)
+    marks = read_cron(api).announced
+
+    def pod(workflow: str) -> Any:
+        labels = {"workflows.argoproj.io/workflow": workflow}
+        return {"metadata": {"namespace": "ml", "labels": labels}, "spec": {"containers": []}}
+
+    assert marks(pod("nightly-1800000300"))
+    assert not marks(pod("wf"))

@@ -33,6 +33,7 @@ CRD_FILES = {
     ("kueue.x-k8s.io/v1beta1", "Workload"): "kueue.x-k8s.io_workloads.yaml",
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): "jobset.x-k8s.io_jobsets.yaml",
     ("argoproj.io/v1alpha1", "Workflow"): "argoproj.io_workflows.yaml",
+    ("argoproj.io/v1alpha1", "CronWorkflow"): "argoproj.io_cronworkflows.yaml",
 }
 
 

@@ -3,9 +3,9 @@
 Serves, for the real ``kubernetes`` client: pods, nodes, configmaps, events, podtemplates (core
 v1), jobs and cronjobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases
 (coordination.k8s.io/v1), nodepools (karpenter.sh/v1) and - when asked - capacitybuffers
-(autoscaling.x-k8s.io/v1beta1), Kueue's kinds, jobsets (jobset.x-k8s.io/v1alpha2) and workflows
-(argoproj.io/v1alpha1), with
-get/list/create/replace/patch/delete and API discovery.
+(autoscaling.x-k8s.io/v1beta1), Kueue's kinds, jobsets (jobset.x-k8s.io/v1alpha2), workflows
+and cronworkflows (argoproj.io/v1alpha1), with get/list/create/replace/patch/delete and API
+discovery.
 
 Lists can be watched (``?watch=true``, ``WatchStream``): from ``resourceVersion`` (410 Gone in
 an ERROR event when it is older than the kept changes, see ``Store.compact``), or from now after
@@ -69,6 +69,7 @@ RESOURCES = {
     "workloads": Resource("kueue.x-k8s.io/v1beta2", "Workload", True),
     "jobsets": Resource("jobset.x-k8s.io/v1alpha2", "JobSet", True),
     "workflows": Resource("argoproj.io/v1alpha1", "Workflow", True),
+    "cronworkflows": Resource("argoproj.io/v1alpha1", "CronWorkflow", True),
 }
 BOOKMARK_SECONDS = 1.0
 """An idle watch that asked for bookmarks gets one this often (the real server: ~1 min)."""
@@ -392,7 +393,7 @@ class KubeApiDouble:
             return self.capacity_buffers
         if resource == "jobsets":
             return self.jobsets
-        if resource == "workflows":
+        if resource in ("workflows", "cronworkflows"):
             return self.argo
         if RESOURCES[resource].group_version.startswith("kueue.x-k8s.io/"):
             return self.kueue

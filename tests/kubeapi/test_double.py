@@ -146,6 +146,9 @@ def test_vendored_crds_match_the_shared_release() -> None:
         "argoproj.io_workflows.yaml": (
             "35ffc0d16c9c71db69ae113e562d90057eac75a60e7371aa3012a3171ccd8c39"
         ),
+        "argoproj.io_cronworkflows.yaml": (
+            "31abde1c89c6c11cf1c97753676327e02b2f8dc47827e49383732ac6b1d828c6"
+        ),
     }
     shared_dirs = {
         "monitoring": "prometheus-operator-v0.93.0",

@@ -62,37 +62,18 @@ class ArgoWorkflowSource:
         for waiting, upstream in _waiting(nodes, templates):
             eta = _eta(upstream, context.now)
             if eta is not None:
-                items += self._item(obj, waiting, eta, templates, context)
+                meta = obj["metadata"]
+                key = f"workflow {meta['namespace']}/{meta['name']}/{waiting['name']}"
+                items += step_item(
+                    waiting,
+                    spec,
+                    earliest=eta,
+                    latest=eta + context.grace_seconds,
+                    source=self.name,
+                    key=key,
+                    context=context,
+                )
         return items
-
-    def _item(
-        self,
-        obj: Obj,
-        step: Obj,
-        eta: int,
-        templates: dict[str, Obj],
-        context: NoticeContext,
-    ) -> list[AnnouncedItem]:
-        template = _pod_template(templates.get(step.get("template", "")), obj["spec"])
-        if template is None:
-            return []
-        per_pod = pod_gpus(template)
-        pool = context.pool_of(template) if per_pod > 0 else None
-        if pool is None:
-            return []
-        meta = obj["metadata"]
-        return [
-            AnnouncedItem(
-                pool=pool,
-                gpus_per_pod=per_pod,
-                pods=_fan_out(step),
-                gang=False,
-                earliest_start=eta,
-                latest_start=eta + context.grace_seconds,
-                source=self.name,
-                key=f"workflow {meta['namespace']}/{meta['name']}/{step['name']}",
-            )
-        ]
 
     def marker(self, context: NoticeContext) -> PodMarker:
         """A pod of a step that waits on others (the steps this source announces), by the
@@ -112,6 +93,40 @@ class ArgoWorkflowSource:
             return (meta.get("namespace"), workflow, step) in waiting
 
         return marks
+
+
+def step_item(
+    step: Obj,
+    workflow: Obj,
+    *,
+    earliest: int,
+    latest: int,
+    source: str,
+    key: str,
+    context: NoticeContext,
+) -> list[AnnouncedItem]:
+    """The item of one step (a DAG task or a steps entry) of ``workflow`` (a Workflow's spec):
+    none when its template makes no pod, asks for no GPU or fits no pool."""
+    templates = {t["name"]: t for t in workflow.get("templates") or []}
+    template = _pod_template(templates.get(step.get("template", "")), workflow)
+    if template is None:
+        return []
+    per_pod = pod_gpus(template)
+    pool = context.pool_of(template) if per_pod > 0 else None
+    if pool is None:
+        return []
+    return [
+        AnnouncedItem(
+            pool=pool,
+            gpus_per_pod=per_pod,
+            pods=_fan_out(step),
+            gang=False,
+            earliest_start=earliest,
+            latest_start=latest,
+            source=source,
+            key=key,
+        )
+    ]
 
 
 def _waiting(nodes: list[Obj], templates: dict[str, Obj]) -> Iterable[tuple[Obj, list[Obj]]]:

@@ -21,6 +21,7 @@ GPUs). Schedules are parsed by ``croniter`` (macros such as ``@hourly`` included
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import cast
 from zoneinfo import ZoneInfo
@@ -99,15 +100,24 @@ def next_run(obj: Obj, now: int, *, grace_seconds: int) -> tuple[int, int]:
     """(scheduled time, latest start) of the CronJob's next run not yet started, if any."""
     spec, status = obj["spec"], obj.get("status") or {}
     last = status.get("lastScheduleTime") or obj["metadata"]["creationTimestamp"]
-    schedule = spec["schedule"]
-    if not _valid(schedule):
-        raise ValueError(f"spec.schedule {schedule!r} is not a cron expression")
     late = spec.get("startingDeadlineSeconds")
     window = int(late) if late is not None else grace_seconds
-    zone_name = spec.get("timeZone") or "UTC"
-    due = _next_after(schedule, zone_name, timestamp_seconds(last))
+    return next_due(
+        (spec["schedule"],), spec.get("timeZone") or "UTC", timestamp_seconds(last), now, window
+    )
+
+
+def next_due(
+    schedules: Sequence[str], zone_name: str, last: float, now: int, window: int
+) -> tuple[int, int]:
+    """(scheduled time, latest start) of the first run of any of ``schedules`` after ``last``
+    whose latest start (``window`` later) has not passed - a missed run is given up then."""
+    for schedule in schedules:
+        if not _valid(schedule):
+            raise ValueError(f"schedule {schedule!r} is not a cron expression")
+    due = min(_next_after(s, zone_name, last) for s in schedules)
     if due < now - window:  # missed for good: the first run whose deadline has not passed
-        due = _next_after(schedule, zone_name, now - window - 1)  # a run due then still counts
+        due = min(_next_after(s, zone_name, now - window - 1) for s in schedules)
     return due, due + window
 
 

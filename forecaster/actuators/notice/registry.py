@@ -5,6 +5,7 @@ from __future__ import annotations
 from forecaster.actuators.notice.argo import ArgoWorkflowSource
 from forecaster.actuators.notice.base import NoticeSource
 from forecaster.actuators.notice.cronjobs import CronJobSource
+from forecaster.actuators.notice.cronworkflows import CronWorkflowSource
 from forecaster.actuators.notice.jobsets import JobSetSource
 from forecaster.actuators.notice.kueue_reserved import KueueReservedSource
 
@@ -13,4 +14,5 @@ SOURCES: dict[str, NoticeSource] = {
     JobSetSource.name: JobSetSource(),
     KueueReservedSource.name: KueueReservedSource(),
     ArgoWorkflowSource.name: ArgoWorkflowSource(),
+    CronWorkflowSource.name: CronWorkflowSource(),
 }
