@@ -74,7 +74,11 @@ def pipeline(prep_phase: str = "Running", **changes: Any) -> dict[str, Any]:
     obj: dict[str, Any] = {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Workflow",
-        "metadata": {"name": "wf", "namespace": "ml"},
+        "metadata": {
+            "name": "wf",
+            "namespace": "ml",
+            "labels": {"workflows.argoproj.io/phase": "Running"},
+        },
         "spec": {
             "entrypoint": "main",
             "templates": [
@@ -137,6 +141,14 @@ def test_an_upstream_done_makes_the_step_due_now_and_one_failed_announces_nothin
     failed["metadata"]["name"] = "wf-failed"
     api.put("workflows", failed)
     assert [i.key for i in read(api).items[POOL]] == ["workflow ml/wf/train"]
+
+
+def test_finished_workflows_are_not_listed(api: KubeApiDouble) -> None:
+    done = pipeline()
+    done["metadata"]["labels"]["workflows.argoproj.io/phase"] = "Succeeded"
+    api.put("workflows", done)
+    assert read(api).items == {}
+    assert api.requests[-1].query["labelSelector"] == "workflows.argoproj.io/phase=Running"
 
 
 @pytest.mark.parametrize(
@@ -302,7 +314,10 @@ def test_the_pods_of_a_cron_run_are_marked(api: KubeApiDouble) -> None:
     run["metadata"] = {
         "name": "nightly-1800000300",
         "namespace": "ml",
-        "labels": {"workflows.argoproj.io/cron-workflow": "nightly"},
+        "labels": {
+            "workflows.argoproj.io/cron-workflow": "nightly",
+            "workflows.argoproj.io/phase": "Running",
+        },
     }
     api.put("workflows", run)
     other = pipeline()

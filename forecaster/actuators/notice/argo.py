@@ -38,7 +38,10 @@ from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMar
 from forecaster.actuators.quantities import pod_gpus, timestamp_seconds
 from forecaster.core.notice import AnnouncedItem
 
-WORKFLOWS = ApiKind("argoproj.io", "v1alpha1", "workflows")
+PHASE_LABEL = "workflows.argoproj.io/phase"
+WORKFLOWS = ApiKind("argoproj.io", "v1alpha1", "workflows", labels=f"{PHASE_LABEL}=Running")
+"""Running Workflows only, by the phase label Argo's controller keeps on each: a cluster keeps
+many finished ones, and a Workflow's ``status.nodes`` can be large."""
 WORKFLOW_LABEL = "workflows.argoproj.io/workflow"
 NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"
 DONE = ("Succeeded", "Skipped", "Omitted")
@@ -55,6 +58,7 @@ class ArgoWorkflowSource:
     def announce(self, obj: Obj, context: NoticeContext) -> list[AnnouncedItem]:
         spec, status = obj["spec"], obj.get("status") or {}
         if status.get("phase") != "Running" or spec.get("suspend") or spec.get("shutdown"):
+            return []  # the label said Running; the status is the truth
             return []
         templates = {t["name"]: t for t in spec.get("templates") or []}
         nodes = list((status.get("nodes") or {}).values())

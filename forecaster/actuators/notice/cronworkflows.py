@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from forecaster.actuators.manifests import Pod
-from forecaster.actuators.notice.argo import WORKFLOW_LABEL, WORKFLOWS, step_item
+from forecaster.actuators.notice.argo import PHASE_LABEL, WORKFLOW_LABEL, WORKFLOWS, step_item
 from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
 from forecaster.actuators.notice.cronjobs import next_due
 from forecaster.actuators.quantities import kube_timestamp, timestamp_seconds
@@ -28,8 +28,13 @@ from forecaster.core.notice import AnnouncedItem
 
 CRON_LABEL = "workflows.argoproj.io/cron-workflow"
 CRONWORKFLOWS = ApiKind("argoproj.io", "v1alpha1", "cronworkflows")
-CRON_RUNS = ApiKind(WORKFLOWS.group, WORKFLOWS.version, WORKFLOWS.plural, labels=CRON_LABEL)
-"""The Workflows CronWorkflows made (to mark their pods), not every Workflow."""
+CRON_RUNS = ApiKind(
+    WORKFLOWS.group,
+    WORKFLOWS.version,
+    WORKFLOWS.plural,
+    labels=f"{CRON_LABEL},{PHASE_LABEL} in (Pending,Running)",
+)
+"""The Workflows CronWorkflows made that are not finished yet (to mark their pods)."""
 
 
 class CronWorkflowSource:
