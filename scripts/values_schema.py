@@ -1,7 +1,8 @@
 """Write the Helm chart's values schema for what becomes config from the config's own schema.
 
 ``pools`` items and ``budgets`` in ``deploy/helm/forecaster/values.schema.json`` are generated
-from ``forecaster.settings.PoolSettings`` and ``BudgetSettings`` (pydantic): a typo inside
+from ``forecaster.settings.PoolSettings`` and ``BudgetSettings`` (pydantic), a pool's
+``backend`` limited to the built-in backends the chart's image serves: a typo inside
 ``pools[0]`` is then refused by ``helm template``/``lint`` with its path, before the daemon would
 refuse it at start-up and crash-loop. The rest of the values schema is written by hand.
 ``--check`` (what the tests run) exits 1 when the file differs from what would be written.
@@ -18,6 +19,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # this checkout's forecaster, whatever is installed
+from forecaster.actuators.prewarm.registry import backend_names  # noqa: E402
 from forecaster.settings import BudgetSettings, PoolSettings  # noqa: E402
 
 SCHEMA = ROOT / "deploy" / "helm" / "forecaster" / "values.schema.json"
@@ -37,6 +39,8 @@ def generated() -> str:
     definitions = values.setdefault("definitions", {})
     pool = _draft7(PoolSettings.model_json_schema(), definitions)
     pool.pop("title", None)
+    # the settings accept any registered backend; the chart ships the built-in ones
+    pool["properties"]["backend"]["anyOf"][0] = {"enum": list(backend_names())}
     values["properties"]["pools"] = {"type": "array", "minItems": 1, "items": pool}
     budgets = _draft7(BudgetSettings.model_json_schema(), definitions)
     budgets.pop("title", None)

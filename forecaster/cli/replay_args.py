@@ -23,6 +23,7 @@ POOL_DEFAULTS: dict[str, object] = {
     "floor_gpus": _POOL.floor_gpus,
     "price": _POOL.price_on_demand,
     "spot_price": _POOL.price_spot,
+    "backend": _POOL.backend,
 }
 """Flags that describe the pool, with their defaults; with ``--config`` the configured pool
 describes it instead, and a flag moved off its default is refused."""

@@ -350,8 +350,8 @@ def test_replay_with_a_config_runs_the_configured_daemons_decision_path(
     args = ["replay", "--config", str(BUNDLED_CONFIG), "--jobs", str(path), "--epoch", epoch]
     args += ["--policy", "reactive,static:16", "--warmup-days", "1", "--end-day", "2"]
     assert main(args) == 0
-    assert main([*args, "--image-pull", "30", "--quantile", "0.9"]) != 0
-    assert "--image-pull, --quantile: with --config the configured pool sets these" in (
+    assert main([*args, "--image-pull", "30", "--quantile", "0.9", "--backend", "capacitybuffer"])
+    assert "--image-pull, --quantile, --backend: with --config the configured pool sets these" in (
         capsys.readouterr().err
     )
     # the simulated cluster's Kueue is the command line's, with a config too
