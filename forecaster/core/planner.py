@@ -275,10 +275,10 @@ def planned_demand(
     announced work (``announced_gpus``) comes on top of it - counted once. Items whose pods stay
     in the histories (``in_history``: Kueue workloads holding quota, no pods yet) are of
     unannounced work: they raise its part to at least what runs now plus them (max, not sum:
-    the forecast learnt from their kind). With nothing
-    known the forecast alone, as without notice. Items of ``distrusted`` sources are left
-    out. The error budget judges the unannounced part (this less ``announced_gpus``) against
-    the unannounced history: a burst Kueue announced and the plan covered is no miss."""
+    the forecast learnt from their kind). With nothing known the forecast alone, as without
+    notice. Items of ``distrusted`` sources are left out. The error budget judges the
+    unannounced part (this less ``announced_gpus``) against the unannounced history: a burst
+    Kueue announced and the plan covered is no miss."""
     announced = announced_gpus(snap, window_seconds=window_seconds, distrusted=distrusted)
     due = _trusted_due(snap, window_seconds=window_seconds, distrusted=distrusted or {})
     reserved = sum(i.gpus for i in due if i.in_history)
