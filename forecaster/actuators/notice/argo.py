@@ -59,7 +59,6 @@ class ArgoWorkflowSource:
         spec, status = obj["spec"], obj.get("status") or {}
         if status.get("phase") != "Running" or spec.get("suspend") or spec.get("shutdown"):
             return []  # the label said Running; the status is the truth
-            return []
         templates = {t["name"]: t for t in spec.get("templates") or []}
         nodes = list((status.get("nodes") or {}).values())
         items = []
