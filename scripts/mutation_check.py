@@ -1490,6 +1490,15 @@ MUTATIONS = (
             "tests/actuators/test_notice_argo.py::test_a_cronworkflows_next_run_announces_its_first_gpu_steps",
         ),
     ),
+    Mutation(
+        "pods with DRA claims go unreported (silently not prewarmed)",
+        "forecaster/actuators/observe/observer.py",
+        "    snapshots.claimed = claimed_pods(pods, node_pool=node_pool, shapes=shapes)\n",
+        "",
+        (
+            "tests/actuators/test_dra_claims.py::test_dra_pods_are_reported_per_namespace_and_pool_and_never_prewarmed",
+        ),
+    ),
 )
 
 

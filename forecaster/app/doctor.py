@@ -7,11 +7,14 @@ import time
 from collections.abc import Sequence
 
 from forecaster.actuators import guardrails
+from forecaster.actuators import labels as lbl
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.notice.base import read_notice
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.observe.attribution import shape
+from forecaster.actuators.observe.claims import claimed_pods
+from forecaster.actuators.observe.pod_watch import LIVE_PODS
 from forecaster.actuators.prewarm.backends import BackendChoice, choose_backend
 from forecaster.actuators.prewarm.registry import served_backends
 from forecaster.core.policy import horizon_for_lead
@@ -78,6 +81,23 @@ def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
         problem = f"; {status.problem}" if status.problem else ""
         lines.append(f"notice {status.source}: {status.items} item(s) announced{soonest}{problem}")
     return lines
+
+
+def claim_lines(kube: Kube) -> list[str]:
+    """One line per namespace and pool with live pods asking for devices through DRA claims
+    (``actuators.observe.claims``): they are never prewarmed, and a user should know."""
+    nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
+    node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
+    shapes = [shape(n) for n in kube.list_nodepools()]
+    found = claimed_pods(kube.list_pods(fields=LIVE_PODS), node_pool=node_pool, shapes=shapes)
+    if not found:
+        return ["DRA: no live pod asks for devices through resourceClaims"]
+    return [
+        f"DRA: {c.pods} pod(s) in namespace {c.namespace}"
+        f" ({'pool ' + c.pool if c.pool else 'no NodePool fits'}) ask for devices through"
+        f" resourceClaims: {c.NOT_PREWARMED}"
+        for c in found
+    ]
 
 
 def announced_history_line(source: DemandSource, *, now: int) -> str:

@@ -206,6 +206,8 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     now = int(SystemClock().now().timestamp())
     for line in doctor.notice_lines(settings, kube, now=now):
         print(line)
+    for line in doctor.claim_lines(kube):
+        print(line)
     findings = doctor.run_guardrails(settings, kube, now=now, log_findings=False)
     now = args.at if args.at is not None else now  # the history's checks
     checks = dict(DOCTOR_CHECKS)

@@ -211,10 +211,25 @@ class Unattributed:
     gpus: int
 
 
+@dataclass(frozen=True)
+class ClaimedPods:
+    """Live pods of one namespace that ask for devices through Dynamic Resource Allocation
+    (``spec.resourceClaims``): not prewarmed - Karpenter does not provision for DRA claims."""
+
+    namespace: str
+    pool: str | None
+    """The NodePool of the node it runs on, or the one it would wait for; None: none fits."""
+    pods: int
+
+    NOT_PREWARMED = "not prewarmed (Karpenter does not provision for DRA claims)"
+
+
 class Observation(dict[str, PoolSnapshot]):
     """Snapshots by pool, plus what the cluster holds that belongs to no pool."""
 
     unattributed: tuple[Unattributed, ...] = ()
+    claimed: tuple[ClaimedPods, ...] = ()
+    """Pods asking for devices through DRA claims, which no prewarm serves."""
     notice: tuple[SourceStatus, ...] = ()
     """How each notice source fared (installed, items, problem)."""
 

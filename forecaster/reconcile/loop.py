@@ -159,7 +159,7 @@ class Reconciler:
             now, decision, views, tuple(transitions), report, tuple(errors), halt,
             observed.unattributed, scored,
             notice=tuple(self.notice_ledger.judged(n, now=now) for n in observed.notice),
-            notice_ended=ended, budgets=self._budgets(),
+            notice_ended=ended, budgets=self._budgets(), claimed=observed.claimed,
         )  # fmt: skip
         return self.last
 

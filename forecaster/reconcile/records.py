@@ -13,7 +13,13 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from forecaster.core.actions import ActuationReport, Command, Halt
-from forecaster.core.cluster import DemandForecast, MeasuredLead, PoolSnapshot, Unattributed
+from forecaster.core.cluster import (
+    ClaimedPods,
+    DemandForecast,
+    MeasuredLead,
+    PoolSnapshot,
+    Unattributed,
+)
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, Transition
 from forecaster.core.notice import Outcome, SourceStatus
 from forecaster.core.operating_point import OperatingPoint
@@ -142,6 +148,8 @@ class TickRecord:
     """Past forecasts scored this tick, per pool (calibration as the page shows it)."""
     replanned: bool = True
     """False for a quiet tick: the cluster looked as at the last plan, which stands."""
+    claimed: tuple[ClaimedPods, ...] = ()
+    """Live pods asking for devices through DRA claims (never prewarmed: reported)."""
     notice: tuple[SourceStatus, ...] = ()
     """How each notice source fared at this tick's observation."""
     notice_ended: tuple[Outcome, ...] = ()

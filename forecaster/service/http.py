@@ -240,6 +240,10 @@ def create_app(daemon: Daemon) -> FastAPI:
                 {"namespace": u.namespace, "pods": u.pods, "gpus": u.gpus}
                 for u in (record.unattributed if record else ())
             ],
+            "dra_claim_pods": [
+                {"namespace": c.namespace, "pool": c.pool, "pods": c.pods, "note": c.NOT_PREWARMED}
+                for c in (record.claimed if record else ())
+            ],
             "notice_sources": [_notice_source(n) for n in (record.notice if record else ())],
             "pools": pools,
             "budgets": {

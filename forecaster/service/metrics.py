@@ -142,6 +142,13 @@ class Metrics:
             ["namespace"],
             registry=r,
         )
+        self.claimed = Gauge(
+            "forecaster_dra_claim_pods",
+            "Live pods asking for devices through DRA claims (not prewarmed: Karpenter does not"
+            " provision for them), per namespace and pool (none: no NodePool fits)",
+            ["namespace", "pool"],
+            registry=r,
+        )
         self.notice_installed = Gauge(
             "forecaster_notice_source_installed",
             "1 when the cluster serves the notice source's API (0: not installed)",
@@ -322,6 +329,11 @@ class Metrics:
         self.unattributed.clear()
         for lost in record.unattributed:
             self.unattributed.labels(namespace=lost.namespace).set(lost.gpus)
+        self.claimed.clear()
+        for claimed in record.claimed:
+            self.claimed.labels(namespace=claimed.namespace, pool=claimed.pool or "").set(
+                claimed.pods
+            )
         self._notice(record)
         for error in record.errors:
             self.errors.labels(kind=error.kind).inc()

@@ -53,6 +53,7 @@ from forecaster.actuators.manifests import Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
 from forecaster.actuators.notice.base import NoticeReader, NoticeReading, PodMarker
 from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of, shape
+from forecaster.actuators.observe.claims import claimed_pods
 from forecaster.actuators.observe.kueue import KueueScope, read_rooms
 from forecaster.actuators.observe.lead import measure_lead
 from forecaster.actuators.observe.pod_watch import PodWatch, live_pods
@@ -164,6 +165,7 @@ def observe(
     reading = notice.read(kube, pools=shapes, now=now) if notice else NoticeReading()
     snapshots = Observation()
     snapshots.unattributed = unattributed
+    snapshots.claimed = claimed_pods(pods, node_pool=node_pool, shapes=shapes)
     snapshots.notice = reading.statuses
     for pool in pools:
         try:
