@@ -17,6 +17,7 @@ from forecaster.actuators.observe.claims import claimed_pods
 from forecaster.actuators.observe.pod_watch import LIVE_PODS
 from forecaster.actuators.prewarm.backends import BackendChoice, choose_backend
 from forecaster.actuators.prewarm.registry import served_backends
+from forecaster.core.cluster import ClaimedPods
 from forecaster.core.policy import horizon_for_lead
 from forecaster.durations import DAY
 from forecaster.errors import ConfigError, SourceError
@@ -98,6 +99,20 @@ def claim_lines(kube: Kube) -> list[str]:
         f" resourceClaims: {c.NOT_PREWARMED}"
         for c in found
     ]
+
+
+def claimed_history_line(source: DemandSource, *, now: int) -> str:
+    """The pods with DRA claims over the last week, per namespace (never prewarmed)."""
+    if not isinstance(source, PrometheusSource):
+        return "DRA last 7 days: not measured (source.kind is not prometheus)"
+    try:
+        found = source.claimed_pods(end=now)
+    except SourceError as exc:
+        return f"DRA last 7 days: not measured ({exc})"
+    if not found:
+        return "DRA last 7 days: no pod asked for devices through resourceClaims"
+    shown = ", ".join(f"{pods} in {namespace}" for namespace, pods in sorted(found.items()))
+    return f"DRA last 7 days: pods with resourceClaims: {shown}; {ClaimedPods.NOT_PREWARMED}"
 
 
 def announced_history_line(source: DemandSource, *, now: int) -> str:

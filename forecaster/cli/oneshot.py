@@ -220,6 +220,7 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
         else:
             findings += doctor.history_findings(settings, retention, checks=queried, now=now)
             print(doctor.announced_history_line(source, now=now))
+            print(doctor.claimed_history_line(source, now=now))
     else:
         checks = {code: text for code, text in checks.items() if code not in PROMETHEUS_CHECKS}
     unique = list(dict.fromkeys(findings))

@@ -67,6 +67,12 @@ CronJob or a JobSet owns. The queries leave them out, as the daemon's own export
 forecast is of unannounced work. Coarser than the daemon's marking: a JobSet's first stage,
 which gives no notice, is left out too (only until the daemon's own history exists)."""
 
+CLAIMED_PODS_QUERY = (
+    "count by (namespace) (count by (namespace, pod)"
+    " (max_over_time(kube_pod_resourceclaim_info[{days}d])))"
+)
+"""Pods per namespace with a DRA claim over the last ``{days}`` days (one series per claim)."""
+
 NODESELECTORS = "kube_pod_nodeselectors"
 NODESELECTORS_OPT_IN = (
     "kube-state-metrics exports kube_pod_nodeselectors only when opted in:"
@@ -499,6 +505,16 @@ class PrometheusSource:
         return AnnouncedShare(
             gpu_hours(RUNNING_GPUS_QUERY), gpu_hours(ANNOUNCED_RUNNING_GPUS_QUERY)
         )
+
+    def claimed_pods(self, *, end: int, days: int = 7) -> dict[str, int]:
+        """Per namespace, the pods that asked for devices through DRA claims at some time in
+        the ``days`` before ``end`` (``kube_pod_resourceclaim_info``, a default metric of
+        kube-state-metrics); empty when none did. Raises ``SourceError``."""
+        query = CLAIMED_PODS_QUERY.replace("{days}", str(days))
+        found = self._guarded(lambda: self._client.custom_query(query, params={"time": str(end)}))
+        return {
+            str(item["metric"].get("namespace", "")): int(float(item["value"][1])) for item in found
+        }
 
     def first_pod_at(self, pool: str, *, start: int, end: int) -> int | None:
         """The first hour in [start, end] at which a pod of ``pool`` shows in the pod history

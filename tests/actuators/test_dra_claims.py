@@ -5,6 +5,7 @@ Through the daemon and the API double (every pod validated against the Kubernete
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,11 @@ from forecaster.app import build, doctor
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
+from forecaster.sources.prometheus import PrometheusSource
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
+from tests.support.prometheus_server import Series, running_prometheus
 
 NOTE = "not prewarmed (Karpenter does not provision for DRA claims)"
 
@@ -91,3 +94,28 @@ def test_dra_pods_are_reported_per_namespace_and_pool_and_never_prewarmed(
 def test_doctor_says_when_no_pod_has_a_claim(api: KubeApiDouble) -> None:
     lines = doctor.claim_lines(Kube(api_client(host=api.url), dry_run=True))
     assert lines == ["DRA: no live pod asks for devices through resourceClaims"]
+
+
+@pytest.mark.prometheus
+def test_doctor_counts_last_weeks_dra_pods_from_kube_state_metrics(tmp_path: Path) -> None:
+    """``kube_pod_resourceclaim_info`` (one series per claim of a pod) backfilled into a real
+    Prometheus: distinct pods per namespace over the last 7 days."""
+    now = int(time.time()) // 3600 * 3600 - 6 * 3600  # older than the head block
+    steps = range(now - 2 * 86400, now - 86400, 60)
+
+    def claim(namespace: str, pod: str, name: str) -> Series:
+        labels = {"namespace": namespace, "pod": pod, "uid": f"u-{pod}", "claim_name": name}
+        return Series("kube_pod_resourceclaim_info", labels, [(t, 1.0) for t in steps])
+
+    series = [
+        claim("vision", "a", "gpu"),
+        claim("vision", "a", "nic"),  # two claims, one pod
+        claim("vision", "b", "gpu"),
+        claim("nlp", "c", "gpu"),
+    ]
+    with running_prometheus(tmp_path / "p", series) as url:
+        source = PrometheusSource(url=url, queries={}, outage_min_seconds=0)
+        assert source.claimed_pods(end=now) == {"nlp": 1, "vision": 2}
+        line = doctor.claimed_history_line(source, now=now)
+        assert source.claimed_pods(end=now + 7 * 86400) == {}  # out of the week
+    assert line == f"DRA last 7 days: pods with resourceClaims: 1 in nlp, 2 in vision; {NOTE}"
