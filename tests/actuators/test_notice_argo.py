@@ -29,7 +29,7 @@ from forecaster.core.notice import NoticeLedger
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
-from tests.factories import read_source
+from tests.factories import placeholders, read_source
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -239,7 +239,10 @@ def test_a_step_that_never_comes_is_prewarmed_once_then_withdrawn_and_charged(
     assert first is not None and first.plan.pool(POOL).target_gpus >= 8
     assert any("workflow ml/wf/train (8 GPUs" in r for r in first.plan.pool(POOL).reasons)
     api.clock = float(T0 + 120)
+    held = placeholders(api)
+    assert sum(int(p["spec"]["parallelism"]) for p in held) * 8 >= 8
     assert daemon.reconcile(T0 + 120) is not None  # due, held for; its pod does not come
+    assert placeholders(api) == held  # once: nothing new for the same item
     late = T0 + 60 + 601  # past its latest start, no pod: the step did not come
     api.clock = float(late)
     after = daemon.reconcile(late)
