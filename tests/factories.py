@@ -110,6 +110,19 @@ def forecast(p95: float, pool: str = "a", data_end: int = NOW - 60) -> DemandFor
     )
 
 
+def one_pool_settings(tmp_path: Path) -> Settings:
+    """One 8-GPU-node pool that may prewarm 64 GPUs with placeholders: the daemon of the notice
+    and DRA tests."""
+    return Settings.model_validate(
+        {
+            "source": {"kind": "prometheus"},
+            "models_dir": str(tmp_path / "models"),
+            "planning": {"actuation": "placeholders", "budgets": {"max_total_prewarm_gpus": 64}},
+            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 64}],
+        }
+    )
+
+
 def read_source(api: KubeApiDouble, source: NoticeSource, now: int) -> NoticeReading:
     """What one notice source reads from the double now, through the Kube adapter, over the
     double's NodePools."""

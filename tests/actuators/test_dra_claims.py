@@ -17,8 +17,8 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build, doctor
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from forecaster.settings import Settings
 from forecaster.sources.prometheus import PrometheusSource
+from tests.factories import one_pool_settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -52,14 +52,7 @@ def api() -> Iterator[KubeApiDouble]:
 
 
 def daemon_on(api: KubeApiDouble, tmp_path: Path) -> Daemon:
-    config = Settings.model_validate(
-        {
-            "source": {"kind": "prometheus"},
-            "models_dir": str(tmp_path / "models"),
-            "planning": {"actuation": "placeholders", "budgets": {"max_total_prewarm_gpus": 64}},
-            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 64}],
-        }
-    )
+    config = one_pool_settings(tmp_path)
     kube = Kube(api_client(host=api.url), dry_run=True)
     flat = LiveSource(T0 - 2 * 86400, [16.0] * (2 * 1440 + 1))
     return Daemon(reconciler=build.build_reconciler(config, source=flat, kube=kube))

@@ -28,8 +28,7 @@ from forecaster.app import build
 from forecaster.core.notice import NoticeLedger
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from forecaster.settings import Settings
-from tests.factories import placeholders, read_source
+from tests.factories import one_pool_settings, placeholders, read_source
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -224,14 +223,7 @@ def test_a_step_that_never_comes_is_prewarmed_once_then_withdrawn_and_charged(
     obj = pipeline()
     obj["status"]["nodes"]["wf.prep"]["estimatedDuration"] = 120  # train due at T0 + 60
     api.put("workflows", obj)
-    config = Settings.model_validate(
-        {
-            "source": {"kind": "prometheus"},
-            "models_dir": str(tmp_path / "models"),
-            "planning": {"actuation": "placeholders", "budgets": {"max_total_prewarm_gpus": 64}},
-            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 64}],
-        }
-    )
+    config = one_pool_settings(tmp_path)
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     flat = LiveSource(T0 - 2 * 86400, [16.0] * (2 * 1440 + 30))
     daemon = Daemon(reconciler=build.build_reconciler(config, source=flat, kube=kube))

@@ -27,8 +27,7 @@ from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from forecaster.settings import Settings
-from tests.factories import cronjob, placeholders, read_source
+from tests.factories import cronjob, one_pool_settings, placeholders, read_source
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -150,17 +149,6 @@ def test_a_cluster_not_serving_cronjobs_shows_the_source_not_installed(
     assert not status.installed and status.items == 0
 
 
-def settings(tmp_path: Path) -> Settings:
-    return Settings.model_validate(
-        {
-            "source": {"kind": "prometheus"},
-            "models_dir": str(tmp_path / "models"),
-            "planning": {"actuation": "placeholders", "budgets": {"max_total_prewarm_gpus": 64}},
-            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 64}],
-        }
-    )
-
-
 def run_pod(name: str, job: str, namespace: str = "ml") -> Any:
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": "u", "controller": True}
     return {"metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]}}
@@ -188,7 +176,7 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     api.put("cronjobs", nightly())
     source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
-    reconciler = build.build_reconciler(settings(tmp_path), source=source, kube=kube)
+    reconciler = build.build_reconciler(one_pool_settings(tmp_path), source=source, kube=kube)
     daemon = Daemon(reconciler=reconciler, pools=(POOL,))
 
     first = daemon.reconcile(T0)
@@ -283,7 +271,7 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
     source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     daemon = Daemon(
-        reconciler=build.build_reconciler(settings(tmp_path), source=source, kube=kube),
+        reconciler=build.build_reconciler(one_pool_settings(tmp_path), source=source, kube=kube),
         pools=(POOL,),
     )
     last = [T0 - 300]
@@ -313,7 +301,7 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
 
     # a restart (another replica takes over) reads the verdicts back from the state ConfigMap
     daemon = Daemon(
-        reconciler=build.build_reconciler(settings(tmp_path), source=source, kube=kube),
+        reconciler=build.build_reconciler(one_pool_settings(tmp_path), source=source, kube=kube),
         pools=(POOL,),
     )
     restarted = at(T0 + 3600 + 86400 + 300).notice[0]
@@ -353,7 +341,7 @@ def test_a_run_entering_the_window_is_planned_at_once_not_after_a_quiet_tick(
     source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     daemon = Daemon(
-        reconciler=build.build_reconciler(settings(tmp_path), source=source, kube=kube),
+        reconciler=build.build_reconciler(one_pool_settings(tmp_path), source=source, kube=kube),
         pools=(POOL,),
     )
     api.clock = float(T0 - 30)

@@ -24,9 +24,8 @@ from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from forecaster.settings import Settings
 from forecaster.simulation.kueue_objects import TwinWorkloads
-from tests.factories import flavor, read_source, synthetic, workload
+from tests.factories import flavor, one_pool_settings, read_source, synthetic, workload
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
@@ -104,17 +103,6 @@ def test_kueue_not_served_is_not_installed_and_v1beta1_is_read() -> None:
     assert item.key == "workload ml/waiting/main"
 
 
-def settings(tmp_path: Path) -> Settings:
-    return Settings.model_validate(
-        {
-            "source": {"kind": "prometheus"},
-            "models_dir": str(tmp_path / "models"),
-            "planning": {"actuation": "placeholders", "budgets": {"max_total_prewarm_gpus": 64}},
-            "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 64}],
-        }
-    )
-
-
 def test_a_workload_stuck_in_its_checks_is_withdrawn_and_charged(
     tmp_path: Path, api: KubeApiDouble
 ) -> None:
@@ -123,7 +111,9 @@ def test_a_workload_stuck_in_its_checks_is_withdrawn_and_charged(
     api.put("workloads", workload("stuck", 8, 2, RESERVED))
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     flat = LiveSource(T0 - 2 * 86400, [16.0] * (2 * 1440 + 6))
-    daemon = Daemon(reconciler=build.build_reconciler(settings(tmp_path), source=flat, kube=kube))
+    daemon = Daemon(
+        reconciler=build.build_reconciler(one_pool_settings(tmp_path), source=flat, kube=kube)
+    )
     api.clock = float(RESERVED_AT)
     first = daemon.reconcile(RESERVED_AT)
     assert first is not None
