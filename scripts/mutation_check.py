@@ -1499,6 +1499,15 @@ MUTATIONS = (
             "tests/actuators/test_dra_claims.py::test_dra_pods_are_reported_per_namespace_and_pool_and_never_prewarmed",
         ),
     ),
+    Mutation(
+        "a notice source not installed is asked again every tick (a 404 per tick per source)",
+        "forecaster/actuators/notice/base.py",
+        "                self._absent_until[status.source] = now + RECHECK_ABSENT_SECONDS",
+        "                pass",
+        (
+            "tests/actuators/test_notice_argo.py::test_a_source_not_installed_is_asked_again_only_every_ten_minutes",
+        ),
+    ),
 )
 
 

@@ -22,8 +22,9 @@ from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.argo import ArgoWorkflowSource
-from forecaster.actuators.notice.base import NoticeReading
+from forecaster.actuators.notice.base import NoticeReader, NoticeReading
 from forecaster.actuators.notice.cronworkflows import CronWorkflowSource
+from forecaster.actuators.observe.attribution import shape
 from forecaster.app import build
 from forecaster.core.notice import NoticeLedger
 from forecaster.service.daemon import Daemon
@@ -325,3 +326,26 @@ def test_the_pods_of_a_cron_run_are_marked(api: KubeApiDouble) -> None:
 
     assert marks(pod("nightly-1800000300"))
     assert not marks(pod("wf"))
+
+
+def test_a_source_not_installed_is_asked_again_only_every_ten_minutes() -> None:
+    """A cluster without Argo pays one 404 per source per 10 minutes, not one per tick, and
+    Argo installed later is read within those 10 minutes."""
+    with KubeApiDouble() as bare:
+        ClusterSim(bare).busy_pool(POOL, limit_gpus=400)
+        kube = Kube(api_client(host=bare.url), dry_run=True)
+        shapes = [shape(n) for n in kube.list_nodepools()]
+        reader = NoticeReader([ArgoWorkflowSource()])
+
+        def asked() -> int:
+            return sum("/apis/argoproj.io/" in r.path for r in bare.requests)
+
+        (status,) = reader.read(kube, pools=shapes, now=T0).statuses
+        assert not status.installed and asked() == 1
+        (status,) = reader.read(kube, pools=shapes, now=T0 + 599).statuses
+        assert not status.installed and asked() == 1  # not asked again: still not installed
+        bare.argo = True
+        bare.put("workflows", pipeline())
+        reading = reader.read(kube, pools=shapes, now=T0 + 600)
+        assert asked() == 2 and reading.statuses[0].installed
+        assert [i.key for i in reading.items[POOL]] == ["workflow ml/wf/train"]

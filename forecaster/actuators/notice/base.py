@@ -35,6 +35,9 @@ Obj = dict[str, Any]
 GRACE_SECONDS = 600
 """How late announced work may come before it counts as not coming (when the object itself
 sets no deadline)."""
+RECHECK_ABSENT_SECONDS = 600
+"""A source whose API the cluster does not serve is asked again this often, not every tick:
+a cluster without Argo or Kueue pays one 404 per source per 10 minutes for them."""
 
 
 @dataclass(frozen=True)
@@ -122,19 +125,29 @@ class NoticeReading:
 
 class NoticeReader:
     """``read_notice`` over a fixed set of sources, logging a source's problem once (when it
-    appears or changes), not at every observation."""
+    appears or changes), not at every observation; a source found not installed is asked again
+    only after ``RECHECK_ABSENT_SECONDS`` (installing its CRDs is noticed within that)."""
 
     def __init__(self, sources: Sequence[NoticeSource], *, grace_seconds: int = GRACE_SECONDS):
         self.sources = tuple(sources)
         self.grace_seconds = grace_seconds
         self._problems: dict[str, str | None] = {}
+        self._absent_until: dict[str, int] = {}
 
     def read(
         self, lister: ObjectLister, *, pools: Sequence[NodePoolShape], now: int
     ) -> NoticeReading:
-        reading = read_notice(
-            lister, self.sources, pools=pools, now=now, grace_seconds=self.grace_seconds
-        )
+        absent = {n for n, until in self._absent_until.items() if now < until}
+        asked = [s for s in self.sources if s.name not in absent]
+        reading = read_notice(lister, asked, pools=pools, now=now, grace_seconds=self.grace_seconds)
+        for status in reading.statuses:
+            if not status.installed:
+                self._absent_until[status.source] = now + RECHECK_ABSENT_SECONDS
+            else:
+                self._absent_until.pop(status.source, None)
+        still = {s.name: SourceStatus(s.name, installed=False) for s in self.sources}
+        found = {status.source: status for status in reading.statuses}
+        reading.statuses = tuple(found.get(s.name, still[s.name]) for s in self.sources)
         for status in reading.statuses:
             before = self._problems.get(status.source)
             if status.problem != before:
