@@ -1508,6 +1508,15 @@ MUTATIONS = (
             "tests/actuators/test_notice_argo.py::test_a_source_not_installed_is_asked_again_only_every_ten_minutes",
         ),
     ),
+    Mutation(
+        "Ctrl-C in a sweep terminates the caller's own child processes too",
+        "forecaster/simulation/workers.py",
+        "            for child in set(multiprocessing.active_children()) - others:",
+        "            for child in set(multiprocessing.active_children()):",
+        (
+            "tests/simulation/test_workers.py::test_ctrl_c_stops_the_pools_workers_and_leaves_the_callers_own_children_alone",
+        ),
+    ),
 )
 
 

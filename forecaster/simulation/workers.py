@@ -69,6 +69,7 @@ def run_each(
     root = logging.getLogger()
     listener = QueueListener(records, *root.handlers, respect_handler_level=True)
     listener.start()
+    others = set(multiprocessing.active_children())  # a caller's own children are not ours
     pool = ProcessPoolExecutor(
         max_workers=min(workers, len(tasks)),
         mp_context=context,
@@ -88,7 +89,7 @@ def run_each(
         raise Interrupted(finished) from None
     finally:
         if interrupted:  # a replay runs for minutes: stop the workers rather than wait
-            for child in multiprocessing.active_children():
+            for child in set(multiprocessing.active_children()) - others:
                 child.terminate()
         pool.shutdown(wait=not interrupted, cancel_futures=True)
         listener.stop()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from forecaster.errors import ModelError
-from forecaster.simulation.workers import run_each, usable_cpus
+from forecaster.simulation.workers import Interrupted, run_each, usable_cpus
 
 
 def square(task: tuple[int, Path, bool]) -> int:
@@ -84,3 +84,30 @@ def test_a_logger_the_caller_quieted_stays_quiet_in_the_workers(
 
 def test_usable_cpus_is_at_least_one() -> None:
     assert usable_cpus() >= 1
+
+
+def sleeps(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
+
+
+def test_ctrl_c_stops_the_pools_workers_and_leaves_the_callers_own_children_alone() -> None:
+    """Interrupted (Ctrl-C while it waits, here raised by the progress callback after the first
+    result): what finished is kept, the workers are stopped - and a process the caller started
+    before, not one of the pool's, still runs."""
+    import multiprocessing
+
+    mine = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
+    mine.start()
+
+    def interrupt(index: int, count: int) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        with pytest.raises(Interrupted) as stopped:
+            run_each(sleeps, [0.0, 30.0, 30.0], workers=2, done=interrupt)
+        assert list(stopped.value.finished.values()) == [0.0]
+        assert mine.is_alive()
+    finally:
+        mine.terminate()
+        mine.join()
