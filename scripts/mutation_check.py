@@ -948,10 +948,10 @@ MUTATIONS = (
     Mutation(
         "our placeholders counted as demand",
         "forecaster/sources/prometheus.py",
-        '    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}\n'
+        '    kube_pod_container_resource_requests{resource="{resource}",{exclude}}\n'
         "  ))\n  * on (namespace, pod) group_left()\n"
         '    max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"}',
-        '    kube_pod_container_resource_requests{resource="nvidia_com_gpu"}\n'
+        '    kube_pod_container_resource_requests{resource="{resource}"}\n'
         "  ))\n  * on (namespace, pod) group_left()\n"
         '    max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"}',
         ("tests/sources/test_prometheus.py",),
@@ -961,10 +961,10 @@ MUTATIONS = (
         "forecaster/sources/prometheus.py",
         'ARRIVALS_QUERY = """sum(\n'
         "  sum by (namespace, pod) (max by (namespace, pod, container) (\n"
-        '    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}',
+        '    kube_pod_container_resource_requests{resource="{resource}",{exclude}}',
         'ARRIVALS_QUERY = """sum(\n'
         "  sum by (namespace, pod) (max by (namespace, pod, container) (\n"
-        '    kube_pod_container_resource_requests{resource="nvidia_com_gpu"}',
+        '    kube_pod_container_resource_requests{resource="{resource}"}',
         ("tests/sources/test_prometheus.py",),
     ),
     Mutation(
@@ -1214,8 +1214,8 @@ MUTATIONS = (
     Mutation(
         "the chart's values schema drifts from the config's",
         "forecaster/settings/schema.py",
-        "    gpus_per_node: int = Field(8, gt=0, le=64)",
-        "    gpus_per_node: int = Field(8, gt=0, le=128)",
+        '    gpus_per_node: int = Field(8, gt=0, le=128, description="units of resource per node")',
+        '    gpus_per_node: int = Field(8, gt=0, le=256, description="units of resource per node")',
         ("tests/deploy/test_helm.py::test_the_values_schema_follows_the_config_schema",),
     ),
     Mutation(
@@ -1516,6 +1516,58 @@ MUTATIONS = (
         (
             "tests/simulation/test_workers.py::test_ctrl_c_stops_the_pools_workers_and_leaves_the_callers_own_children_alone",
         ),
+    ),
+    Mutation(
+        "a MIG, AMD or Neuron pool's placeholders request whole NVIDIA GPUs",
+        "forecaster/actuators/prewarm/placeholders.py",
+        '            "requests": {spec.resource: str(spec.gpus), "cpu": "10m", "memory": "16Mi"},',
+        '            "requests": {GPU: str(spec.gpus), "cpu": "10m", "memory": "16Mi"},',
+        (
+            "tests/actuators/test_accelerators.py::test_each_pool_counts_plans_and_prewarms_in_its_own_resource",
+        ),
+    ),
+    Mutation(
+        "a pool's placeholders are built without its resource",
+        "forecaster/app/build.py",
+        "        resource=pool.resource,\n        ttl_seconds",
+        "        ttl_seconds",
+        (
+            "tests/actuators/test_accelerators.py::test_each_pool_counts_plans_and_prewarms_in_its_own_resource",
+        ),
+    ),
+    Mutation(
+        "a pool's demand is counted in NVIDIA GPUs whatever its resource",
+        "forecaster/actuators/observe/observer.py",
+        "        gpus = pod_gpus(pod, resource)",
+        "        gpus = pod_gpus(pod)",
+        (
+            "tests/actuators/test_accelerators.py::test_each_pool_counts_plans_and_prewarms_in_its_own_resource",
+        ),
+    ),
+    Mutation(
+        "a pool's NodePool limit is read on nvidia.com/gpu whatever its resource",
+        "forecaster/actuators/observe/observer.py",
+        "    paused_until, limit = _nodepool_facts(kube.get_nodepool(pool), resource)",
+        '    paused_until, limit = _nodepool_facts(kube.get_nodepool(pool), "nvidia.com/gpu")',
+        (
+            "tests/actuators/test_accelerators.py::test_each_pool_counts_plans_and_prewarms_in_its_own_resource",
+        ),
+    ),
+    Mutation(
+        "the queries read nvidia_com_gpu whatever the pool's resource (the closed loop on MIG)",
+        "forecaster/sources/prometheus.py",
+        '        .replace("{resource}", metric_label(resource))',
+        '        .replace("{resource}", "nvidia_com_gpu")',
+        (
+            "tests/cli/test_history_replay.py::test_a_mig_pools_history_is_read_in_its_slices_and_replays_as_a_gpu_pools",
+        ),
+    ),
+    Mutation(
+        "notice items of a MIG/AMD/Neuron template are counted in NVIDIA GPUs",
+        "forecaster/actuators/notice/base.py",
+        "        per_pod = pod_gpus(template, self.resource_of(pool))",
+        "        per_pod = pod_gpus(template)",
+        ("tests/actuators/test_accelerators.py",),
     ),
 )
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import Node, Pod, PodDisruptionBudget
@@ -56,6 +57,8 @@ class PoolCheck:
     image_pull_seconds: int
     lead_seconds: int = 0
     """The configured lead (provisioning + image pull + margin); 0: not compared."""
+    resource: str = GPU
+    """The pool's accelerator resource (its limit, its pods)."""
 
 
 def check(kube: Kube, pools: Sequence[PoolCheck], *, now: int) -> list[Guardrail]:
@@ -126,7 +129,7 @@ def _check(kube: Kube, pools: Sequence[PoolCheck], *, now: int) -> list[Guardrai
                 Guardrail("nodepool-missing", pool.pool, f"NodePool {pool.pool} does not exist")
             )
             continue
-        if lbl.GPU_RESOURCE not in (nodepool["spec"].get("limits") or {}):
+        if pool.resource not in (nodepool["spec"].get("limits") or {}):
             action = (
                 "acting anyway (allow_unlimited_nodepool)"
                 if pool.allow_unlimited
@@ -136,7 +139,7 @@ def _check(kube: Kube, pools: Sequence[PoolCheck], *, now: int) -> list[Guardrai
                 Guardrail(
                     "nodepool-unlimited",
                     pool.pool,
-                    f"NodePool {pool.pool} has no nvidia.com/gpu limit (runaway cost risk):"
+                    f"NodePool {pool.pool} has no {pool.resource} limit (runaway cost risk):"
                     f" {action}",
                 )
             )
@@ -145,7 +148,7 @@ def _check(kube: Kube, pools: Sequence[PoolCheck], *, now: int) -> list[Guardrai
         on_pool = [p for p in pods if p["spec"].get("nodeName") in nodes]
         findings += _lead(pool, pool_nodes, on_pool, now=now)
         if nodepool["spec"].get("disruption", {}).get("consolidateAfter") != "Never":
-            exposed = _unprotected_gpu_pods(pods, pdbs, pool.pool, nodes)
+            exposed = _unprotected_gpu_pods(pods, pdbs, pool, nodes)
             if exposed:
                 per_namespace = ", ".join(
                     f"{ns} ({exposed.count(ns)})" for ns in sorted(set(exposed))
@@ -180,14 +183,15 @@ def _cluster_autoscaler(kube: Kube) -> list[Guardrail]:
 
 
 def _unprotected_gpu_pods(
-    pods: list[Pod], pdbs: list[PodDisruptionBudget], pool: str, nodes: set[str]
+    pods: list[Pod], pdbs: list[PodDisruptionBudget], check: PoolCheck, nodes: set[str]
 ) -> list[str]:
-    """The namespace of every GPU pod of ``pool`` that consolidation could move."""
+    """The namespace of every accelerator pod of the pool that consolidation could move."""
+    pool = check.pool
     exposed = []
     for pod in pods:
         meta = pod["metadata"]
         pod_labels = meta.get("labels") or {}
-        if pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER or pod_gpus(pod) == 0:
+        if pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER or pod_gpus(pod, check.resource) == 0:
             continue
         selected = (pod["spec"].get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL) == pool
         if not selected and pod["spec"].get("nodeName") not in nodes:

@@ -23,7 +23,6 @@ daemon reads every older format; an older one refuses a NodePool record from a n
 NODEPOOL_LABEL = "karpenter.sh/nodepool"
 DO_NOT_DISRUPT = "karpenter.sh/do-not-disrupt"
 JOB_NAME = "batch.kubernetes.io/job-name"
-GPU_RESOURCE = "nvidia.com/gpu"
 
 
 def owned_selector() -> str:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from forecaster.actuators import labels as lbl
+from forecaster.accelerators import GPU, is_accelerator
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
 from forecaster.errors import ActuationError
 
@@ -25,24 +25,38 @@ class MalformedObjectError(ActuationError):
 
 
 def gpu_quantity(value: object) -> int:
-    """A GPU count from a Kubernetes quantity ('8', 8, '1k'); fractional GPUs round down."""
+    """A count of accelerators (GPUs, MIG slices, Neuron devices) from a Kubernetes quantity
+    ('8', 8, '1k'); fractions round down."""
     match = _QUANTITY.match(str(value).strip())
     if not match:
-        raise MalformedObjectError(f"unsupported nvidia.com/gpu quantity {value!r}")
+        raise MalformedObjectError(f"unsupported accelerator quantity {value!r}")
     scale = {"": 1, "k": 1000, "K": 1000, "M": 10**6, "G": 10**9}[match.group(2)]
     return math.floor(float(match.group(1)) * scale)
 
 
-def pod_gpus(pod: Pod | PodTemplateSpec) -> int:
-    """GPUs a pod (or a pod template) requests: requests, else limits, summed over containers."""
+def pod_gpus(pod: Pod | PodTemplateSpec, resource: str = GPU) -> int:
+    """Units of ``resource`` (a pool's accelerator; GPUs by default) a pod (or a pod template)
+    requests: requests, else limits, summed over containers."""
     total = 0
     for container in pod["spec"].get("containers", []):
         resources = container.get("resources") or {}
-        value = (resources.get("requests") or {}).get(lbl.GPU_RESOURCE)
+        value = (resources.get("requests") or {}).get(resource)
         if value is None:
-            value = (resources.get("limits") or {}).get(lbl.GPU_RESOURCE, 0)
+            value = (resources.get("limits") or {}).get(resource, 0)
         total += gpu_quantity(value)
     return total
+
+
+def accelerators(pod: Pod | PodTemplateSpec, also: Collection[str] = ()) -> dict[str, int]:
+    """The accelerators a pod (or template) requests, units by resource: the known ones and
+    ``also`` (the pools' configured resources) - what pool attribution and notice look at."""
+    names: set[str] = set()
+    for container in pod["spec"].get("containers", []):
+        resources = container.get("resources") or {}
+        for part in (resources.get("requests") or {}, resources.get("limits") or {}):
+            names.update(name for name in part if is_accelerator(name) or name in also)
+    units = {name: pod_gpus(pod, name) for name in sorted(names)}
+    return {name: n for name, n in units.items() if n > 0}
 
 
 def timestamp_seconds(text: object) -> float:

@@ -106,6 +106,7 @@ def pool_policy(settings: Settings, pool: PoolSettings) -> PoolPolicy:
         allow_unlimited_nodepool=pool.allow_unlimited_nodepool,
         protect_nodepool=settings.planning.protect_nodepools,
         floor_gpus=pool.floor_gpus,
+        resource=pool.resource,
     )
 
 
@@ -126,6 +127,7 @@ def placeholder_spec(settings: Settings, pool: PoolSettings) -> PlaceholderSpec:
     return PlaceholderSpec(
         pool=pool.name,
         gpus=pool.placeholder_size,
+        resource=pool.resource,
         ttl_seconds=ph.ttl_seconds,
         renew_before_seconds=ph.renew_before_seconds,
         image=pool.warm_image or ph.image,
@@ -157,11 +159,12 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
     held = list(make_backends(kube, ph.namespace, ph.priority_class).values())
 
     kueue = [
-        KueueScope(p.name, p.kueue.flavors, p.kueue.cluster_queues)
+        KueueScope(p.name, p.kueue.flavors, p.kueue.cluster_queues, p.resource)
         for p in settings.pools
         if p.kueue is not None
     ]
 
+    resources = {p.name: p.resource for p in settings.pools}
     notice = NoticeReader(
         [SOURCES[name] for name in settings.notice.sources],
         grace_seconds=settings.notice.grace_seconds,
@@ -177,6 +180,7 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
             kueue=kueue,
             watched=watch,
             notice=notice,
+            resources=resources,
         )
 
     return observe_live
@@ -350,6 +354,7 @@ def pool_twin(
     return TwinConfig(
         pool=pool.name,
         gpus_per_node=pool.gpus_per_node,
+        resource=pool.resource,
         provision_seconds=pool.lead_time.provisioning_seconds,
         image_pull_seconds=pool.lead_time.image_pull_seconds,
         placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,

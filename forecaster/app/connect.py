@@ -51,6 +51,7 @@ def build_source(settings: Settings) -> DemandSource:
         backoff_seconds=prom.backoff_seconds,
         outage_min_seconds=outage,
         exclude_namespace=settings.planning.placeholders.namespace,
+        resources={p.name: p.resource for p in settings.pools},
     )
 
 

@@ -6,6 +6,7 @@ import logging
 import time
 from collections.abc import Sequence
 
+from forecaster.accelerators import GPU, unit_of
 from forecaster.actuators import guardrails
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
@@ -59,6 +60,17 @@ def backend_lines(settings: Settings, kube: Kube) -> list[str]:
     return lines
 
 
+def unit_lines(settings: Settings) -> list[str]:
+    """One line per pool counted in another unit than whole NVIDIA GPUs: what its numbers are
+    (a MIG pool's are slices, not GPUs)."""
+    return [
+        f"pool {p.name}: counted in {unit_of(p.resource)} ({p.resource}): its demand, prewarm,"
+        " caps and prices are in that unit"
+        for p in settings.pools
+        if p.resource != GPU
+    ]
+
+
 def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
     """One line per configured notice source: not installed, unreadable, or what it announces
     now (the soonest item per pool)."""
@@ -67,7 +79,12 @@ def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
         return ["notice: no source configured (notice.sources: [])"]
     shapes = [shape(n) for n in kube.list_nodepools()]
     reading = read_notice(
-        kube, sources, pools=shapes, now=now, grace_seconds=settings.notice.grace_seconds
+        kube,
+        sources,
+        pools=shapes,
+        now=now,
+        grace_seconds=settings.notice.grace_seconds,
+        resources={p.name: p.resource for p in settings.pools},
     )
     lines = []
     for status in reading.statuses:
@@ -145,6 +162,7 @@ def run_guardrails(
             PoolCheck(
                 pool=p.name,
                 allow_unlimited=p.allow_unlimited_nodepool,
+                resource=p.resource,
                 horizon_seconds=horizon_for_lead(
                     p.lead_time.total_seconds,
                     settings.reconcile_every_seconds,

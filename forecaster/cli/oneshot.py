@@ -201,7 +201,7 @@ warnings (exit 0): it works, less well or less safely than it could."""
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """Every check once: an OK line, or one line per finding (ERROR or WARN); exit 1 on errors."""
     kube = connect.connect(settings, host=args.kube_host)
-    for line in doctor.backend_lines(settings, kube):
+    for line in [*doctor.unit_lines(settings), *doctor.backend_lines(settings, kube)]:
         print(line)
     now = int(SystemClock().now().timestamp())
     for line in doctor.notice_lines(settings, kube, now=now):

@@ -355,7 +355,9 @@ def _limit_room(policy: PoolPolicy, snap: PoolSnapshot, reasons: list[str]) -> i
     if snap.nodepool_limit_gpus is None:
         if policy.allow_unlimited_nodepool:
             return 1 << 30
-        reasons.append("NodePool has no nvidia.com/gpu limit: refusing to prewarm an uncapped pool")
+        reasons.append(
+            f"NodePool has no {policy.resource} limit: refusing to prewarm an uncapped pool"
+        )
         return 0
     in_use = snap.allocatable_gpus + snap.launching_gpus - snap.prewarm_gpus
     return max(0, snap.nodepool_limit_gpus - max(in_use, snap.real_demand_gpus))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from forecaster.accelerators import GPU
+
 
 def _require(condition: bool, message: str) -> None:
     if not condition:
@@ -34,6 +36,9 @@ class PoolPolicy:
     allow_unlimited_nodepool: bool = False
     protect_nodepool: bool = False
     """Opt-in: also pause consolidation NodePool-wide while prewarming (bounded by a deadline)."""
+    resource: str = GPU
+    """The accelerator resource the pool is counted in: every ``*_gpus`` here is in its unit
+    (``accelerators.unit_of``: MIG slices, Neuron devices ...)."""
     floor_gpus: int = 0
     """Prewarm at least this many GPUs whatever the forecast says: a small overprovisioner
     under it. A forecast of bursts leaves the steady trickle of small jobs to cold nodes; a

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from forecaster.accelerators import GPU
 from forecaster.actuators.coordination.leases import CLEANUP_IDENTITY
 from forecaster.core.error_budget import (
     Evaluation,
@@ -156,6 +157,11 @@ class Daemon:
         """The pool's configured lead (what its plan covers); 0 for an unknown pool."""
         runtime = self._runtime(pool)
         return runtime.lead_seconds if runtime else 0
+
+    def resource(self, pool: str) -> str:
+        """The accelerator resource the pool is counted in (``nvidia.com/gpu`` if unknown)."""
+        runtime = self._runtime(pool)
+        return runtime.policy.resource if runtime else GPU
 
     def spend(self, pool: str) -> PoolSpend:
         """The pool's last day of spend (``core.finops``)."""

@@ -21,6 +21,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import BaseModel
 
 from forecaster import __version__
+from forecaster.accelerators import unit_of
 from forecaster.core.actions import Halt
 from forecaster.core.cluster import ARRIVAL_WINDOWS_SECONDS, MeasuredLead
 from forecaster.core.error_budget import (
@@ -281,6 +282,8 @@ def _pool_status(daemon: Daemon, name: str, record: TickRecord | None) -> dict[s
     now = record.at if record else budget.since
     return {
         "mode": plan_mode or budget.mode.value,
+        "resource": daemon.resource(name),
+        "unit": unit_of(daemon.resource(name)),
         "since": iso_utc(budget.since) if budget.since else None,
         "reason": budget.reason,
         "error_budget_remaining": budget_remaining(

@@ -23,6 +23,7 @@ from pydantic import (
     model_validator,
 )
 
+from forecaster.accelerators import GPU, check_resource
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.prewarm.backends import AUTO
 from forecaster.actuators.prewarm.registry import backend_names
@@ -97,11 +98,36 @@ class PoolSettings(_Strict):
     """One Karpenter NodePool whose GPU demand we forecast (and may prewarm)."""
 
     name: NodePoolName
-    gpus_per_node: int = Field(8, gt=0, le=64)
+    resource: str = Field(
+        GPU,
+        description="the extended resource the pool's accelerators are scheduled by"
+        " (nvidia.com/gpu, nvidia.com/mig-1g.10gb, amd.com/gpu, aws.amazon.com/neuron,"
+        " aws.amazon.com/neuroncore ...): demand, prewarm, caps and prices of the pool are in"
+        " its unit (every *_gpus field here counts it: for a MIG pool slices, not GPUs)",
+    )
+    gpus_per_node: int = Field(8, gt=0, le=128, description="units of resource per node")
     placeholder_gpus: int | None = Field(None, gt=0, description="default: a whole node")
+
+    @field_validator("resource", mode="before")
+    @classmethod
+    def _one_resource(cls, resource: object) -> object:
+        if isinstance(resource, list | tuple) and len(resource) > 1:
+            raise ValueError(
+                f"one accelerator resource per pool, got {list(resource)}: demand, caps and"
+                " prices are counted in one unit (a MIG slice is not a GPU); split the NodePool"
+                " into one per resource"
+            )
+        if isinstance(resource, list | tuple) and len(resource) == 1:
+            resource = resource[0]
+        return check_resource(resource) if isinstance(resource, str) else resource
+
     lead_time: LeadTime = LeadTime()
     csv: Path | None = Field(None, description="history file when source.kind is csv")
-    query: str | None = Field(None, description="PromQL override; {pool} is the NodePool name")
+    query: str | None = Field(
+        None,
+        description="PromQL override; {pool} is the NodePool name, {resource} the pool's"
+        " resource as kube-state-metrics labels it (nvidia_com_gpu)",
+    )
     arrivals_query: str | None = Field(
         None,
         description="PromQL override of the GPUs of pods created per step (the arrivals model's"
@@ -138,7 +164,7 @@ class PoolSettings(_Strict):
         return backend
 
     allow_unlimited_nodepool: bool = Field(
-        False, description="act even if the NodePool has no nvidia.com/gpu limit"
+        False, description="act even if the NodePool has no limit on the pool's resource"
     )
     kueue: KueuePoolSettings | None = Field(
         None, description="Kueue gates this pool: cap prewarm at what its quota could admit"

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from forecaster.accelerators import GPU, taint_key
 from forecaster.actuators.notice.base import ApiKind, Obj
 from forecaster.actuators.notice.cronjobs import CRONJOBS
 from forecaster.actuators.notice.jobsets import (
@@ -45,7 +46,6 @@ planning windows are shorter, so plans and precision are unchanged; pipeline not
 exceed it)."""
 EARLIER_RUNS = 20
 """Finished initializer Jobs kept per pipeline (what the JobSet source estimates ETAs from)."""
-GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 _CPU_POD = {"restartPolicy": "Never", "containers": [{"name": "init", "image": "replay"}]}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -172,18 +172,26 @@ class TwinObjects:
     served as ``ObjectLister``; ``now`` is the twin's clock."""
 
     def __init__(
-        self, jobs: JobTrace, notice: DeclaredNotice, *, pool: str, gpus_per_node: int
+        self,
+        jobs: JobTrace,
+        notice: DeclaredNotice,
+        *,
+        pool: str,
+        gpus_per_node: int,
+        resource: str = GPU,
     ) -> None:
         self.jobs = jobs
         self.notice = notice
         self.pool = pool
         self.gpus_per_node = gpus_per_node
+        self.resource = resource
         self.now = 0.0
         self._pipeline = np.flatnonzero(notice.kind == PIPELINE)
 
     def pools(self) -> list[NodePoolShape]:
         """The twin's one NodePool, as the sources attribute templates to it."""
-        template = {"spec": {"requirements": [], "taints": [GPU_TAINT]}}
+        taint = {"key": taint_key(self.resource), "value": "true", "effect": "NoSchedule"}
+        template = {"spec": {"requirements": [], "taints": [taint]}}
         return [shape({"metadata": {"name": self.pool}, "spec": {"template": template}})]  # type: ignore[typeddict-item]
 
     def list_objects(
@@ -218,13 +226,13 @@ class TwinObjects:
             "restartPolicy": "Never",
             "nodeSelector": {"karpenter.sh/nodepool": self.pool},
             "tolerations": [
-                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+                {"key": taint_key(self.resource), "operator": "Exists", "effect": "NoSchedule"}
             ],
             "containers": [
                 {
                     "name": "train",
                     "image": "replay",
-                    "resources": {"requests": {"nvidia.com/gpu": str(per_pod)}},
+                    "resources": {"requests": {self.resource: str(per_pod)}},
                 }
             ],
         }

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.notice.base import Obj
 from forecaster.actuators.notice.kueue_reserved import FLAVORS, KUEUE, WORKLOADS
@@ -35,11 +36,13 @@ class TwinWorkloads:
         gpus_per_node: int,
         start: float,
         end: float,
+        resource: str = GPU,
     ) -> None:
         self.jobs = jobs
         self.notice_seconds = notice_seconds
         self.pool = pool
         self.gpus_per_node = gpus_per_node
+        self.resource = resource
         self.start = start
         self.end = end
         self.now = 0.0
@@ -81,7 +84,7 @@ class TwinWorkloads:
             "spec": {
                 "queueName": "replay",
                 "podSets": [
-                    {"name": name, "count": n, "template": {"spec": _spec(per)}}
+                    {"name": name, "count": n, "template": {"spec": _spec(self.resource, per)}}
                     for name, per, n in sets
                 ],
             },
@@ -89,7 +92,7 @@ class TwinWorkloads:
                 "admission": {
                     "clusterQueue": "replay",
                     "podSetAssignments": [
-                        {"name": name, "flavors": {lbl.GPU_RESOURCE: FLAVOR}, "count": n}
+                        {"name": name, "flavors": {self.resource: FLAVOR}, "count": n}
                         for name, _, n in sets
                     ],
                 },
@@ -106,14 +109,14 @@ class TwinWorkloads:
         }
 
 
-def _spec(gpus: int) -> dict[str, Any]:
+def _spec(resource: str, gpus: int) -> dict[str, Any]:
     return {
         "restartPolicy": "Never",
         "containers": [
             {
                 "name": "train",
                 "image": "replay",
-                "resources": {"requests": {lbl.GPU_RESOURCE: str(gpus)}},
+                "resources": {"requests": {resource: str(gpus)}},
             }
         ],
     }

@@ -40,6 +40,7 @@ from typing import Protocol
 
 import numpy as np
 
+from forecaster.accelerators import GPU
 from forecaster.actuators.notice.base import GRACE_SECONDS, read_notice
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.core.actions import PLACEHOLDER_PODS, PrewarmConduct
@@ -69,6 +70,9 @@ class TwinConfig:
 
     pool: str = "gpu"
     gpus_per_node: int = 8
+    resource: str = GPU
+    """The pool's accelerator resource: the twin's objects request it, its notice reads it
+    (every count of the twin is in its unit)."""
     provision_seconds: float = 60.0
     image_pull_seconds: float = 300.0
     batch_seconds: float = 10.0
@@ -363,7 +367,11 @@ class Twin:
         if self.objects is not None:
             self.objects.now = self.now
             reading = read_notice(
-                self.objects, NOTICE_SOURCES, pools=self.objects.pools(), now=int(self.now)
+                self.objects,
+                NOTICE_SOURCES,
+                pools=self.objects.pools(),
+                now=int(self.now),
+                resources={self.cfg.pool: self.cfg.resource},
             )
             items += reading.items.get(self.cfg.pool, ())
         if self.workloads is not None:  # its admission check takes the notice, then the grace
@@ -374,6 +382,7 @@ class Twin:
                 pools=(),
                 now=int(self.now),
                 grace_seconds=GRACE_SECONDS + math.ceil(self.cfg.kueue_notice_seconds),
+                resources={self.cfg.pool: self.cfg.resource},
             )
             items += reading.items.get(self.cfg.pool, ())
         return items
@@ -782,7 +791,13 @@ def _announced(jobs: JobTrace, config: TwinConfig) -> tuple[TwinObjects | None, 
     if config.notice is None:
         return None, [False] * len(jobs)
     declared = declare(jobs, config.notice)
-    objects = TwinObjects(jobs, declared, pool=config.pool, gpus_per_node=config.gpus_per_node)
+    objects = TwinObjects(
+        jobs,
+        declared,
+        pool=config.pool,
+        gpus_per_node=config.gpus_per_node,
+        resource=config.resource,
+    )
     flags: list[bool] = (declared.kind != NONE).tolist()
     return objects, flags
 
@@ -798,6 +813,7 @@ def _kueue_workloads(
         notice_seconds=config.kueue_notice_seconds,
         pool=config.pool,
         gpus_per_node=config.gpus_per_node,
+        resource=config.resource,
         start=start,
         end=end,
     )

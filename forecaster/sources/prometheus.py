@@ -32,6 +32,7 @@ from prometheus_api_client import PrometheusConnect
 from prometheus_api_client.exceptions import PrometheusApiClientException
 from urllib3.util.retry import Retry
 
+from forecaster.accelerators import GPU, metric_label
 from forecaster.core.cluster import MeasuredLead
 from forecaster.core.jobs import JobTrace, SeenPod, jobs_from_pods
 from forecaster.core.quality import QualityReport, regularize
@@ -82,7 +83,7 @@ NODESELECTORS_OPT_IN = (
 
 BOOTSTRAP_QUERY = """sum(
   sum by (namespace, pod) (max by (namespace, pod, container) (
-    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
+    kube_pod_container_resource_requests{resource="{resource}",{exclude}}
   ))
   * on (namespace, pod) group_left()
     max by (namespace, pod) (kube_pod_status_phase{phase=~"Pending|Running"} == 1)
@@ -98,7 +99,7 @@ labels a bound pod's ``node`` (and two exporters would duplicate every series)."
 
 _RUNNING_GPUS = """sum(
   sum by (namespace, pod) (max by (namespace, pod, container) (
-    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
+    kube_pod_container_resource_requests{resource=~"{resources}",{exclude}}
   ))
   * on (namespace, pod) group_left()
     max by (namespace, pod) (kube_pod_status_phase{phase="Running"} == 1)ONLY
@@ -128,7 +129,7 @@ in forecaster's namespace: ``{exclude}``) never counted as demand."""
 
 ARRIVALS_QUERY = """sum(
   sum by (namespace, pod) (max by (namespace, pod, container) (
-    kube_pod_container_resource_requests{resource="nvidia_com_gpu",{exclude}}
+    kube_pod_container_resource_requests{resource="{resource}",{exclude}}
   ))
   * on (namespace, pod) group_left()
     group by (namespace, pod) (kube_pod_nodeselectors{nodeselector_karpenter_sh_nodepool="{pool}"})
@@ -153,7 +154,7 @@ series per (namespace, pod); a pool's ``pods_query`` overrides it."""
 
 POD_QUERIES = {
     "gpus": """sum by (namespace, pod) (max by (namespace, pod, container) (
-  max_over_time(kube_pod_container_resource_requests{resource="nvidia_com_gpu"}[{window}])
+  max_over_time(kube_pod_container_resource_requests{resource="{resource}"}[{window}])
 )) and on (namespace, pod) ({pods})""",
     "created": "max by (namespace, pod) (last_over_time(kube_pod_created[{window}]))"
     " and on (namespace, pod) ({pods})",
@@ -183,7 +184,7 @@ POD_WINDOW_SECONDS = 86_400
 """``fetch_pods`` asks one day at a time: a subquery over a day at one-minute steps is 1,440
 evaluations, and a day's pods are one modest answer."""
 
-RECORDED_QUERY = 'sum(nodepool:forecaster_gpu_demand:sum{nodepool="{pool}"})'
+RECORDED_QUERY = 'sum(nodepool:forecaster_gpu_demand:sum{nodepool="{pool}",resource="{resource}"})'
 """The same demand from the recording rule ``deploy/`` ships (cheap over weeks of history)."""
 
 
@@ -235,11 +236,18 @@ def exclusion(namespace: str | None) -> str:
     return f'namespace!="{namespace}"' if namespace else 'namespace!=""'
 
 
-def render_query(template: str, pool: str, *, exclude_namespace: str | None = None) -> str:
-    """Substitute the pool name and ``{exclude}`` (and only them: PromQL braces stay)."""
+def render_query(
+    template: str, pool: str, *, exclude_namespace: str | None = None, resource: str = GPU
+) -> str:
+    """Substitute the pool name, ``{exclude}`` and ``{resource}`` (the pool's accelerator as
+    kube-state-metrics labels it) - and only them: PromQL braces stay."""
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?", pool):
         raise SourceError(f"pool name {pool!r} is not a valid NodePool name")
-    return template.replace("{pool}", pool).replace(EXCLUDE, exclusion(exclude_namespace))
+    return (
+        template.replace("{pool}", pool)
+        .replace(EXCLUDE, exclusion(exclude_namespace))
+        .replace("{resource}", metric_label(resource))
+    )
 
 
 class PrometheusSource:
@@ -260,8 +268,10 @@ class PrometheusSource:
         pod_selectors: dict[str, str] | None = None,
         pod_window_seconds: int = POD_WINDOW_SECONDS,
         exclude_namespace: str = "forecaster",
+        resources: dict[str, str] | None = None,
     ) -> None:
-        """``exclude_namespace``: forecaster's own namespace, left out of every query's pods."""
+        """``exclude_namespace``: forecaster's own namespace, left out of every query's pods;
+        ``resources``: each pool's accelerator resource (``nvidia.com/gpu`` where not named)."""
         if not 1 < max_points_per_request < MAX_POINTS_PER_SERIES:
             raise ValueError(f"max_points_per_request must be below {MAX_POINTS_PER_SERIES}")
         self.url = url.rstrip("/")
@@ -270,6 +280,7 @@ class PrometheusSource:
         self._pod_selectors = dict(pod_selectors or {})
         self._pod_window = pod_window_seconds
         self._exclude = exclude_namespace
+        self._resources = dict(resources or {})
         self._timeout = timeout_seconds
         self._max_points = max_points_per_request
         self._outage_min_seconds = outage_min_seconds
@@ -286,10 +297,17 @@ class PrometheusSource:
             url=self.url, headers=headers, retry=retry, timeout=timeout_seconds
         )
 
+    def _render(self, template: str, pool: str) -> str:
+        return render_query(
+            template,
+            pool,
+            exclude_namespace=self._exclude,
+            resource=self._resources.get(pool, GPU),
+        )
+
     def query_for(self, pool: str) -> str:
         """The PromQL used for ``pool``: its override, else the default template."""
-        template = self._queries.get(pool, DEFAULT_QUERY)
-        return render_query(template, pool, exclude_namespace=self._exclude)
+        return self._render(self._queries.get(pool, DEFAULT_QUERY), pool)
 
     def fetch(
         self, pool: str, *, start: int, end: int, step_seconds: int
@@ -302,8 +320,7 @@ class PrometheusSource:
     ) -> tuple[DemandSeries, QualityReport]:
         """GPUs of the pool's pods created in (t - step, t] for every grid point ``t``
         (``ARRIVALS_QUERY``; an ``ArrivalSource``)."""
-        template = self._arrival_queries.get(pool, ARRIVALS_QUERY)
-        query = render_query(template, pool, exclude_namespace=self._exclude)
+        query = self._render(self._arrival_queries.get(pool, ARRIVALS_QUERY), pool)
         query = query.replace("{twice_step}", str(2 * step_seconds))
         query = query.replace("{step}", str(step_seconds))
         return self._fetch(query, pool, start, end, step_seconds, shift=step_seconds, outages=0)
@@ -315,8 +332,7 @@ class PrometheusSource:
         one pod (same namespace, name and creation time), its start time taken from whichever
         window knew it; one never seen Pending or Running, or without a creation time, is left
         out."""
-        template = self._pod_selectors.get(pool, POD_SELECTOR)
-        selector = render_query(template, pool, exclude_namespace=self._exclude)
+        selector = self._render(self._pod_selectors.get(pool, POD_SELECTOR), pool)
         pods: dict[tuple[str, str, float], SeenPod] = {}
         at = start
         while at < end:
@@ -324,7 +340,8 @@ class PrometheusSource:
             window = f"{min(self._pod_window, at - start + step_seconds)}s"
             values = {
                 name: self._per_pod(
-                    query.replace("{pods}", selector)
+                    self._render(query, pool)
+                    .replace("{pods}", selector)
                     .replace("{window}", window)
                     .replace("{step}", f"{step_seconds}s"),
                     at,
@@ -498,7 +515,10 @@ class PrometheusSource:
         counted as announced: ``ANNOUNCED_PODS`` is coarse). Raises ``SourceError``."""
 
         def gpu_hours(template: str) -> float:
-            query = template.replace(EXCLUDE, exclusion(self._exclude))
+            accelerators = sorted({GPU, *self._resources.values()})
+            query = template.replace(EXCLUDE, exclusion(self._exclude)).replace(
+                "{resources}", "|".join(metric_label(r) for r in accelerators)
+            )
             _, values = self._query_range(query, start, end, step_seconds)
             return float(np.nansum(values)) * step_seconds / 3600
 
@@ -519,8 +539,7 @@ class PrometheusSource:
     def first_pod_at(self, pool: str, *, start: int, end: int) -> int | None:
         """The first hour in [start, end] at which a pod of ``pool`` shows in the pod history
         (``POD_SELECTOR`` or the pool's ``pods_query``); None: none at all."""
-        template = self._pod_selectors.get(pool, POD_SELECTOR)
-        selector = render_query(template, pool, exclude_namespace=self._exclude)
+        selector = self._render(self._pod_selectors.get(pool, POD_SELECTOR), pool)
         return self._first_hour(f"count({selector.replace('{window}', '1h')})", start, end)
 
     def measured_lead(self, pool: str, *, start: int, end: int) -> MeasuredLead | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers, _expires_at, buffer_name
 from forecaster.actuators.prewarm.placeholders import PlaceholderSpec
@@ -81,7 +82,7 @@ def test_a_buffer_is_renewed_when_under_half_its_ttl_is_left() -> None:
 def test_a_change_of_replicas_or_limits_is_written_at_once_and_nothing_else_is() -> None:
     kube = FakeKube()
     buffers(kube).apply(SPEC, replicas=2, now=NOW, limit_gpus=64)
-    assert kube.buffers[NAME]["spec"]["limits"] == {lbl.GPU_RESOURCE: "64"}
+    assert kube.buffers[NAME]["spec"]["limits"] == {GPU: "64"}
     assert buffers(kube).apply(SPEC, replicas=2, now=NOW + 1, limit_gpus=64) is False
     assert buffers(kube).apply(SPEC, replicas=2, now=NOW + 2) is False  # no limit: none compared
     assert buffers(kube).apply(SPEC, replicas=2, now=NOW + 3, limit_gpus=32) is True

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
+from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.nodepools import FIELDS
 from forecaster.actuators.observe.observer import _snapshot
@@ -49,7 +50,7 @@ def node(name: str, *, ready: bool = True, gpus: int = 8) -> dict[str, Any]:
     return {
         "metadata": {"name": name, "labels": {}},
         "status": {
-            "allocatable": {lbl.GPU_RESOURCE: str(gpus)},
+            "allocatable": {GPU: str(gpus)},
             "conditions": [{"type": "Ready", "status": status}],
         },
     }
@@ -67,9 +68,7 @@ def pod(
 ) -> dict[str, Any]:
     stamp = f"{datetime.fromtimestamp(NOW - age, tz=UTC):%Y-%m-%dT%H:%M:%SZ}"
     spec: dict[str, Any] = {
-        "containers": [
-            {"name": "c", "image": image, "resources": {"requests": {lbl.GPU_RESOURCE: str(gpus)}}}
-        ]
+        "containers": [{"name": "c", "image": image, "resources": {"requests": {GPU: str(gpus)}}}]
     }
     if on:
         spec["nodeName"] = on
@@ -90,6 +89,7 @@ def snap(
     return _snapshot(
         PausedNodePool() if paused else NoNodePool(),  # type: ignore[arg-type]
         POOL,
+        resource=GPU,
         nodes=nodes,
         pods=pods,
         homes=[POOL] * len(pods),
@@ -217,7 +217,7 @@ def test_a_launching_node_a_real_pod_waits_for_is_not_ours() -> None:
 
 def test_a_node_without_gpus_adds_none() -> None:
     cpu = node("cpu")
-    del cpu["status"]["allocatable"][lbl.GPU_RESOURCE]
+    del cpu["status"]["allocatable"][GPU]
     s = snap([node("a"), cpu], [pod("x", 8, on="a")])
     assert s.allocatable_gpus == 8 and s.empty_gpus == 0
 

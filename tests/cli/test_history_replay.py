@@ -46,6 +46,15 @@ def trace() -> JobTrace:
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory, trace: JobTrace) -> Iterator[str]:
     series = list(job_series(trace, start=START, end=END, every=SCRAPE, pool="itp"))
+    series += job_series(  # the same jobs on a pool of MIG slices
+        trace,
+        start=START,
+        end=END,
+        every=SCRAPE,
+        pool="itp-mig",
+        resource="nvidia_com_mig_1g_10gb",
+        prefix="mig-",
+    )
     with running_prometheus(tmp_path_factory.mktemp("prometheus"), series) as url:
         yield url
 
@@ -55,6 +64,8 @@ def _config(tmp_path: Path, url: str) -> Path:
     document["source"] = {"kind": "prometheus", "prometheus": {"url": url, "retries": 0}}
     document["models_dir"] = str(tmp_path / "models")
     document["twin"]["jobs"] = str(SAMPLES / "msr-itp-cluster04-jobs.csv")
+    mig = {**document["pools"][0], "name": "itp-mig", "resource": "nvidia.com/mig-1g.10gb"}
+    document["pools"].append(mig)
     path = tmp_path / "forecaster.yaml"
     path.write_text(yaml.safe_dump(document))
     return path
@@ -102,6 +113,30 @@ def test_a_replay_from_prometheus_is_the_replay_of_the_export(
     command = [*command, "--policy", "reactive,predictive", "--json", str(from_csv)]
     assert main(command) == 0
     assert json.loads(direct.read_text()) == json.loads(from_csv.read_text())
+
+
+def test_a_mig_pools_history_is_read_in_its_slices_and_replays_as_a_gpu_pools(
+    tmp_path: Path, prometheus: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same jobs on a pool of MIG slices (its pods ask for ``nvidia.com/mig-1g.10gb``, the
+    pool says so): its export is the GPU pool's, and so is its replay."""
+    config = _config(tmp_path, prometheus)
+    out = {}
+    for pool in ("itp", "itp-mig"):
+        out[pool] = tmp_path / f"{pool}.csv"
+        argv = ["history", "export", "--config", str(config), "--pool", pool, "--days", "3"]
+        assert main([*argv, "--end", iso_utc(END), "-o", str(out[pool])]) == 0
+    capsys.readouterr()
+    assert out["itp-mig"].read_text() == out["itp"].read_text()
+    assert len(out["itp"].read_text().splitlines()) > 100
+    replays = {}
+    for pool in ("itp", "itp-mig"):
+        replays[pool] = tmp_path / f"{pool}.json"
+        argv = ["replay", "--config", str(config), "--pool", pool, "--days", "3"]
+        argv += ["--policy", "predictive", "--end", iso_utc(END), "--json", str(replays[pool])]
+        assert main(argv) == 0, capsys.readouterr().out
+    gpu, mig = (json.loads(replays[p].read_text()) for p in ("itp", "itp-mig"))
+    assert mig == gpu
 
 
 @pytest.mark.parametrize(("frontier", "needs"), [(True, 14), (False, 3)])

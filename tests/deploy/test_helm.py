@@ -73,7 +73,7 @@ def test_helm_lint_passes(values: tuple[str, ...]) -> None:
         ("actuation=buffers", "/actuation"),
         ("pools[0].name=GPU_A100", "/pools/0/name"),
         ("pools[0].max_prewarm_gpu=3", "/pools/0"),  # a typo the daemon would crash-loop on
-        ("pools[0].gpus_per_node=128", "/pools/0/gpus_per_node"),
+        ("pools[0].gpus_per_node=129", "/pools/0/gpus_per_node"),
         ("pools[0].backend=buffers", "/pools/0/backend"),
         ("budgets.max_cost_per_hour=-1", "/budgets/max_cost_per_hour"),
     ],

@@ -26,6 +26,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from forecaster.accelerators import GPU, metric_label
 from forecaster.durations import parse_duration
 from forecaster.service.metrics import Metrics
 from forecaster.settings import load_settings
@@ -265,10 +266,13 @@ def test_dockerfile_builds_what_the_manifests_run() -> None:
     ]
 
 
+MIG = "nvidia.com/mig-1g.10gb"
+
+
 def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path: Path) -> None:
     """``promtool test rules``: on pods of two NodePools (pending, running, finished, one of
-    two containers, a CronJob's run and a JobSet's job, announced: not demand), the recorded
-    series equals the daemon's default query for each pool."""
+    two containers, a CronJob's run and a JobSet's job, announced: not demand; MIG slices), the
+    recorded series equals the daemon's default query for each pool and resource."""
     (rule,) = by_kind(render("live"), "PrometheusRule")
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule["spec"]))
     pods = {  # pod: (nodepool, GPUs per container, phase)
@@ -281,6 +285,7 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
         "nightly-29433600-x": ("gpu-a", [16], "Running"),  # a CronJob's run: announced
         "train-node-0-0-y": ("gpu-b", [8], "Pending"),  # a JobSet's job: announced
         "batch-z": ("gpu-b", [2], "Running"),  # a Job of no CronJob: demand
+        "slices": ("gpu-b", [3], "Running"),  # MIG slices: gpu-b's demand in another unit
     }
     owners = {  # Job: (its owner kind, owner name, its pods)
         "nightly-29433600": ("CronJob", "nightly", ["nightly-29433600-x"]),
@@ -295,7 +300,7 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
             series.append(
                 {
                     "series": f"kube_pod_container_resource_requests{{{ident},container="
-                    f'"c{i}",resource="nvidia_com_gpu"}}',
+                    f'"c{i}",resource="{metric_label(MIG if pod == "slices" else GPU)}"}}',
                     "values": f"{gpus}x15",
                 }
             )
@@ -329,13 +334,15 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
                     "values": "1x15",
                 }
             )
-    expected = {"gpu-a": 2 + 4 + 2, "gpu-b": 1 + 2}
+    expected = {("gpu-a", GPU): 2 + 4 + 2, ("gpu-b", GPU): 1 + 2, ("gpu-b", MIG): 3}
     exprs = []
-    for pool, gpus in expected.items():
+    for (pool, resource), gpus in expected.items():
         for template in (DEFAULT_QUERY, RECORDED_QUERY):
             exprs.append(
                 {
-                    "expr": render_query(template, pool, exclude_namespace="forecaster"),
+                    "expr": render_query(
+                        template, pool, exclude_namespace="forecaster", resource=resource
+                    ),
                     "eval_time": "10m",
                     "exp_samples": [{"labels": "{}", "value": gpus}],
                 }

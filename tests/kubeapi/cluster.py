@@ -40,12 +40,21 @@ GPU = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
 
 
-def pod_gpus(pod: Obj) -> int:
-    """GPUs a pod requests; a quantity the double cannot read counts as none."""
+def taint_for(resource: str) -> Obj:
+    """The taint nodes of an accelerator carry (the device plugins' convention: MIG nodes are
+    tainted like whole-GPU ones, others by their resource name)."""
+    key = GPU if resource.startswith("nvidia.com/mig-") else resource
+    return {"key": key, "value": "true", "effect": "NoSchedule"}
+
+
+def pod_gpus(pod: Obj, resource: str = GPU) -> int:
+    """Units of ``resource`` a pod requests; a quantity the double cannot read counts as none."""
     total = 0
     for container in pod["spec"]["containers"]:
         resources = container.get("resources", {})
-        value = resources.get("requests", {}).get(GPU, resources.get("limits", {}).get(GPU, 0))
+        value = resources.get("requests", {}).get(
+            resource, resources.get("limits", {}).get(resource, 0)
+        )
         total += int(value) if str(value).isdigit() else 0
     return total
 
@@ -89,6 +98,8 @@ class ClusterSim:
         self.no_capacity: set[str] = set()
         """NodePools the cloud has no capacity for: launches fail with Karpenter's Warning."""
         self._serial = 0
+        self.resources: dict[str, str] = {}
+        """Each NodePool's accelerator resource (``nvidia.com/gpu`` unless added otherwise)."""
         api.admission.append(self._admit_pod)
         if priority_class and ("priorityclasses", "", "forecaster-placeholder") not in (
             api.store.objects
@@ -105,8 +116,11 @@ class ClusterSim:
         budgets: list[Obj] | None = None,
         weight: int | None = None,
         labels: dict[str, str] | None = None,
+        resource: str = GPU,
     ) -> Obj:
-        """A GPU NodePool (tainted nvidia.com/gpu); ``labels`` go on its nodes' template."""
+        """An accelerator NodePool (``resource``, default GPUs; tainted for it; its limit and
+        nodes in its unit); ``labels`` go on its nodes' template."""
+        self.resources[name] = resource
         spec: Obj = {
             "template": {
                 "spec": {
@@ -122,7 +136,7 @@ class ClusterSim:
                             "values": ["0"],
                         }
                     ],
-                    "taints": [GPU_TAINT],
+                    "taints": [taint_for(resource)],
                 }
             },
             "disruption": {
@@ -137,7 +151,7 @@ class ClusterSim:
         if labels:
             spec["template"]["metadata"] = {"labels": labels}
         if limit_gpus is not None:
-            spec["limits"] = {GPU: str(limit_gpus), "cpu": "1000"}
+            spec["limits"] = {resource: str(limit_gpus), "cpu": "1000"}
         return self.api.put(
             "nodepools",
             {
@@ -190,10 +204,10 @@ class ClusterSim:
                     "sim/ready-at": str(now if ready else now + self.provision_seconds)
                 },
             },
-            "spec": {"taints": [GPU_TAINT]},
+            "spec": {"taints": [taint_for(self.resource_of(pool))]},
             "status": {
-                "capacity": {GPU: str(self.gpus_per_node)},
-                "allocatable": {GPU: str(self.gpus_per_node)},
+                "capacity": {self.resource_of(pool): str(self.gpus_per_node)},
+                "allocatable": {self.resource_of(pool): str(self.gpus_per_node)},
                 "conditions": [
                     {
                         "type": "Ready",
@@ -216,9 +230,12 @@ class ClusterSim:
         node_selector: dict[str, str] | None = None,
         affinity_terms: list[list[Obj]] | None = None,
         tolerate_gpu: bool = True,
+        resource: str | None = None,
     ) -> Obj:
         """A real GPU pod for ``pool`` (by nodeSelector), or selecting nodes the given way:
-        ``node_selector`` replaces it, ``affinity_terms`` are required nodeSelectorTerms."""
+        ``node_selector`` replaces it, ``affinity_terms`` are required nodeSelectorTerms;
+        ``resource``: what it requests (default: the pool's accelerator)."""
+        resource = resource or self.resource_of(pool)
         pod: Obj = {
             "apiVersion": "v1",
             "kind": "Pod",
@@ -228,11 +245,20 @@ class ClusterSim:
                     {
                         "name": "train",
                         "image": "ml/train:1",
-                        "resources": {"requests": {GPU: str(gpus)}, "limits": {GPU: str(gpus)}},
+                        "resources": {
+                            "requests": {resource: str(gpus)},
+                            "limits": {resource: str(gpus)},
+                        },
                     }
                 ],
                 "nodeSelector": {POOL_LABEL: pool},
-                "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+                "tolerations": [
+                    {
+                        "key": taint_for(resource)["key"],
+                        "operator": "Exists",
+                        "effect": "NoSchedule",
+                    }
+                ],
             },
         }
         if priority_class:
@@ -407,13 +433,24 @@ class ClusterSim:
                 pod["status"].update(phase="Failed", reason="DeadlineExceeded")
                 self._save("pods", pod)
 
+    def resource_of(self, pool: str) -> str:
+        """The accelerator resource of NodePool ``pool``."""
+        return self.resources.get(pool, GPU)
+
+    def _node_resource(self, node: Obj) -> str:
+        return self.resource_of(node["metadata"]["labels"].get(POOL_LABEL, ""))
+
+    def _allocatable(self, node: Obj) -> int:
+        return int(node["status"]["allocatable"][self._node_resource(node)])
+
     def _free(self, node: Obj, pods: list[Obj]) -> int:
+        resource = self._node_resource(node)
         used = sum(
-            pod_gpus(p)
+            pod_gpus(p, resource)
             for p in pods
             if p["spec"].get("nodeName") == node["metadata"]["name"] and active(p)
         )
-        return int(node["status"]["allocatable"][GPU]) - used
+        return self._allocatable(node) - used
 
     def _schedule(self) -> None:
         pods = self.api.store.list("pods", None)
@@ -433,7 +470,14 @@ class ClusterSim:
         for pod in pending:
             pods = self.api.store.list("pods", None)
             candidates = [n for n in nodes if self._fits_node(pod, n)]
-            node = next((n for n in candidates if self._free(n, pods) >= pod_gpus(pod)), None)
+            node = next(
+                (
+                    n
+                    for n in candidates
+                    if self._free(n, pods) >= pod_gpus(pod, self._node_resource(n))
+                ),
+                None,
+            )
             if (
                 node is None
                 and pod["spec"].get("preemptionPolicy", "PreemptLowerPriority") != "Never"
@@ -512,12 +556,13 @@ class ClusterSim:
                 key=lambda p: p["spec"].get("priority", 0),
             )
             free, chosen = self._free(node, pods), []
+            resource = self._node_resource(node)
             for victim in victims:
-                if free >= pod_gpus(pod):
+                if free >= pod_gpus(pod, resource):
                     break
                 chosen.append(victim)
-                free += pod_gpus(victim)
-            if free >= pod_gpus(pod):
+                free += pod_gpus(victim, resource)
+            if free >= pod_gpus(pod, resource):
                 for victim in chosen:
                     meta = victim["metadata"]
                     self.preempted.append(meta["name"])
@@ -554,10 +599,10 @@ class ClusterSim:
                 template = self.api.store.get(("podtemplates", meta["namespace"], ref))
             except ApiError:
                 continue
-            chunk = pod_gpus(template["template"])
             pool = template["template"]["spec"].get("nodeSelector", {}).get(POOL_LABEL, "")
+            chunk = pod_gpus(template["template"], self.resource_of(pool))
             chunks = int(spec.get("replicas", 0))
-            limit = spec.get("limits", {}).get(GPU)
+            limit = spec.get("limits", {}).get(self.resource_of(pool))
             if limit is not None and chunk:
                 chunks = min(chunks, int(limit) // chunk)
             need = chunks * chunk
@@ -585,8 +630,9 @@ class ClusterSim:
         nodes = self.api.store.list("nodes", None)
         for pool in self.api.store.list("nodepools", None):
             name = pool["metadata"]["name"]
+            resource = self.resource_of(name)
             waiting = sum(
-                pod_gpus(p)
+                pod_gpus(p, resource)
                 for p in pods
                 if active(p)
                 and not p["spec"].get("nodeName")
@@ -594,7 +640,7 @@ class ClusterSim:
             )
             pool_nodes = [n for n in nodes if n["metadata"]["labels"].get(POOL_LABEL) == name]
             launching = sum(
-                int(n["status"]["allocatable"][GPU])
+                self._allocatable(n)
                 for n in pool_nodes
                 if n["status"]["conditions"][0]["status"] != "True"
             )
@@ -603,8 +649,8 @@ class ClusterSim:
             if buffered:  # pods and buffer chunks beyond the free GPUs of ready + launching nodes
                 free = sum(self._free(n, pods) for n in pool_nodes)
                 deficit = max(deficit, waiting + buffered - free)
-            limit = pool["spec"].get("limits", {}).get(GPU)
-            total = sum(int(n["status"]["allocatable"][GPU]) for n in pool_nodes)
+            limit = pool["spec"].get("limits", {}).get(resource)
+            total = sum(self._allocatable(n) for n in pool_nodes)
             if deficit > 0 and name in self.no_capacity:
                 self._insufficient_capacity(name)
                 continue
@@ -659,7 +705,7 @@ class ClusterSim:
                 continue
             pool_name = node["metadata"]["labels"][POOL_LABEL]
             if held.get(pool_name, 0) > 0:
-                held[pool_name] -= int(node["status"]["allocatable"][GPU])
+                held[pool_name] -= self._allocatable(node)
                 continue
             pool = pools.get(pool_name)
             if pool is None or self._blocked(pool):

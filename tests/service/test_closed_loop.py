@@ -39,7 +39,7 @@ from forecaster.core.error_budget import Evaluation
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
 from forecaster.sources.prometheus import BOOTSTRAP_QUERY, PrometheusSource
-from tests.kubeapi.cluster import ClusterSim, pod_gpus
+from tests.kubeapi.cluster import GPU, ClusterSim, pod_gpus
 from tests.kubeapi.server import KubeApiDouble
 from tests.support.ksm_exporter import KsmExporter
 from tests.support.prometheus_server import Series, free_port, running_prometheus
@@ -47,6 +47,7 @@ from tests.support.prometheus_server import Series, free_port, running_prometheu
 pytestmark = pytest.mark.prometheus
 
 POOL = "gpu-a"
+MIG = "nvidia.com/mig-1g.10gb"
 OURS = "forecaster"
 STEP = 2
 RUN_SECONDS = 90
@@ -77,7 +78,7 @@ class Truth:
         return lo < hi and len(set(self.real[lo:hi])) == 1
 
 
-def config(tmp_path: Path, prometheus_url: str) -> Settings:
+def config(tmp_path: Path, prometheus_url: str, resource: str) -> Settings:
     return Settings.model_validate(
         {
             "source": {"kind": "prometheus", "prometheus": {"url": prometheus_url}},
@@ -95,6 +96,7 @@ def config(tmp_path: Path, prometheus_url: str) -> Settings:
             "pools": [
                 {
                     "name": POOL,
+                    "resource": resource,
                     "gpus_per_node": 8,
                     "max_prewarm_gpus": 16,
                     "floor_gpus": FLOOR,
@@ -110,7 +112,9 @@ def config(tmp_path: Path, prometheus_url: str) -> Settings:
 
 
 @contextmanager
-def stepping(api: KubeApiDouble, cluster: ClusterSim, truth: Truth) -> Iterator[None]:
+def stepping(
+    api: KubeApiDouble, cluster: ClusterSim, truth: Truth, resource: str
+) -> Iterator[None]:
     """The double's clock follows wall time; the cluster steps each second; truth is sampled."""
     stop = threading.Event()
 
@@ -127,7 +131,7 @@ def stepping(api: KubeApiDouble, cluster: ClusterSim, truth: Truth) -> Iterator[
             real = ours = 0
             for pod in pods:
                 meta = pod["metadata"]
-                gpus = pod_gpus(pod)
+                gpus = pod_gpus(pod, resource)
                 stamp = timestamp_seconds(meta["creationTimestamp"])
                 truth.created.setdefault(f"{meta['namespace']}/{meta['name']}", (stamp, gpus))
                 if pod.get("status", {}).get("phase", "Pending") in ("Pending", "Running"):
@@ -173,6 +177,7 @@ class Run:
     end: int
     ticks: int
     evaluations: list[Evaluation]
+    resource: str
 
 
 HISTORY_SECONDS = 1200
@@ -193,14 +198,19 @@ def backfill(exporter: KsmExporter, target: str, *, until: int) -> list[Series]:
     return out
 
 
-@pytest.fixture(scope="module")
-def closed_loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+@pytest.fixture(scope="module", params=[GPU, MIG], ids=["gpu", "mig-slices"])
+def closed_loop(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Run]:
+    """The loop for a pool of whole GPUs, and for a pool of MIG slices (the pool's resource is
+    what every count is in: the placeholders request it, the queries read it)."""
+    resource = request.param
     tmp_path = tmp_path_factory.mktemp("closed-loop")
     truth = Truth()
     with KubeApiDouble() as api:
         api.clock = time.time() - HISTORY_SECONDS
         cluster = ClusterSim(api, provision_seconds=2)
-        cluster.add_nodepool(POOL, limit_gpus=200)
+        cluster.add_nodepool(POOL, limit_gpus=200, resource=resource)
         for _ in range(3):
             cluster.add_node(POOL)
         cluster.submit("train-1", POOL, 8)
@@ -212,11 +222,17 @@ def closed_loop(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
             history = backfill(exporter, ksm, until=int(time.time()) - 2)
             scrape = {"kube-state-metrics": ksm, "forecaster": f"127.0.0.1:{daemon_port}"}
             with (
-                stepping(api, cluster, truth),
+                stepping(api, cluster, truth, resource),
                 running_prometheus(tmp_path, history, scrape=scrape, scrape_interval="1s") as url,
             ):
                 yield from run_daemon(
-                    tmp_path, api, cluster=cluster, url=url, daemon_port=daemon_port, truth=truth
+                    tmp_path,
+                    api,
+                    cluster=cluster,
+                    url=url,
+                    daemon_port=daemon_port,
+                    truth=truth,
+                    resource=resource,
                 )
         assert api.invalid == []
 
@@ -229,9 +245,10 @@ def run_daemon(
     url: str,
     daemon_port: int,
     truth: Truth,
+    resource: str,
 ) -> Iterator[Run]:
     """Tick every ``STEP`` seconds for ``RUN_SECONDS`` while real pods come and go."""
-    settings = config(tmp_path, url)
+    settings = config(tmp_path, url, resource)
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     service = build_cluster_service(settings, kube, identity="replica-a")
     # the history above at a 2 s step (production reads 2 days at 60 s)
@@ -260,7 +277,7 @@ def run_daemon(
         service.stop()
     source = build_source(settings)
     assert isinstance(source, PrometheusSource)
-    yield Run(truth, source, start, end, ticks, evaluations)
+    yield Run(truth, source, start, end, ticks, evaluations, resource)
 
 
 def compared_points(
@@ -312,7 +329,10 @@ def test_demand_read_back_is_the_real_pods_gpus(closed_loop: Run) -> None:
 def test_the_kube_state_metrics_bootstrap_reads_the_real_pods_gpus(closed_loop: Run) -> None:
     run = closed_loop
     bootstrap = PrometheusSource(
-        url=run.source.url, queries={POOL: BOOTSTRAP_QUERY}, exclude_namespace=OURS
+        url=run.source.url,
+        queries={POOL: BOOTSTRAP_QUERY},
+        exclude_namespace=OURS,
+        resources={POOL: run.resource},
     )
     series, _ = bootstrap.fetch(POOL, start=run.start, end=run.end, step_seconds=STEP)
     points = compared_points(run, series.values, series.timestamps)

@@ -29,9 +29,19 @@ def pods_of(jobs: JobTrace, gpus_per_node: int) -> list[tuple[int, int]]:
 
 
 def job_series(
-    jobs: JobTrace, *, start: int, end: int, every: int, pool: str, gpus_per_node: int = 8
+    jobs: JobTrace,
+    *,
+    start: int,
+    end: int,
+    every: int,
+    pool: str,
+    gpus_per_node: int = 8,
+    resource: str = "nvidia_com_gpu",
+    prefix: str = "",
 ) -> Iterator[Series]:
-    """The series of every pod of ``jobs`` alive within [start, end] (see the module)."""
+    """The series of every pod of ``jobs`` alive within [start, end] (see the module), asking
+    for ``resource`` (as kube-state-metrics labels it); ``prefix`` before every pod's name and
+    uid (several pools' histories in one Prometheus)."""
     for n, (j, gpus) in enumerate(pods_of(jobs, gpus_per_node)):
         created = float(jobs.submit[j])
         ended = min(created + float(jobs.duration[j]), end)
@@ -39,17 +49,22 @@ def job_series(
         alive = range(first, int(ended) + 1, every)
         if not alive:
             continue
-        ident = {"namespace": "ml", "pod": f"job{j}-{n}", "uid": f"uid-{n}"}
+        ident = {"namespace": "ml", "pod": f"{prefix}job{j}-{n}", "uid": f"{prefix}uid-{n}"}
         yield Series(
             "kube_pod_container_resource_requests",
-            {**ident, "container": "c0", "resource": "nvidia_com_gpu", "unit": "integer"},
+            {**ident, "container": "c0", "resource": resource, "unit": "integer"},
             [(t, float(gpus)) for t in alive],
         )
         yield Series("kube_pod_created", ident, [(t, created) for t in alive])
         yield Series("kube_pod_start_time", ident, [(t, created) for t in alive])
         yield Series(
             "kube_pod_owner",
-            {**ident, "owner_kind": "Job", "owner_name": f"job{j}", "owner_is_controller": "true"},
+            {
+                **ident,
+                "owner_kind": "Job",
+                "owner_name": f"{prefix}job{j}",
+                "owner_is_controller": "true",
+            },
             [(t, 1.0) for t in alive],
         )
         yield Series(

@@ -35,7 +35,7 @@ from typing import Any, cast
 
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
 from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
-from forecaster.actuators.quantities import pod_gpus, timestamp_seconds
+from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.core.notice import AnnouncedItem
 
 PHASE_LABEL = "workflows.argoproj.io/phase"
@@ -114,10 +114,10 @@ def step_item(
     template = _pod_template(templates.get(step.get("template", "")), workflow)
     if template is None:
         return []
-    per_pod = pod_gpus(template)
-    pool = context.pool_of(template) if per_pod > 0 else None
-    if pool is None:
+    placed = context.placed(template)
+    if placed is None:
         return []
+    pool, per_pod = placed
     return [
         AnnouncedItem(
             pool=pool,

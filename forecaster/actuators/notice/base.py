@@ -24,8 +24,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
+from forecaster.accelerators import GPU
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
 from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of
+from forecaster.actuators.quantities import accelerators, pod_gpus
 from forecaster.core.notice import AnnouncedItem, SourceStatus
 from forecaster.errors import ActuationError
 
@@ -80,11 +82,29 @@ class NoticeContext:
     now: int
     objects: Mapping[ApiKind, list[Obj]]
     grace_seconds: int = GRACE_SECONDS
+    resources: Mapping[str, str] = field(default_factory=dict)
+    """Each pool's accelerator resource (``nvidia.com/gpu`` where not named)."""
 
     def pool_of(self, template: PodTemplateSpec) -> str | None:
         """The pool Karpenter would launch this template's pods in (None: none fits)."""
         pod = cast(Pod, {"metadata": template.get("metadata") or {}, "spec": template["spec"]})
         return nodepool_of(pod, self.pools)
+
+    def resource_of(self, pool: str) -> str:
+        """The accelerator resource ``pool`` counts in."""
+        return self.resources.get(pool, GPU)
+
+    def placed(self, template: PodTemplateSpec, pool: str | None = None) -> tuple[str, int] | None:
+        """The pool a template's pods would run in (``pool`` when the source knows it) and the
+        units of that pool's resource each pod requests; None when the template asks for no
+        accelerator, fits no pool, or asks for none of its pool's."""
+        if not accelerators(template, self.resources.values()):
+            return None
+        pool = pool or self.pool_of(template)
+        if pool is None:
+            return None
+        per_pod = pod_gpus(template, self.resource_of(pool))
+        return (pool, per_pod) if per_pod > 0 else None
 
 
 PodMarker = Callable[[Pod], bool]
@@ -135,11 +155,23 @@ class NoticeReader:
         self._absent_until: dict[str, int] = {}
 
     def read(
-        self, lister: ObjectLister, *, pools: Sequence[NodePoolShape], now: int
+        self,
+        lister: ObjectLister,
+        *,
+        pools: Sequence[NodePoolShape],
+        now: int,
+        resources: Mapping[str, str] | None = None,
     ) -> NoticeReading:
         absent = {n for n, until in self._absent_until.items() if now < until}
         asked = [s for s in self.sources if s.name not in absent]
-        reading = read_notice(lister, asked, pools=pools, now=now, grace_seconds=self.grace_seconds)
+        reading = read_notice(
+            lister,
+            asked,
+            pools=pools,
+            now=now,
+            grace_seconds=self.grace_seconds,
+            resources=resources,
+        )
         for status in reading.statuses:
             if not status.installed:
                 self._absent_until[status.source] = now + RECHECK_ABSENT_SECONDS
@@ -166,8 +198,10 @@ def read_notice(
     pools: Sequence[NodePoolShape],
     now: int,
     grace_seconds: int = GRACE_SECONDS,
+    resources: Mapping[str, str] | None = None,
 ) -> NoticeReading:
-    """Run every source over what the cluster serves (see the module docstring)."""
+    """Run every source over what the cluster serves (see the module docstring); each pool's
+    items in its accelerator resource (``resources``)."""
     items: dict[str, list[AnnouncedItem]] = {}
     statuses, markers = [], []
     for source in sources:
@@ -188,7 +222,7 @@ def read_notice(
         if not served:
             statuses.append(SourceStatus(source.name, installed=False))
             continue
-        context = NoticeContext(pools, now, objects, grace_seconds)
+        context = NoticeContext(pools, now, objects, grace_seconds, dict(resources or {}))
         found_items, skipped = [], []
         for obj in objects[source.kinds[0]]:
             try:

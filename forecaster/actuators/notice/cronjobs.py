@@ -30,7 +30,7 @@ from croniter import croniter
 
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
 from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
-from forecaster.actuators.quantities import kube_timestamp, pod_gpus, timestamp_seconds
+from forecaster.actuators.quantities import kube_timestamp, timestamp_seconds
 from forecaster.core.notice import AnnouncedItem
 
 CRONJOBS = ApiKind("batch", "v1", "cronjobs")
@@ -51,12 +51,10 @@ class CronJobSource:
             return []
         job = spec["jobTemplate"].get("spec") or {}
         template = cast(PodTemplateSpec, job["template"])
-        per_pod = pod_gpus(template)
-        if per_pod <= 0:
+        placed = context.placed(template)
+        if placed is None:
             return []
-        pool = context.pool_of(template)
-        if pool is None:
-            return []
+        pool, per_pod = placed
         earliest, latest = next_run(obj, context.now, grace_seconds=context.grace_seconds)
         parallelism = int(job.get("parallelism", 1))
         completions = job.get("completions")

@@ -26,7 +26,7 @@ from typing import Any, cast
 
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
 from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
-from forecaster.actuators.quantities import pod_gpus, timestamp_seconds
+from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.core.notice import AnnouncedItem
 
 JOBSETS = ApiKind("jobset.x-k8s.io", "v1alpha2", "jobsets")
@@ -61,10 +61,10 @@ class JobSetSource:
                 continue
             job = replicated["template"].get("spec") or {}
             template = cast(PodTemplateSpec, job["template"])
-            per_pod = pod_gpus(template)
-            pool = context.pool_of(template) if per_pod > 0 else None
-            if pool is None:
+            placed = context.placed(template)
+            if placed is None:
                 continue
+            pool, per_pod = placed
             parallelism = int(job.get("parallelism", 1))
             completions = job.get("completions")
             per_job = min(parallelism, int(completions)) if completions is not None else parallelism

@@ -4,9 +4,10 @@ A Workload with ``QuotaReserved`` but not ``Admitted`` has its quota and waits f
 admission checks (a ProvisioningRequest, a CapacityBuffer check); once admitted its pods are
 created at once. Each pod set with GPUs is one item:
 
-* pool: the ResourceFlavor Kueue assigned to ``nvidia.com/gpu`` (its ``nodeLabels``
+* pool: the one pool the ResourceFlavors Kueue assigned select (their ``nodeLabels``
   ``karpenter.sh/nodepool``), else the pool the pod set's template fits;
-* GPUs: the assignment's ``count`` (else the pod set's) x the template's GPUs per pod; a gang
+* GPUs: the assignment's ``count`` (else the pod set's) x the template's units per pod of the
+  pool's accelerator resource; a gang
   when the pod set has more than one pod (Kueue admits a workload whole);
 * earliest start: when quota was reserved (due at once: its pods come as soon as it is
   admitted; a fixed time, so the item is the same at every reading); latest start: that + the
@@ -28,7 +29,6 @@ from forecaster.actuators.manifests import PodTemplateSpec
 from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
 from forecaster.actuators.quantities import (
     condition_true,
-    pod_gpus,
     status_condition,
     timestamp_seconds,
 )
@@ -59,14 +59,12 @@ class KueueReservedSource:
         for assignment in obj["status"]["admission"].get("podSetAssignments") or []:
             pod_set = pod_sets[assignment["name"]]
             template = cast(PodTemplateSpec, pod_set["template"])
-            per_pod = pod_gpus(template)
-            if per_pod <= 0:
+            flavors = assignment.get("flavors") or {}
+            by_flavor = {pools[f] for f in flavors.values() if f in pools}  # one, or ambiguous
+            placed = context.placed(template, by_flavor.pop() if len(by_flavor) == 1 else None)
+            if placed is None:
                 continue
-            flavor = (assignment.get("flavors") or {}).get(lbl.GPU_RESOURCE)
-            pool = pools.get(flavor) if flavor else None
-            pool = pool or context.pool_of(template)
-            if pool is None:
-                continue
+            pool, per_pod = placed
             pods = int(assignment.get("count") or pod_set.get("count") or 1)
             items.append(
                 AnnouncedItem(

@@ -1,12 +1,13 @@
 """Read Kueue's quota and workloads for the pools it gates (``core.kueue`` does the arithmetic).
 
 Per pool (``KueueScope``): its ResourceFlavors - the configured names, else every flavor whose
-``nodeLabels`` select ``karpenter.sh/nodepool=<pool>`` - and the ClusterQueues with
-``nvidia.com/gpu`` quota on them (the configured names, else all). From each queue: its cohort
-(``cohortName``; ``cohort`` in v1beta1), nominal quota and borrowing limit on those flavors, and
-the quota reserved (``status.flavorsReservation``). From Workloads, for the status page:
-admission waits and ``PodsReadyTimeout`` evictions per ClusterQueue. (Workloads holding quota
-whose pods do not exist yet are notice: ``actuators.notice.kueue_reserved``.)
+``nodeLabels`` select ``karpenter.sh/nodepool=<pool>`` - and the ClusterQueues with quota of
+the pool's accelerator resource (``nvidia.com/gpu`` by default) on them (the configured names,
+else all). From each queue: its cohort (``cohortName``; ``cohort`` in v1beta1), nominal quota
+and borrowing limit on those flavors, and the quota reserved (``status.flavorsReservation``).
+From Workloads, for the status page: admission waits and ``PodsReadyTimeout`` evictions per
+ClusterQueue. (Workloads holding quota whose pods do not exist yet are notice:
+``actuators.notice.kueue_reserved``.)
 
 v1beta2 is read where served, v1beta1 otherwise. Reads only; a cluster without Kueue gives no
 room (the pool is then planned without a Kueue cap, and the status says why).
@@ -18,6 +19,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube, Obj
 from forecaster.actuators.quantities import (
@@ -36,6 +38,8 @@ class KueueScope:
     pool: str
     flavors: tuple[str, ...] = ()
     cluster_queues: tuple[str, ...] = ()
+    resource: str = GPU
+    """The pool's accelerator resource: the quota read is on it."""
 
 
 @dataclass
@@ -61,7 +65,7 @@ def read_rooms(kube: Kube, scopes: Sequence[KueueScope]) -> dict[str, KueueRoom]
             q
             for cq in queues
             if not scope.cluster_queues or cq["metadata"]["name"] in scope.cluster_queues
-            for q in [_quota(cq, mine)]
+            for q in [_quota(cq, mine, scope.resource)]
             if q is not None
         ]
         names = {q.name for q in quotas}
@@ -90,20 +94,20 @@ def _pool_flavors(scope: KueueScope, flavors: list[Obj]) -> set[str]:
     }
 
 
-def _quota(cq: Obj, flavors: set[str]) -> QueueQuota | None:
+def _quota(cq: Obj, flavors: set[str], resource: str) -> QueueQuota | None:
     spec = cq.get("spec", {})
     nominal, borrowing, limited, any_quota = 0, 0, True, False
     for group in spec.get("resourceGroups") or []:
         for flavor in group.get("flavors") or []:
             if flavor.get("name") not in flavors:
                 continue
-            for resource in flavor.get("resources") or []:
-                if resource.get("name") != lbl.GPU_RESOURCE:
+            for quota in flavor.get("resources") or []:
+                if quota.get("name") != resource:
                     continue
                 any_quota = True
-                nominal += gpu_quantity(resource.get("nominalQuota", 0))
-                if "borrowingLimit" in resource:
-                    borrowing += gpu_quantity(resource["borrowingLimit"])
+                nominal += gpu_quantity(quota.get("nominalQuota", 0))
+                if "borrowingLimit" in quota:
+                    borrowing += gpu_quantity(quota["borrowingLimit"])
                 else:
                     limited = False
     if not any_quota:
@@ -114,7 +118,7 @@ def _quota(cq: Obj, flavors: set[str]) -> QueueQuota | None:
         for usage in status.get("flavorsReservation") or status.get("flavorsUsage") or []
         if usage.get("name") in flavors
         for r in usage.get("resources") or []
-        if r.get("name") == lbl.GPU_RESOURCE
+        if r.get("name") == resource
     )
     cohort = spec.get("cohortName") or spec.get("cohort") or None
     return QueueQuota(cq["metadata"]["name"], cohort, nominal, borrowing if limited else None, used)

@@ -47,6 +47,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import Event, Node, NodePool, Pod
@@ -60,6 +61,7 @@ from forecaster.actuators.observe.pod_watch import PodWatch, live_pods
 from forecaster.actuators.observe.signals import SignalReader, read_signals
 from forecaster.actuators.quantities import (
     MalformedObjectError,
+    accelerators,
     gpu_quantity,
     pod_gpus,
     timestamp_seconds,
@@ -96,13 +98,14 @@ def _is_placeholder(pod: Pod) -> bool:
     )
 
 
-def _allocatable(node: Node) -> int:
-    return gpu_quantity(node["status"].get("allocatable", {}).get(lbl.GPU_RESOURCE, 0))
+def _allocatable(node: Node, resource: str) -> int:
+    return gpu_quantity(node["status"].get("allocatable", {}).get(resource, 0))
 
 
 def _node_gpus(
     own: list[Node],
     *,
+    resource: str,
     used_on: dict[str, int],
     ours_on: dict[str, int],
     busy: set[str],
@@ -117,14 +120,16 @@ def _node_gpus(
         if name in busy:
             held += ours_on.get(name, 0)  # shared with real pods: we pay for our part
             if _ready(node):
-                stranded += max(0, _allocatable(node) - used_on.get(name, 0))
+                stranded += max(0, _allocatable(node, resource) - used_on.get(name, 0))
         elif name in ours_on or (paused and _ready(node) and name not in used_on):
-            held += _allocatable(node)  # only our pods, or empty and kept by our pause
-    per_node = max((_allocatable(n) for n in own), default=0)
+            held += _allocatable(node, resource)  # only our pods, or empty and kept by our pause
+    per_node = max((_allocatable(n, resource) for n in own), default=0)
     pending_ours = whole_node_gpus(ours_on.get("", 0), gpus_per_node=per_node)
     held += min(unclaimed_launching, pending_ours)
     if buffer_gpus and not paused:  # (a paused pool already pays for its pod-less nodes)
-        podless = sum(_allocatable(n) for n in own if n["metadata"]["name"] not in used_on)
+        podless = sum(
+            _allocatable(n, resource) for n in own if n["metadata"]["name"] not in used_on
+        )
         held += min(podless, whole_node_gpus(buffer_gpus, gpus_per_node=per_node))
     return stranded, held
 
@@ -147,22 +152,25 @@ def observe(
     kueue: Sequence[KueueScope] = (),
     watched: PodWatch | None = None,
     notice: NoticeReader | None = None,
+    resources: Mapping[str, str] | None = None,
 ) -> Observation:
-    """Snapshots of every pool in ``pools`` (with the GPUs each of ``held`` holds for it with
-    no pod of ours and, for the pools in ``kueue``, what Kueue's quota could still admit); the
-    pods not ours from ``watched`` while its watch is in sync (``pod_watch.live_pods``); the
-    work announced for each pool by ``notice``'s sources; the readings of ``signals``."""
+    """Snapshots of every pool in ``pools``, each in its accelerator resource (``resources``,
+    else GPUs): with what ``held`` holds for it with no pod of ours, Kueue's room (``kueue``),
+    ``watched``'s pods while in sync, the work ``notice``'s sources announce, ``signals``."""
+    units = {pool: (resources or {}).get(pool, GPU) for pool in pools}
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
     pods = live_pods(kube, watched)
     shapes = _shapes(kube.list_nodepools())
     launches = _launch_failures(kube.list_events(fields=f"reason={NO_CAPACITY}"), now=now)
-    homes, unattributed = _attribute(pods, shapes)
+    homes, unattributed = _attribute(pods, shapes, set(units.values()))
     held_gpus = [backend.held_gpus() for backend in held]
     readings = read_signals(kube, signals, pools, now=now) if signals else {}
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
     rooms, kueue_problem = _kueue_rooms(kube, kueue)
     gated = {scope.pool for scope in kueue}
-    reading = notice.read(kube, pools=shapes, now=now) if notice else NoticeReading()
+    reading = (
+        notice.read(kube, pools=shapes, now=now, resources=units) if notice else NoticeReading()
+    )
     snapshots = Observation()
     snapshots.unattributed = unattributed
     snapshots.claimed = claimed_pods(pods, node_pool=node_pool, shapes=shapes)
@@ -172,6 +180,7 @@ def observe(
             snapshots[pool] = _snapshot(
                 kube,
                 pool,
+                resource=units[pool],
                 nodes=nodes,
                 pods=pods,
                 homes=homes,
@@ -181,19 +190,14 @@ def observe(
                 launch_problem=launches.get(pool),
                 announced=reading.announced,
             )
-            if pool in reading.items:
-                snapshots[pool] = dataclasses.replace(
-                    snapshots[pool], announced=reading.items[pool]
-                )
-            if readings.get(pool):
-                snapshots[pool] = dataclasses.replace(snapshots[pool], signals=readings[pool])
+            snapshots[pool] = dataclasses.replace(
+                snapshots[pool],
+                announced=reading.items.get(pool, ()),
+                signals=readings.get(pool) or snapshots[pool].signals,
+            )
             if pool in gated:
                 snapshots[pool] = _gated(snapshots[pool], rooms.get(pool), kueue_problem)
-        except (
-            MalformedObjectError,
-            NodePoolConflictError,
-            *_MALFORMED,
-        ) as exc:  # an API failure still propagates
+        except (MalformedObjectError, NodePoolConflictError, *_MALFORMED) as exc:  # not API ones
             problem = f"malformed object: {type(exc).__name__}: {exc}"
             snapshots[pool] = unobservable(pool, problem=problem, now=now)
     return snapshots
@@ -228,6 +232,7 @@ def _snapshot(
     kube: Kube,
     pool: str,
     *,
+    resource: str,
     nodes: list[Node],
     pods: list[Pod],
     homes: list[str | None],
@@ -242,17 +247,20 @@ def _snapshot(
     nodes_by_name = {n["metadata"]["name"]: n for n in own}
     capacity = {True: 0, False: 0}
     for node in own:
-        capacity[_ready(node)] += _allocatable(node)
-    tally = _tally(pool, pods=pods, homes=homes, node_pool=node_pool, now=now, announced=announced)
+        capacity[_ready(node)] += _allocatable(node, resource)
+    tally = _tally(
+        pool, resource, pods=pods, homes=homes, node_pool=node_pool, now=now, announced=announced
+    )
     used_on, ours_on, placeholders = tally.used_on, tally.ours_on, tally.placeholders
-    paused_until, limit = _nodepool_facts(kube.get_nodepool(pool))
+    paused_until, limit = _nodepool_facts(kube.get_nodepool(pool), resource)
     stranded, held = _node_gpus(
-        own, used_on=used_on, ours_on=ours_on, busy=tally.busy, paused=paused_until is not None,
+        own, resource=resource, used_on=used_on, ours_on=ours_on, busy=tally.busy,
+        paused=paused_until is not None,
         unclaimed_launching=max(0, capacity[False] - tally.pending), buffer_gpus=buffer_gpus,
     )  # fmt: skip
     placeholders += buffer_gpus  # buffer headroom holds no pods: it is our prewarm, not spare
     podless = sum(
-        _allocatable(n) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
+        _allocatable(n, resource) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
     )
     # empty nodes go at consolidation - unless our pause keeps them, or they are the buffer's
     empty = 0 if paused_until is not None else max(0, podless - buffer_gpus)
@@ -282,17 +290,17 @@ def _snapshot(
     )
 
 
-def _nodepool_facts(nodepool: NodePool | None) -> tuple[int | None, int | None]:
-    """Until when our pause holds the NodePool's nodes (None: not paused), and its GPU limit
-    (None: uncapped). A damaged pause record raises: the pool is unobservable."""
+def _nodepool_facts(nodepool: NodePool | None, resource: str) -> tuple[int | None, int | None]:
+    """Until when our pause holds the NodePool's nodes (None: not paused), and its limit on
+    ``resource`` (None: uncapped). A damaged pause record raises: the pool is unobservable."""
     if nodepool is None:
         return None, None
     paused_until = None
     if lbl.ORIGINAL_DISRUPTION in (nodepool["metadata"].get("annotations") or {}):
         paused_until = int(pause_record(nodepool)["until"])
     limit = None
-    if lbl.GPU_RESOURCE in (nodepool["spec"].get("limits") or {}):
-        limit = gpu_quantity(nodepool["spec"]["limits"][lbl.GPU_RESOURCE])
+    if resource in (nodepool["spec"].get("limits") or {}):
+        limit = gpu_quantity(nodepool["spec"]["limits"][resource])
     return paused_until, limit
 
 
@@ -333,6 +341,7 @@ class _Tally:
 
 def _tally(
     pool: str,
+    resource: str,
     *,
     pods: list[Pod],
     homes: list[str | None],
@@ -353,7 +362,7 @@ def _tally(
         node_name = pod["spec"].get("nodeName")
         if (node_pool.get(node_name) if node_name else home) != pool:
             continue
-        gpus = pod_gpus(pod)
+        gpus = pod_gpus(pod, resource)
         if node_name:
             used_on[node_name] = used_on.get(node_name, 0) + gpus
         if _is_placeholder(pod):
@@ -415,10 +424,11 @@ def _shapes(nodepools: list[NodePool]) -> list[NodePoolShape]:
 
 
 def _attribute(
-    pods: list[Pod], shapes: list[NodePoolShape]
+    pods: list[Pod], shapes: list[NodePoolShape], resources: set[str]
 ) -> tuple[list[str | None], tuple[Unattributed, ...]]:
     """The NodePool each pending pod waits for (None for bound pods and pods no pool serves),
-    and the pending GPU pods that no NodePool can serve, per namespace."""
+    and the pending accelerator pods (any known one or ``resources``) that no NodePool can
+    serve, per namespace (their units summed whatever the resource)."""
     homes: list[str | None] = []
     lost: dict[str, list[int]] = {}
     for pod in pods:
@@ -427,12 +437,12 @@ def _attribute(
         if not spec.get("nodeName"):
             home = (spec.get("nodeSelector") or {}).get(lbl.NODEPOOL_LABEL)
             try:
-                if home is None and pod_gpus(pod) > 0:
+                if home is None and accelerators(pod, resources):
                     home = nodepool_of(pod, shapes)
                     if home is None and not _is_placeholder(pod):
                         seen = lost.setdefault(pod["metadata"].get("namespace", ""), [0, 0])
                         seen[0] += 1
-                        seen[1] += pod_gpus(pod)
+                        seen[1] += sum(accelerators(pod, resources).values())
             except (MalformedObjectError, *_MALFORMED):
                 home = None  # unreadable and selecting no pool by name: counted nowhere
         homes.append(home)

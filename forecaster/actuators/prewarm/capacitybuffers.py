@@ -44,13 +44,13 @@ class CapacityBuffers:
     ) -> bool:
         """Make the buffer hold ``replicas`` chunks until ``now + ttl``; True if written.
 
-        ``limit_gpus`` becomes the buffer's ``limits`` (``nvidia.com/gpu``): the autoscaler
+        ``limit_gpus`` becomes the buffer's ``limits`` (in the pool's resource): the autoscaler
         itself then never holds more, whatever ``replicas`` says.
         """
         name = buffer_name(spec.pool)
         buffer = self.kube.get_capacity_buffer(self.namespace, name)
         expires = str(now + spec.ttl_seconds)
-        limits = {lbl.GPU_RESOURCE: str(limit_gpus)} if limit_gpus is not None else None
+        limits = {spec.resource: str(limit_gpus)} if limit_gpus is not None else None
         if buffer is None:
             if replicas == 0:
                 return False

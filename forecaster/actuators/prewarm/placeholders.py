@@ -13,8 +13,9 @@
   ServiceAccount may only read it); before creating a placeholder we verify it: a value in
   [-10, 0) (Cluster Autoscaler ignores pods below -10; >= 0 would compete with real work) and
   ``preemptionPolicy: Never`` - placeholders never push anything out, any real pod preempts them.
-* The pod requests ``nvidia.com/gpu`` sized to the pool's node shape, selects the NodePool
-  (``karpenter.sh/nodepool``), tolerates the GPU taint and carries
+* The pod requests the pool's accelerator resource (``nvidia.com/gpu`` by default) sized to
+  the pool's node shape, selects the NodePool (``karpenter.sh/nodepool``), tolerates the
+  accelerator's taint (``accelerators.taint_key``) and carries
   ``karpenter.sh/do-not-disrupt: "true"``: exactly the nodes that hold prewarm are kept from
   consolidation, only while the placeholder exists, with no NodePool write. It runs ``pause`` -
   or the pool's workload image, so the image is already on the node when real pods land.
@@ -34,6 +35,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from forecaster.accelerators import GPU, taint_key
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
 from forecaster.actuators.manifests import Container, Job, Object, PodSpec, Toleration
@@ -57,6 +59,8 @@ class PlaceholderSpec:
 
     pool: str
     gpus: int
+    resource: str = GPU
+    """The pool's accelerator resource: what a placeholder requests ``gpus`` of."""
     ttl_seconds: int = 3600
     renew_before_seconds: int = 600
     max_renewals_per_tick: int = 2
@@ -68,9 +72,6 @@ class PlaceholderSpec:
     """Images new placeholders pull (init containers); set per tick from the pool's pods."""
     max_pulled_images: int = 2
     helper_image: str = HELPER_IMAGE
-    tolerations: tuple[Toleration, ...] = (
-        {"key": lbl.GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"},
-    )
 
 
 @dataclass(frozen=True)
@@ -226,8 +227,8 @@ def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> PodSp
         "name": "prewarm",
         "image": spec.image,
         "resources": {
-            "requests": {lbl.GPU_RESOURCE: str(spec.gpus), "cpu": "10m", "memory": "16Mi"},
-            "limits": {lbl.GPU_RESOURCE: str(spec.gpus), "memory": "64Mi"},
+            "requests": {spec.resource: str(spec.gpus), "cpu": "10m", "memory": "16Mi"},
+            "limits": {spec.resource: str(spec.gpus), "memory": "64Mi"},
         },
         "securityContext": {
             "allowPrivilegeEscalation": False,
@@ -244,7 +245,9 @@ def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> PodSp
         "automountServiceAccountToken": False,
         "enableServiceLinks": False,
         "nodeSelector": {lbl.NODEPOOL_LABEL: spec.pool},
-        "tolerations": [Toleration(**t) for t in spec.tolerations],
+        "tolerations": [  # the taint nodes of the pool's accelerator usually carry
+            Toleration(key=taint_key(spec.resource), operator="Exists", effect="NoSchedule")
+        ],
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": 65535,
