@@ -3,7 +3,8 @@
 * ``cluster-autoscaler``: a Cluster Autoscaler running beside Karpenter - both react to the same
   pending pods (placeholders included) and launch duplicate nodes.
 * ``nodepool-missing`` / ``nodepool-unlimited``: a configured NodePool that does not exist, or has
-  no ``nvidia.com/gpu`` limit (runaway cost) - the planner refuses to prewarm it unless allowed.
+  no limit on the pool's accelerator resource (runaway cost) - the planner refuses to prewarm
+  it unless allowed.
 * ``unprotected-gpu-workloads``: consolidation is on for a GPU pool while GPU workloads in it have
   neither a PodDisruptionBudget nor ``karpenter.sh/do-not-disrupt`` - Karpenter may move a
   training job to pack nodes tighter.

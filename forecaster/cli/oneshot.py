@@ -169,7 +169,7 @@ DOCTOR_CHECKS = {
     "guardrails-unavailable": "the API server answered the checks",
     "cluster-autoscaler": "no Cluster Autoscaler beside Karpenter",
     "nodepool-missing": "every configured NodePool exists",
-    "nodepool-unlimited": "every NodePool has an nvidia.com/gpu limit",
+    "nodepool-unlimited": "every NodePool has a limit on its pool's accelerator resource",
     "unprotected-gpu-workloads": "GPU workloads are protected from consolidation",
     "lead-time": "forecast horizons cover the image pulls",
     "lead-longer-than-configured": "measured launches fit the configured lead times",

@@ -73,7 +73,7 @@ class PoolSnapshot:
     prewarm_gpus: int
     """GPUs our prewarm holds: placeholder requests (running or pending) and buffer headroom."""
     nodepool_limit_gpus: int | None
-    """The NodePool's ``spec.limits["nvidia.com/gpu"]``; None when it has none."""
+    """The NodePool's ``spec.limits`` on the pool's resource; None when it has none."""
     stranded_gpus: int = 0
     """Free GPUs on nodes that already run pods: a job needing a whole node cannot use them."""
     empty_gpus: int = 0
