@@ -1569,6 +1569,33 @@ MUTATIONS = (
         "        per_pod = pod_gpus(template)",
         ("tests/actuators/test_accelerators.py",),
     ),
+    Mutation(
+        "Kueue's pending work is due when running work was admitted, not when it must end",
+        "forecaster/actuators/notice/kueue_pending.py",
+        "        ends.append((started + float(limit), _units(wl, resource)))",
+        "        ends.append((started, _units(wl, resource)))",
+        (
+            "tests/actuators/test_notice_kueue_pending.py::test_the_head_of_the_queue_is_due_when_running_work_must_free_its_quota",
+        ),
+    ),
+    Mutation(
+        "a pending workload no timed quota covers is announced anyway",
+        "forecaster/actuators/notice/kueue_pending.py",
+        "        if free < need:\n            break",
+        "        if False:\n            break",
+        (
+            "tests/actuators/test_notice_kueue_pending.py::test_the_head_of_the_queue_is_due_when_running_work_must_free_its_quota",
+        ),
+    ),
+    Mutation(
+        "an admitted pending workload takes no quota from those behind it",
+        "forecaster/actuators/notice/kueue_pending.py",
+        "        free -= need\n",
+        "",
+        (
+            "tests/actuators/test_notice_kueue_pending.py::test_the_head_of_the_queue_is_due_when_running_work_must_free_its_quota",
+        ),
+    ),
 )
 
 

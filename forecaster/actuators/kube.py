@@ -321,6 +321,34 @@ class Kube:
         )
         return None if found is None else list(found["items"])
 
+    def get_subresource(
+        self, group: str, version: str, plural: str, name: str, subresource: str
+    ) -> Obj | None:
+        """A cluster-scoped object's subresource (an aggregated API's, like Kueue's visibility
+        ``clusterqueues/<name>/pendingworkloads``); None when the cluster does not serve it."""
+        api = self._custom.api_client
+
+        def call() -> Any:  # the generated client's own steps, for a path it has no method of
+            request = api.param_serialize(
+                method="GET",
+                resource_path=f"/apis/{group}/{version}/{plural}/{{name}}/{subresource}",
+                path_params={"name": name},
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+            )
+            opts = self._opts()
+            return api._call_with_legacy_options(
+                request,
+                {"200": "object"},
+                None,
+                opts["_preload_content"],
+                opts["_request_timeout"],
+                True,
+            )
+
+        found: Obj | None = self._get(call, f"get {plural}.{group}/{version} {name}/{subresource}")
+        return found
+
     def serves_capacity_buffers(self, namespace: str) -> bool:
         """Does the cluster serve CapacityBuffers? (A 404 on list means it does not.)"""
         found = self._get(

@@ -214,6 +214,7 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
         {"source": "cronjob", "installed": True, **quiet, "items": 1},
         {"source": "jobset", "installed": False, **quiet},
         {"source": "kueue", "installed": False, **quiet},
+        {"source": "kueue-pending", "installed": False, **quiet},
         {"source": "argo", "installed": False, **quiet},
         {"source": "cronworkflow", "installed": False, **quiet},
     ]

@@ -36,7 +36,7 @@ from forecaster.settings import KueuePoolSettings, Settings, load_settings
 from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT
 from tests.factories import cluster_queue, cronjob, flavor, jobset
 from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import _PATH, RESOURCES, KubeApiDouble, Request
+from tests.kubeapi.server import _PATH, _PENDING, RESOURCES, KubeApiDouble, Request
 from tests.service.fakes import T0, LiveSource, calm_history
 
 POOL = "gpu-a100"
@@ -63,6 +63,11 @@ Rule = tuple[str, str, str, str, frozenset[str] | None]
 def used(requests: list[Request]) -> set[Use]:
     out = set()
     for request in requests:
+        pending = _PENDING.match(request.path)  # Kueue's visibility API: a subresource
+        if pending is not None:
+            group = "visibility.kueue.x-k8s.io"
+            out.add((group, "clusterqueues/pendingworkloads", "get", "cluster", pending["cq"]))
+            continue
         match = _PATH.match(request.path)
         if match is None:
             continue
@@ -224,7 +229,9 @@ def held(kube: Kube, *, now: int) -> None:
 def live_phases(tmp_path: Path, objects: list[dict[str, Any]]) -> dict[str, set[Use]]:
     """Both backends' whole repertoire, by ServiceAccount."""
     need: dict[str, set[Use]] = {}
-    with KubeApiDouble(capacity_buffers=True, kueue=True, jobsets=True) as api:
+    with KubeApiDouble(
+        capacity_buffers=True, kueue=True, jobsets=True, kueue_visibility=True
+    ) as api:
         for backend in ("placeholders", "capacitybuffer"):
             settings = deploy_settings(tmp_path, backend=backend, kueue=KUEUE)
             for account, requests in scenario(api, settings, objects).items():

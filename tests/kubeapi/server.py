@@ -3,7 +3,8 @@
 Serves, for the real ``kubernetes`` client: pods, nodes, configmaps, events, podtemplates (core
 v1), jobs and cronjobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases
 (coordination.k8s.io/v1), nodepools (karpenter.sh/v1) and - when asked - capacitybuffers
-(autoscaling.x-k8s.io/v1beta1), Kueue's kinds, jobsets (jobset.x-k8s.io/v1alpha2), workflows
+(autoscaling.x-k8s.io/v1beta1), Kueue's kinds and its visibility API's pending workloads,
+jobsets (jobset.x-k8s.io/v1alpha2), workflows
 and cronworkflows (argoproj.io/v1alpha1), with get/list/create/replace/patch/delete and API
 discovery.
 
@@ -67,6 +68,7 @@ RESOURCES = {
     "clusterqueues": Resource("kueue.x-k8s.io/v1beta2", "ClusterQueue", False),
     "resourceflavors": Resource("kueue.x-k8s.io/v1beta2", "ResourceFlavor", False),
     "workloads": Resource("kueue.x-k8s.io/v1beta2", "Workload", True),
+    "localqueues": Resource("kueue.x-k8s.io/v1beta2", "LocalQueue", True),
     "jobsets": Resource("jobset.x-k8s.io/v1alpha2", "JobSet", True),
     "workflows": Resource("argoproj.io/v1alpha1", "Workflow", True),
     "cronworkflows": Resource("argoproj.io/v1alpha1", "CronWorkflow", True),
@@ -74,6 +76,11 @@ RESOURCES = {
 BOOKMARK_SECONDS = 1.0
 """An idle watch that asked for bookmarks gets one this often (the real server: ~1 min)."""
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
+_PENDING = re.compile(
+    r"^/apis/visibility\.kueue\.x-k8s\.io/v1beta2/clusterqueues/(?P<cq>[^/]+)/pendingworkloads$"
+)
+"""Kueue's visibility API (an aggregated API server in a real cluster): a ClusterQueue's
+pending workloads in admission order (``pending_workloads``)."""
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[a-z]+)(?:/(?P<name>[^/]+))?$"
@@ -210,10 +217,12 @@ class KubeApiDouble:
         kueue: bool | str = False,
         jobsets: bool = False,
         argo: bool = False,
+        kueue_visibility: bool = False,
         start_time: float = 1_800_000_000.0,
     ) -> None:
         """``capacity_buffers``/``kueue``/``jobsets``/``argo``: serve those CRDs (else 404, as
-        without them); ``kueue="v1beta1"`` serves Kueue's older API version only."""
+        without them); ``kueue="v1beta1"`` serves Kueue's older API version only;
+        ``kueue_visibility``: serve Kueue's visibility API too (pending workloads)."""
         self.clock = start_time
         self.store = Store(now=lambda: self.clock)
         self.capacity_buffers = capacity_buffers
@@ -221,6 +230,7 @@ class KubeApiDouble:
         self.kueue_version = kueue if isinstance(kueue, str) else "v1beta2"
         self.jobsets = jobsets
         self.argo = argo
+        self.kueue_visibility = kueue_visibility
         self.requests: list[Request] = []
         self.invalid: list[tuple[str, list[str]]] = []
         self.faults = Faults()
@@ -298,9 +308,9 @@ class KubeApiDouble:
                 return fault.status, ApiError(
                     fault.status, "InjectedFault", f"injected {fault.status}"
                 ).status()
-        discovery = self._discovery(path)
-        if discovery is not None:
-            return discovery
+        answered = self._discovery(path) or self._aggregated(method, path)
+        if answered is not None:
+            return answered
         match = _PATH.match(path)
         if not match or match.group("resource") not in RESOURCES:
             return 404, ApiError(404, "NotFound", f"the server could not find {path}").status()
@@ -385,6 +395,61 @@ class KubeApiDouble:
             "kind": f"{spec.kind}List",
             "apiVersion": spec.group_version,
             "metadata": {"resourceVersion": str(version)},
+            "items": items,
+        }
+
+    def _aggregated(self, method: str, path: str) -> tuple[int, Obj] | None:
+        """The aggregated APIs the double serves (Kueue's visibility API, when asked)."""
+        pending = _PENDING.match(path)
+        if not (pending and method == "GET" and self.kueue and self.kueue_visibility):
+            return None
+        try:
+            return 200, self.pending_workloads(pending.group("cq"))
+        except ApiError as exc:
+            return exc.code, exc.status()
+
+    def pending_workloads(self, cluster_queue: str) -> Obj:
+        """What Kueue's visibility API answers for ``cluster_queue``: its workloads (through
+        their LocalQueue) holding no quota and not finished, highest priority first, then
+        oldest, with their positions (``PendingWorkloadsSummary``, visibility v1beta2)."""
+        self.store.get(("clusterqueues", "", cluster_queue))  # 404 when there is none
+        queues = {
+            (q["metadata"]["namespace"], q["metadata"]["name"]): q["spec"].get("clusterQueue")
+            for q in self.store.list("localqueues", None)
+        }
+        waiting = []
+        for wl in self.store.list("workloads", None):
+            meta, status = wl["metadata"], wl.get("status") or {}
+            held = {c["type"] for c in status.get("conditions") or [] if c.get("status") == "True"}
+            if queues.get((meta["namespace"], wl["spec"].get("queueName"))) != cluster_queue:
+                continue
+            if not held & {"QuotaReserved", "Finished"}:
+                waiting.append(wl)
+        waiting.sort(
+            key=lambda w: (-int(w["spec"].get("priority", 0)), w["metadata"]["creationTimestamp"])
+        )
+        in_local: dict[str, int] = {}
+        items = []
+        for position, wl in enumerate(waiting):
+            meta, local = wl["metadata"], wl["spec"]["queueName"]
+            items.append(
+                {
+                    "metadata": {
+                        "name": meta["name"],
+                        "namespace": meta["namespace"],
+                        "creationTimestamp": meta["creationTimestamp"],
+                    },
+                    "priority": int(wl["spec"].get("priority", 0)),
+                    "localQueueName": local,
+                    "positionInClusterQueue": position,
+                    "positionInLocalQueue": in_local.get(local, 0),
+                }
+            )
+            in_local[local] = in_local.get(local, 0) + 1
+        return {
+            "kind": "PendingWorkloadsSummary",
+            "apiVersion": "visibility.kueue.x-k8s.io/v1beta2",
+            "metadata": {"creationTimestamp": None},
             "items": items,
         }
 

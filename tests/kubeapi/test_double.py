@@ -138,6 +138,9 @@ def test_vendored_crds_match_the_shared_release() -> None:
         "kueue.x-k8s.io_workloads.yaml": (
             "1970ff6fcc5dc1a29e3f290ed736032c5d4509c94efe2c642d64a244ad1b8aa5"
         ),
+        "kueue.x-k8s.io_localqueues.yaml": (
+            "dd10ef8d3578e7212fa52763549e7b6be0949793a5b924495fcd293330109fed"
+        ),
         # JobSet at 08dfbdf (v0.13.0-devel)
         "jobset.x-k8s.io_jobsets.yaml": (
             "029f74bbb91b7d94423a74b294def840c10c6cdab9ee7371f8b4f3ef5b3a445a"

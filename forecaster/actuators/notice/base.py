@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 from forecaster.accelerators import GPU
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
@@ -53,17 +53,40 @@ class ApiKind:
     labels: str | None = None
     older_versions: tuple[str, ...] = ()
     """Read in this order when ``version`` is not served (Kueue: v1beta2, else v1beta1)."""
+    subresource: str | None = None
+    """Read ``<plural>/<name>/<subresource>`` of every object of ``parent`` (an aggregated
+    API's view of them, like Kueue's pending workloads per ClusterQueue) instead of a list."""
+    parent: ApiKind | None = None
 
     def __str__(self) -> str:
-        return f"{self.plural}.{self.group}/{self.version}"
+        return f"{self.plural}.{self.group}/{self.version}" + (
+            f"/*/{self.subresource}" if self.subresource else ""
+        )
 
     def listed(self, lister: ObjectLister) -> list[Obj] | None:
         """Its objects from the first version the cluster serves; None when it serves none."""
+        if self.subresource is not None:
+            return self._subresources(lister, self.subresource)
         for version in (self.version, *self.older_versions):
             found = lister.list_objects(self.group, version, self.plural, labels=self.labels)
             if found is not None:
                 return found
         return None
+
+    def _subresources(self, lister: ObjectLister, subresource: str) -> list[Obj] | None:
+        """The subresource of every parent object, named as its parent; None when the parent
+        kind or the subresource is not served (nor readable through ``lister``)."""
+        parents = self.parent.listed(lister) if self.parent else None
+        if parents is None or not isinstance(lister, SubresourceReader):
+            return None
+        out = []
+        for parent in parents:
+            name = parent["metadata"]["name"]
+            found = lister.get_subresource(self.group, self.version, self.plural, name, subresource)
+            if found is None:
+                return None
+            out.append({**found, "metadata": {**(found.get("metadata") or {}), "name": name}})
+        return out
 
 
 class ObjectLister(Protocol):
@@ -72,6 +95,16 @@ class ObjectLister(Protocol):
     def list_objects(
         self, group: str, version: str, plural: str, *, labels: str | None = None
     ) -> list[Obj] | None: ...
+
+
+@runtime_checkable
+class SubresourceReader(Protocol):
+    """The port's second verb, where a source needs it (``ApiKind.subresource``): one object's
+    subresource, or None when it is not served. A lister without it serves no subresource."""
+
+    def get_subresource(
+        self, group: str, version: str, plural: str, name: str, subresource: str
+    ) -> Obj | None: ...
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ class KueueReservedSource:
         since_text = reserved.get("lastTransitionTime") or obj["metadata"]["creationTimestamp"]
         since = int(timestamp_seconds(since_text))
         latest = since + context.grace_seconds
-        pools = _flavor_pools(context)
+        pools = flavor_pools(context)
         pod_sets = {p["name"]: p for p in obj["spec"]["podSets"]}
         meta = obj["metadata"]
         items = []
@@ -86,7 +86,7 @@ class KueueReservedSource:
         return lambda pod: False
 
 
-def _flavor_pools(context: NoticeContext) -> dict[str, str]:
+def flavor_pools(context: NoticeContext) -> dict[str, str]:
     """The pool each ResourceFlavor selects through its ``nodeLabels``."""
     out = {}
     for flavor in context.objects.get(FLAVORS, []):
