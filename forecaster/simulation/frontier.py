@@ -318,9 +318,14 @@ def frontier(
     days = f"tune days {tune[0]:g}-{tune[1]:g}, evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
     lines = [f"windows: {days}", *curves.tables()]
     lines += _choices(curves, document)
-    scope = f"{pool or 'the trace'}, tuned days {tune[0]:g}-{tune[1]:g}"
-    scope += f", judged days {evaluate[0]:g}-{evaluate[1]:g}"
+    scope = f"{pool or 'the trace'}, tuned days {_counted(tune)}"  # as the history split says
+    scope += f", judged days {_counted(evaluate)}"
     return document, lines + _verdict(document, scope=scope, pool=pool)
+
+
+def _counted(window: tuple[float, float]) -> str:
+    """Days ``[from, to)`` from 0 as people count them, from 1 and inclusive: (7, 19) is 8-19."""
+    return f"{window[0] + 1:g}-{window[1]:g}"
 
 
 def _verdict(document: dict[str, Any], *, scope: str, pool: str | None) -> list[str]:

@@ -165,6 +165,7 @@ def test_the_cli_writes_the_frontier_json(
     assert meta["forecaster"] and "commit" in meta
     out = capsys.readouterr().out
     assert "windows: tune days 1-2, evaluation days 2-3" in out
+    assert "the trace, tuned days 2-2, judged days 3-3" in out  # counted from 1, as history's
     assert "continuation: knows the rest of each submission" in out
     # the report says in words, before its chart, where each chosen point stands
     html = (tmp_path / "f.html").read_text()
