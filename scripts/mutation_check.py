@@ -1596,6 +1596,33 @@ MUTATIONS = (
             "tests/actuators/test_notice_kueue_pending.py::test_the_head_of_the_queue_is_due_when_running_work_must_free_its_quota",
         ),
     ),
+    Mutation(
+        "a Volcano gang its Queue cannot take whole is prewarmed anyway",
+        "forecaster/actuators/notice/volcano.py",
+        "        if units <= 0 or units > _room(obj, resource, context):",
+        "        if units <= 0:",
+        (
+            "tests/actuators/test_notice_volcano.py::test_the_pool_and_the_queues_room_decide_the_item",
+        ),
+    ),
+    Mutation(
+        "an enqueued PodGroup is still announced (its pods counted twice, never resolved)",
+        "forecaster/actuators/notice/volcano.py",
+        '        if (obj.get("status") or {}).get("phase", "Pending") != "Pending":',
+        '        if (obj.get("status") or {}).get("phase", "Pending") == "never":',
+        (
+            "tests/actuators/test_notice_volcano.py::test_a_gang_on_a_pool_scaled_to_zero_gets_capacity_is_enqueued_and_lands_warm",
+        ),
+    ),
+    Mutation(
+        "a PodGroup Volcano never enqueues holds prewarm for ever (no TTL, never charged)",
+        "forecaster/actuators/notice/volcano.py",
+        "                latest_start=created + context.grace_seconds,",
+        "                latest_start=created + 10**9,",
+        (
+            "tests/actuators/test_notice_volcano.py::test_a_group_volcano_never_enqueues_is_withdrawn_by_its_ttl_and_charged",
+        ),
+    ),
 )
 
 

@@ -287,7 +287,7 @@ class NoticeSettings(_Strict):
     """GPU work the cluster announces before its pods exist (``actuators.notice``)."""
 
     sources: tuple[str, ...] = Field(
-        ("cronjob", "jobset", "kueue", "kueue-pending", "argo", "cronworkflow"),
+        ("cronjob", "jobset", "kueue", "kueue-pending", "argo", "cronworkflow", "volcano"),
         description="notice sources read every tick (RBAC: list their kinds); one not served"
         " by the cluster is shown as not installed; [] reads none",
     )

@@ -217,6 +217,7 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
         {"source": "kueue-pending", "installed": False, **quiet},
         {"source": "argo", "installed": False, **quiet},
         {"source": "cronworkflow", "installed": False, **quiet},
+        {"source": "volcano", "installed": False, **quiet},
     ]
 
     # 08:05: the controller creates the run's Job; its pods are pending real demand

@@ -151,6 +151,8 @@ def scenario(
         sim.add_node(POOL)
         sim.submit("job", POOL, 8)
         sim.step()
+    if api.volcano and not api.objects("podgroups"):  # notice: a gang Volcano holds back
+        sim.submit_vcjob("gang", POOL, pods=2, per_pod=8)
     phases: dict[str, list[Request]] = {}
     began = len(api.requests)
     clock = FakeClock(datetime.fromtimestamp(T0, tz=UTC))
@@ -230,7 +232,7 @@ def live_phases(tmp_path: Path, objects: list[dict[str, Any]]) -> dict[str, set[
     """Both backends' whole repertoire, by ServiceAccount."""
     need: dict[str, set[Use]] = {}
     with KubeApiDouble(
-        capacity_buffers=True, kueue=True, jobsets=True, kueue_visibility=True
+        capacity_buffers=True, kueue=True, jobsets=True, kueue_visibility=True, volcano=True
     ) as api:
         for backend in ("placeholders", "capacitybuffer"):
             settings = deploy_settings(tmp_path, backend=backend, kueue=KUEUE)

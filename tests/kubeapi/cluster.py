@@ -98,6 +98,8 @@ class ClusterSim:
         self.no_capacity: set[str] = set()
         """NodePools the cloud has no capacity for: launches fail with Karpenter's Warning."""
         self._serial = 0
+        self.vcjobs: dict[tuple[str, str], tuple[str, int, int]] = {}
+        """Volcano jobs by PodGroup (namespace, name): (pool, pods, units per pod)."""
         self.resources: dict[str, str] = {}
         """Each NodePool's accelerator resource (``nvidia.com/gpu`` unless added otherwise)."""
         api.admission.append(self._admit_pod)
@@ -277,6 +279,34 @@ class ClusterSim:
         self._admit(pod)
         return self.api.put("pods", pod)
 
+    def submit_vcjob(
+        self,
+        name: str,
+        pool: str,
+        pods: int,
+        per_pod: int,
+        *,
+        queue: str = "default",
+        labels: dict[str, str] | None = None,
+    ) -> Obj:
+        """A Volcano job: its PodGroup (``Pending``, ``minMember`` pods, ``minResources`` of
+        the pool's resource) and no pod - Volcano's job controller creates them only once the
+        group is enqueued (``_enqueue_podgroups``)."""
+        resource = self.resource_of(pool)
+        group: Obj = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": "ml", "labels": labels or {}},
+            "spec": {
+                "minMember": pods,
+                "minResources": {resource: str(pods * per_pod)},
+                "queue": queue,
+            },
+            "status": {"phase": "Pending"},
+        }
+        self.vcjobs[("ml", name)] = (pool, pods, per_pod)
+        return self.api.put("podgroups", group)
+
     # ---- the simulation ----------------------------------------------------------------------
     def step(self) -> None:
         with self.api.store.lock:
@@ -284,6 +314,7 @@ class ClusterSim:
             self._start_containers()
             self._run_jobs()
             self._expire_pods()
+            self._enqueue_podgroups()
             self._schedule()
             self._serve_buffers()
             self._provision()
@@ -442,6 +473,41 @@ class ClusterSim:
 
     def _allocatable(self, node: Obj) -> int:
         return int(node["status"]["allocatable"][self._node_resource(node)])
+
+    def _enqueue_podgroups(self) -> None:
+        """Volcano: a Pending PodGroup is enqueued once the Ready nodes of its pool have room
+        for its ``minResources`` beside the real pods (placeholders yield: they are preempted),
+        then its job's pods are created; with no such room it stays Pending, pods or no pods."""
+        for (namespace, name), (pool, count, per_pod) in list(self.vcjobs.items()):
+            try:
+                group = self.api.store.get(("podgroups", namespace, name))
+            except ApiError:
+                continue
+            if group.get("status", {}).get("phase") != "Pending":
+                continue
+            resource = self.resource_of(pool)
+            pods = self.api.store.list("pods", None)
+            ready = [
+                n
+                for n in self.api.store.list("nodes", None)
+                if n["metadata"]["labels"].get(POOL_LABEL) == pool
+                and n["status"]["conditions"][0]["status"] == "True"
+            ]
+            real = sum(
+                pod_gpus(p, resource)
+                for p in pods
+                if active(p)
+                and p["spec"].get("nodeName") in {n["metadata"]["name"] for n in ready}
+                and p["metadata"]["namespace"] != "forecaster"
+            )
+            if sum(self._allocatable(n) for n in ready) - real < count * per_pod:
+                continue
+            group["status"] = {"phase": "Inqueue"}
+            self._save("podgroups", group)
+            for i in range(count):
+                pod = self.submit(f"{name}-{i}", pool, per_pod, priority_class=None)
+                pod["metadata"].setdefault("annotations", {})["scheduling.k8s.io/group-name"] = name
+                self._save("pods", pod)
 
     def _free(self, node: Obj, pods: list[Obj]) -> int:
         resource = self._node_resource(node)

@@ -29,6 +29,8 @@ CRD_FILES = {
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): "kueue.x-k8s.io_resourceflavors.yaml",
     ("kueue.x-k8s.io/v1beta2", "Workload"): "kueue.x-k8s.io_workloads.yaml",
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"): "kueue.x-k8s.io_localqueues.yaml",
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): "scheduling.volcano.sh_podgroups.yaml",
+    ("scheduling.volcano.sh/v1beta1", "Queue"): "scheduling.volcano.sh_queues.yaml",
     ("kueue.x-k8s.io/v1beta1", "ClusterQueue"): "kueue.x-k8s.io_clusterqueues.yaml",
     ("kueue.x-k8s.io/v1beta1", "ResourceFlavor"): "kueue.x-k8s.io_resourceflavors.yaml",
     ("kueue.x-k8s.io/v1beta1", "Workload"): "kueue.x-k8s.io_workloads.yaml",

@@ -4,9 +4,9 @@ Serves, for the real ``kubernetes`` client: pods, nodes, configmaps, events, pod
 v1), jobs and cronjobs (batch/v1), priorityclasses (scheduling.k8s.io/v1), leases
 (coordination.k8s.io/v1), nodepools (karpenter.sh/v1) and - when asked - capacitybuffers
 (autoscaling.x-k8s.io/v1beta1), Kueue's kinds and its visibility API's pending workloads,
-jobsets (jobset.x-k8s.io/v1alpha2), workflows
-and cronworkflows (argoproj.io/v1alpha1), with get/list/create/replace/patch/delete and API
-discovery.
+jobsets (jobset.x-k8s.io/v1alpha2), workflows and cronworkflows (argoproj.io/v1alpha1),
+podgroups and queues (scheduling.volcano.sh/v1beta1), with get/list/create/replace/patch/delete
+and API discovery.
 
 Lists can be watched (``?watch=true``, ``WatchStream``): from ``resourceVersion`` (410 Gone in
 an ERROR event when it is older than the kept changes, see ``Store.compact``), or from now after
@@ -72,6 +72,8 @@ RESOURCES = {
     "jobsets": Resource("jobset.x-k8s.io/v1alpha2", "JobSet", True),
     "workflows": Resource("argoproj.io/v1alpha1", "Workflow", True),
     "cronworkflows": Resource("argoproj.io/v1alpha1", "CronWorkflow", True),
+    "podgroups": Resource("scheduling.volcano.sh/v1beta1", "PodGroup", True),
+    "queues": Resource("scheduling.volcano.sh/v1beta1", "Queue", False),
 }
 BOOKMARK_SECONDS = 1.0
 """An idle watch that asked for bookmarks gets one this often (the real server: ~1 min)."""
@@ -218,11 +220,13 @@ class KubeApiDouble:
         jobsets: bool = False,
         argo: bool = False,
         kueue_visibility: bool = False,
+        volcano: bool = False,
         start_time: float = 1_800_000_000.0,
     ) -> None:
         """``capacity_buffers``/``kueue``/``jobsets``/``argo``: serve those CRDs (else 404, as
         without them); ``kueue="v1beta1"`` serves Kueue's older API version only;
-        ``kueue_visibility``: serve Kueue's visibility API too (pending workloads)."""
+        ``kueue_visibility``: serve Kueue's visibility API too (pending workloads);
+        ``volcano``: serve Volcano's PodGroups and Queues."""
         self.clock = start_time
         self.store = Store(now=lambda: self.clock)
         self.capacity_buffers = capacity_buffers
@@ -231,6 +235,7 @@ class KubeApiDouble:
         self.jobsets = jobsets
         self.argo = argo
         self.kueue_visibility = kueue_visibility
+        self.volcano = volcano
         self.requests: list[Request] = []
         self.invalid: list[tuple[str, list[str]]] = []
         self.faults = Faults()
@@ -460,6 +465,8 @@ class KubeApiDouble:
             return self.jobsets
         if resource in ("workflows", "cronworkflows"):
             return self.argo
+        if resource in ("podgroups", "queues"):
+            return self.volcano
         if RESOURCES[resource].group_version.startswith("kueue.x-k8s.io/"):
             return self.kueue
         return True

@@ -152,12 +152,20 @@ def test_vendored_crds_match_the_shared_release() -> None:
         "argoproj.io_cronworkflows.yaml": (
             "31abde1c89c6c11cf1c97753676327e02b2f8dc47827e49383732ac6b1d828c6"
         ),
+        # Volcano at ed72c7c (after v1.16.0-alpha.1)
+        "scheduling.volcano.sh_podgroups.yaml": (
+            "d9077185bab4c34ec5d6ab5b12272898238d72b532e633fbbc7c06de3ee42478"
+        ),
+        "scheduling.volcano.sh_queues.yaml": (
+            "86d5e50008a693c707ba4db919ed534b5aa5980889a275bfec24b1386e724cde"
+        ),
     }
     shared_dirs = {
         "monitoring": "prometheus-operator-v0.93.0",
         "kueue": "kueue",
         "jobset": "jobset",
         "argoproj": "argo-workflows",
+        "scheduling": "volcano",
     }
     for name, digest in pinned.items():
         assert hashlib.sha256((CRDS / name).read_bytes()).hexdigest() == digest

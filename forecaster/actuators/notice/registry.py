@@ -9,6 +9,7 @@ from forecaster.actuators.notice.cronworkflows import CronWorkflowSource
 from forecaster.actuators.notice.jobsets import JobSetSource
 from forecaster.actuators.notice.kueue_pending import KueuePendingSource
 from forecaster.actuators.notice.kueue_reserved import KueueReservedSource
+from forecaster.actuators.notice.volcano import VolcanoSource
 
 SOURCES: dict[str, NoticeSource] = {
     CronJobSource.name: CronJobSource(),
@@ -17,4 +18,5 @@ SOURCES: dict[str, NoticeSource] = {
     KueuePendingSource.name: KueuePendingSource(),
     ArgoWorkflowSource.name: ArgoWorkflowSource(),
     CronWorkflowSource.name: CronWorkflowSource(),
+    VolcanoSource.name: VolcanoSource(),
 }
