@@ -1623,6 +1623,15 @@ MUTATIONS = (
             "tests/actuators/test_notice_volcano.py::test_a_group_volcano_never_enqueues_is_withdrawn_by_its_ttl_and_charged",
         ),
     ),
+    Mutation(
+        "the twin leaves queued (Kueue) jobs out of its histories, though no source marks them",
+        "forecaster/simulation/twin.py",
+        "    flags: list[bool] = np.isin(declared.kind, (CRON, PIPELINE)).tolist()",
+        "    flags: list[bool] = (declared.kind != 0).tolist()",
+        (
+            "tests/simulation/test_declared_notice.py::test_queued_jobs_stay_in_the_twins_histories_cron_and_pipeline_jobs_do_not",
+        ),
+    ),
 )
 
 

@@ -224,9 +224,9 @@ def add_replay_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="declared notice, simulated: e.g. cron=15%%:1d,pipeline=15%%:2m-15m,seed=1 - whole"
         " submissions drawn (seeded) until each share of GPU-hours is announced by a CronJob due"
-        " at their submission (visible P ahead) or a JobSet stage waiting A-B on an"
-        " initializer; the daemon's own notice sources read them from the twin (static reads"
-        " nothing)",
+        " at their submission (visible P ahead), a JobSet stage waiting A-B on an"
+        " initializer, or (queue=S:A-B) a Kueue workload pending A-B until quota frees; the"
+        " daemon's own notice sources read them from the twin (static reads nothing)",
     )
     parser.add_argument(
         "--price",

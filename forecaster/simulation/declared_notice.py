@@ -1,16 +1,21 @@
 """Declared notice for replay: some of a trace's jobs are announced before their pods exist.
 
 A job trace records when pods were created, not whether anything announced them. To measure
-what notice buys, ``replay --notice cron=S:P,pipeline=S:A-B,seed=N`` declares it: whole
+what notice buys, ``replay --notice cron=S:P,pipeline=S:A-B,queue=S:A-B,seed=N`` declares it: whole
 *submissions* (jobs at most ``SUBMISSION_GAP_SECONDS`` apart share a fate) are drawn by seeded
 uniform sampling, independent of size, until ``S`` of the trace's GPU-hours are announced, first
-for ``cron`` then for ``pipeline``:
+for ``cron``, then ``pipeline``, then ``queue``:
 
 * ``cron`` jobs come from a CronJob due at their submission minute, its object visible from
   submit - P (default 1 day);
 * ``pipeline`` jobs are the GPU stage of a JobSet waiting on a CPU initializer that started
   A-B before (drawn uniformly per submission); earlier pipeline runs' initializers are kept as
-  finished Jobs, so the JobSet source estimates the ETA from them as in a cluster.
+  finished Jobs, so the JobSet source estimates the ETA from them as in a cluster;
+* ``queue`` jobs wait A-B (drawn uniformly per submission) in Kueue's pending queue: each in a
+  ClusterQueue of its own whose quota a running workload holds until it must end (admitted at
+  the announcement, ``maximumExecutionTimeSeconds`` up to the job's submission), so the
+  ``kueue-pending`` source times it from the quota freed, as in a cluster. Like every Kueue
+  workload its pods stay in the histories (the source marks none).
 
 The twin serves these objects through ``ObjectLister`` (``TwinObjects``), and the daemon's own
 notice sources (``actuators.notice``) read them: the replayed plan sees what a cluster's would.
@@ -35,11 +40,15 @@ from forecaster.actuators.notice.jobsets import (
     JOBSETS,
     REPLICATED_JOB_LABEL,
 )
+from forecaster.actuators.notice.kueue_pending import PENDING
+from forecaster.actuators.notice.kueue_reserved import KUEUE, WORKLOADS
 from forecaster.actuators.observe.attribution import NodePoolShape, shape
 from forecaster.actuators.quantities import kube_timestamp
 from forecaster.core.jobs import JobTrace
+from forecaster.simulation import queue_objects
+from forecaster.simulation.kueue_objects import flavor
 
-NONE, CRON, PIPELINE = 0, 1, 2
+NONE, CRON, PIPELINE, QUEUE = 0, 1, 2, 3
 LOOKAHEAD_SECONDS = 3600
 """The twin lists an object from at most this long before its pods (a replay-speed shortcut:
 planning windows are shorter, so plans and precision are unchanged; pipeline notice must not
@@ -68,12 +77,17 @@ class NoticeMix:
     pipeline_min_seconds: float = 120.0
     pipeline_max_seconds: float = 900.0
     seed: int = 0
+    queue_share: float = 0.0
+    queue_min_seconds: float = 60.0
+    queue_max_seconds: float = 900.0
 
     def __post_init__(self) -> None:
-        if not self.cron_share >= 0 and self.pipeline_share >= 0:
+        if min(self.cron_share, self.pipeline_share, self.queue_share) < 0:
             raise ValueError("--notice shares must be >= 0")
-        if self.cron_share + self.pipeline_share > 1:
+        if self.cron_share + self.pipeline_share + self.queue_share > 1:
             raise ValueError("--notice shares add up to more than 1")
+        if not 0 < self.queue_min_seconds <= self.queue_max_seconds <= LOOKAHEAD_SECONDS:
+            raise ValueError("--notice queue=S:A-B needs 0 < A <= B <= 1h")
         if not 0 < self.pipeline_min_seconds <= self.pipeline_max_seconds <= LOOKAHEAD_SECONDS:
             raise ValueError("--notice pipeline=S:A-B needs 0 < A <= B <= 1h")
         if self.cron_notice_seconds <= 0:
@@ -92,15 +106,17 @@ class NoticeMix:
                 values["cron_share"] = _share(share, field="cron")
                 if notice:
                     values["cron_notice_seconds"] = _seconds(notice, field="cron")
-            elif key == "pipeline":
+            elif key in ("pipeline", "queue"):
                 share, _, span = value.partition(":")
-                values["pipeline_share"] = _share(share, field="pipeline")
+                values[f"{key}_share"] = _share(share, field=key)
                 if span:
                     low, _, high = span.partition("-")
-                    values["pipeline_min_seconds"] = _seconds(low, field="pipeline")
-                    values["pipeline_max_seconds"] = _seconds(high or low, field="pipeline")
+                    values[f"{key}_min_seconds"] = _seconds(low, field=key)
+                    values[f"{key}_max_seconds"] = _seconds(high or low, field=key)
             else:
-                raise ValueError(f"--notice: unknown part {key!r} (cron=, pipeline=, seed=)")
+                raise ValueError(
+                    f"--notice: unknown part {key!r} (cron=, pipeline=, queue=, seed=)"
+                )
         return cls(**values)
 
     @property
@@ -110,7 +126,13 @@ class NoticeMix:
             f"cron {self.cron_share:.0%} ({self.cron_notice_seconds / 3600:g} h),"
             f" pipeline {self.pipeline_share:.0%}"
             f" ({self.pipeline_min_seconds / 60:g}-{self.pipeline_max_seconds / 60:g} min),"
-            f" seed {self.seed}"
+            + (
+                f" queue {self.queue_share:.0%}"
+                f" ({self.queue_min_seconds / 60:g}-{self.queue_max_seconds / 60:g} min),"
+                if self.queue_share
+                else ""
+            )
+            + f" seed {self.seed}"
         )
 
 
@@ -150,11 +172,20 @@ def declare(jobs: JobTrace, mix: NoticeMix, *, gap_seconds: float = 60.0) -> Dec
     rng = np.random.default_rng(mix.seed)
     order = rng.permutation(len(hours))
     notice = rng.uniform(mix.pipeline_min_seconds, mix.pipeline_max_seconds, size=len(hours))
+    queued = (  # drawn after the rest: a mix without queue draws as it always did
+        rng.uniform(mix.queue_min_seconds, mix.queue_max_seconds, size=len(hours))
+        if mix.queue_share
+        else np.zeros(len(hours))
+    )
     chosen = np.zeros(len(hours), dtype=np.int8)
-    taken = {CRON: 0.0, PIPELINE: 0.0}
-    wanted = {CRON: mix.cron_share * total, PIPELINE: mix.pipeline_share * total}
+    taken = {CRON: 0.0, PIPELINE: 0.0, QUEUE: 0.0}
+    wanted = {
+        CRON: mix.cron_share * total,
+        PIPELINE: mix.pipeline_share * total,
+        QUEUE: mix.queue_share * total,
+    }
     for s in order:
-        for k in (CRON, PIPELINE):
+        for k in (CRON, PIPELINE, QUEUE):
             if taken[k] < wanted[k]:
                 chosen[s] = k
                 taken[k] += hours[s]
@@ -162,7 +193,11 @@ def declare(jobs: JobTrace, mix: NoticeMix, *, gap_seconds: float = 60.0) -> Dec
         else:
             break
     kind = chosen[submission]
-    lead = np.where(kind == CRON, mix.cron_notice_seconds, notice[submission])
+    lead = np.where(
+        kind == CRON,
+        mix.cron_notice_seconds,
+        np.where(kind == QUEUE, queued[submission], notice[submission]),
+    )
     announce = np.where(kind != NONE, jobs.submit - lead, np.nan)
     return DeclaredNotice(kind.astype(np.int8), announce)
 
@@ -187,6 +222,7 @@ class TwinObjects:
         self.resource = resource
         self.now = 0.0
         self._pipeline = np.flatnonzero(notice.kind == PIPELINE)
+        self._queued = np.flatnonzero(notice.kind == QUEUE)
 
     def pools(self) -> list[NodePoolShape]:
         """The twin's one NodePool, as the sources attribute templates to it."""
@@ -204,7 +240,46 @@ class TwinObjects:
             return [self._jobset(j) for j in self._visible(PIPELINE, LOOKAHEAD_SECONDS)]
         if (group, plural) == ("batch", "jobs"):
             return self._initializer_jobs()
+        if group == KUEUE and version == WORKLOADS.version and self._queued.size:
+            return self._kueue(plural)
         return None  # nothing else is installed in the twin
+
+    def get_subresource(
+        self, group: str, version: str, plural: str, name: str, subresource: str
+    ) -> Obj | None:
+        """Kueue's visibility API, where queue notice is declared: a queued job's ClusterQueue
+        lists its workload while the job waits."""
+        if group != PENDING.group or subresource != PENDING.subresource or not self._queued.size:
+            return None
+        j = queue_objects.queue_of(name)
+        waiting = j is not None and j in self._visible(QUEUE, LOOKAHEAD_SECONDS)
+        return queue_objects.pending_summary(j) if waiting and j is not None else {"items": []}
+
+    def _kueue(self, plural: str) -> list[Obj] | None:
+        """Queued jobs' ClusterQueues and workloads, and the flavor of the twin's pool."""
+        visible = self._visible(QUEUE, LOOKAHEAD_SECONDS)
+        if plural == "resourceflavors":
+            return [flavor(self.pool)]
+        if plural == "clusterqueues":
+            return [
+                queue_objects.cluster_queue(
+                    j, resource=self.resource, units=self._pod(j)[1] * self._pod(j)[2]
+                )
+                for j in visible
+            ]
+        if plural == "workloads":
+            out = []
+            for j in visible:
+                spec, _, pods = self._pod(j)
+                out += queue_objects.workloads(
+                    j,
+                    spec=spec,
+                    pods=pods,
+                    announced=float(self.notice.announce_at[j]),
+                    submitted=float(self.jobs.submit[j]),
+                )
+            return out
+        return None
 
     def _visible(self, kind: int, lookahead: float) -> list[int]:
         """Jobs of ``kind`` announced by now whose pods do not exist yet (and come within

@@ -53,7 +53,7 @@ class TwinWorkloads:
         if group != KUEUE or version != WORKLOADS.version:
             return None
         if plural == FLAVORS.plural:
-            return [_flavor(self.pool)]
+            return [flavor(self.pool)]
         if plural == WORKLOADS.plural:
             return [self._workload(j) for j in self.reserved()]
         return None
@@ -122,7 +122,7 @@ def _spec(resource: str, gpus: int) -> dict[str, Any]:
     }
 
 
-def _flavor(pool: str) -> Obj:
+def flavor(pool: str) -> Obj:
     return {
         "apiVersion": f"{KUEUE}/{FLAVORS.version}",
         "kind": "ResourceFlavor",

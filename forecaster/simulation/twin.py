@@ -55,10 +55,10 @@ from forecaster.core.kueue import KueueRoom
 from forecaster.core.notice import AnnouncedItem
 from forecaster.core.policy import Budgets
 from forecaster.durations import DAY
-from forecaster.simulation.declared_notice import NONE, NoticeMix, TwinObjects, declare
+from forecaster.simulation.declared_notice import CRON, PIPELINE, NoticeMix, TwinObjects, declare
 from forecaster.simulation.kueue_objects import TwinWorkloads
 
-NOTICE_SOURCES = (SOURCES["cronjob"], SOURCES["jobset"])
+NOTICE_SOURCES = (SOURCES["cronjob"], SOURCES["jobset"], SOURCES["kueue-pending"])
 """The notice sources the twin's declared objects are read by (the daemon's own)."""
 
 ARRIVE, FINISH, READY, TICK, PROVISION, WAKE = range(6)
@@ -798,7 +798,8 @@ def _announced(jobs: JobTrace, config: TwinConfig) -> tuple[TwinObjects | None, 
         gpus_per_node=config.gpus_per_node,
         resource=config.resource,
     )
-    flags: list[bool] = (declared.kind != NONE).tolist()
+    # queued jobs' pods stay in the histories, as every Kueue workload's (no source marks them)
+    flags: list[bool] = np.isin(declared.kind, (CRON, PIPELINE)).tolist()
     return objects, flags
 
 

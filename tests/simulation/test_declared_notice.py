@@ -5,6 +5,7 @@ double holding the same objects."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from forecaster.simulation.declared_notice import (
     CRON,
     NONE,
     PIPELINE,
+    QUEUE,
     DeclaredNotice,
     NoticeMix,
     TwinObjects,
@@ -26,7 +28,7 @@ from forecaster.simulation.declared_notice import (
     notice_waits,
 )
 from forecaster.simulation.replay import replay
-from forecaster.simulation.twin import NOTICE_SOURCES
+from forecaster.simulation.twin import NOTICE_SOURCES, TwinConfig, _announced
 from tests.factories import REPLAY_T0 as T0
 from tests.factories import bursts_after_a_trickle, predictive, setup, synthetic
 from tests.kubeapi.cluster import ClusterSim
@@ -163,3 +165,66 @@ def test_a_bad_notice_option_is_one_line_naming_it(capsys: pytest.CaptureFixture
         main(["replay", "--jobs", TRACE, "--notice", "cron=lots"])
     assert exited.value.code == 2
     assert "argument --notice: --notice cron: 'lots' is not a share" in capsys.readouterr().err
+
+
+def test_queued_jobs_are_timed_by_the_quota_that_frees_in_the_twin_and_in_the_double() -> None:
+    """``queue=S:A-B``: a queued job waits in Kueue's pending queue; the ``kueue-pending``
+    source, reading the twin's objects (ClusterQueue, running and pending workloads, the
+    visibility API's answer), expects it at its submission - and reads the same from the same
+    objects in the API double serving Kueue and its visibility API."""
+    mix = NoticeMix.parse("queue=50%:2m-10m,seed=3")
+    assert (mix.queue_share, mix.queue_min_seconds, mix.queue_max_seconds) == (0.5, 120, 600)
+    assert "queue 50% (2-10 min)" in mix.label
+    jobs = synthetic(2, seed=5, start=T0)
+    notice = declare(jobs, mix)
+    queued = np.flatnonzero(notice.kind == QUEUE)
+    lead = jobs.submit[queued] - notice.announce_at[queued]
+    assert queued.size and lead.min() >= 120 and lead.max() <= 600
+    objects = TwinObjects(jobs, notice, pool="gpu", gpus_per_node=8)
+    j = next(int(j) for j in queued if jobs.submit[j] - notice.announce_at[j] > 120)
+    now = int(jobs.submit[j]) - 60
+    objects.now = now
+    twin = read_notice(objects, NOTICE_SOURCES, pools=objects.pools(), now=now)
+    mine = [i for i in twin.items["gpu"] if i.key == f"pending replay/replay-queued-{j}/main"]
+    assert [(i.earliest_start, i.gpus, i.in_history) for i in mine] == [
+        (math.ceil(jobs.submit[j]), int(jobs.gpus[j]), True)
+    ]
+    with KubeApiDouble(kueue=True, kueue_visibility=True) as api:
+        api.clock = float(now - 600)
+        ClusterSim(api).add_nodepool("gpu", limit_gpus=1000)
+        for plural in ("resourceflavors", "clusterqueues", "workloads"):
+            for obj in objects.list_objects("kueue.x-k8s.io", "v1beta2", plural) or []:
+                api.put(plural, obj)
+        for cq in api.objects("clusterqueues"):
+            name = cq["metadata"]["name"]
+            api.put("localqueues", local_queue(name))
+        assert api.invalid == []
+        kube = Kube(api_client(host=api.url), dry_run=True)
+        shapes = [shape(n) for n in kube.list_nodepools()]
+        daemon = read_notice(kube, NOTICE_SOURCES, pools=shapes, now=now)
+    assert sorted(daemon.items["gpu"], key=str) == sorted(twin.items["gpu"], key=str)
+
+
+def local_queue(name: str) -> dict[str, object]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": "replay"},
+        "spec": {"clusterQueue": name},
+    }
+
+
+def test_queued_jobs_stay_in_the_twins_histories_cron_and_pipeline_jobs_do_not() -> None:
+    """As in a cluster: the ``kueue-pending`` source marks no pods (Kueue work is learnt as
+    every Kueue workload is), CronJobs' and JobSets' pods are marked and left out."""
+    jobs = synthetic(2, seed=5, start=T0)
+    mix = NoticeMix.parse("cron=20%,pipeline=20%,queue=20%,seed=3")
+    config = TwinConfig(notice=mix)
+    _, flags = _announced(jobs, config)
+    kind = declare(jobs, mix).kind
+    assert {k: {f for f, kk in zip(flags, kind, strict=True) if kk == k} for k in set(kind)} == {
+        NONE: {False},
+        CRON: {True},
+        PIPELINE: {True},
+        QUEUE: {False},
+    }
