@@ -1632,6 +1632,15 @@ MUTATIONS = (
             "tests/simulation/test_declared_notice.py::test_queued_jobs_stay_in_the_twins_histories_cron_and_pipeline_jobs_do_not",
         ),
     ),
+    Mutation(
+        "a new pending MIG/AMD/Neuron pod wakes no tick (only whole NVIDIA GPUs do)",
+        "forecaster/actuators/observe/pod_watch.py",
+        '        return phase in (None, "Pending") and bool(accelerators(pod))',
+        '        return phase in (None, "Pending") and "nvidia.com/gpu" in accelerators(pod)',
+        (
+            "tests/actuators/test_pod_watch.py::test_new_pending_gpu_pods_wake_the_loop_and_nothing_else_does",
+        ),
+    ),
 )
 
 

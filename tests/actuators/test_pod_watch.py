@@ -137,6 +137,8 @@ def test_new_pending_gpu_pods_wake_the_loop_and_nothing_else_does(
     assert arrivals == []  # the pods already there at the list are not arrivals
     busy_cluster.submit("burst-0", POOL, 4)
     eventually(lambda: arrivals == ["ml/burst-0"])
+    busy_cluster.submit("slices", POOL, 2, resource="nvidia.com/mig-1g.10gb")  # MIG: wakes too
+    eventually(lambda: arrivals == ["ml/burst-0", "ml/slices"])
     busy_cluster.submit("cpu", POOL, 0)
     placeholder(kube)  # ours: not even seen
     for name in ("burst-0", "cpu"):  # updates of known pods, pending GPU ones included
@@ -145,7 +147,7 @@ def test_new_pending_gpu_pods_wake_the_loop_and_nothing_else_does(
         api.store.replace(("pods", "ml", name), pod)
     busy_cluster.step()  # scheduling, node launches: more updates
     eventually(in_sync(watch, kube))
-    assert arrivals == ["ml/burst-0"]
+    assert arrivals == ["ml/burst-0", "ml/slices"]
 
 
 def test_a_dropped_stream_resumes_and_a_compacted_one_relists(

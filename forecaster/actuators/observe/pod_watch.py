@@ -32,7 +32,7 @@ from typing import cast
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import Pod
-from forecaster.actuators.quantities import MalformedObjectError, pod_gpus
+from forecaster.actuators.quantities import MalformedObjectError, accelerators
 from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
@@ -205,7 +205,8 @@ def _key(pod: Pod) -> Key:
 def _pending_gpu_pod(pod: Pod) -> bool:
     try:
         phase = (pod.get("status") or {}).get("phase")
-        return phase in (None, "Pending") and pod_gpus(pod) > 0  # no phase yet: just created
+        # no phase yet: just created; any accelerator a pool may count (MIG, AMD, Neuron ...)
+        return phase in (None, "Pending") and bool(accelerators(pod))
     except (MalformedObjectError, KeyError, TypeError, ValueError):
         return False  # the observer reports a malformed pod; it wakes nothing
 
