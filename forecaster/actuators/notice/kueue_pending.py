@@ -38,9 +38,9 @@ from forecaster.actuators.notice.kueue_reserved import (
     WORKLOADS,
     flavor_pools,
 )
+from forecaster.actuators.observe.kueue import queue_quota
 from forecaster.actuators.quantities import (
     condition_true,
-    gpu_quantity,
     pod_gpus,
     status_condition,
     timestamp_seconds,
@@ -112,24 +112,12 @@ def _queues(cq: Obj, workloads: list[Obj], context: NoticeContext) -> list[_Queu
     for pool in sorted({pools[f] for f in _quota_flavors(cq) if f in pools}):
         resource = context.resource_of(pool)
         flavors = frozenset(f for f, p in pools.items() if p == pool)
-        nominal = sum(
-            gpu_quantity(r.get("nominalQuota", 0))
-            for group in cq["spec"].get("resourceGroups") or []
-            for flavor in group.get("flavors") or []
-            if flavor.get("name") in flavors
-            for r in flavor.get("resources") or []
-            if r.get("name") == resource
-        )
-        status = cq.get("status") or {}
-        used = sum(
-            gpu_quantity(r.get("total", 0))
-            for usage in status.get("flavorsReservation") or status.get("flavorsUsage") or []
-            if usage.get("name") in flavors
-            for r in usage.get("resources") or []
-            if r.get("name") == resource
-        )
+        quota = queue_quota(cq, set(flavors), resource)
+        if quota is None:
+            continue
         frees = sorted(_running_ends(workloads, name, resource))
-        out.append(_Queue(pool, resource, flavors, nominal - used, tuple(frees)))
+        free = quota.nominal_gpus - quota.used_gpus
+        out.append(_Queue(pool, resource, flavors, free, tuple(frees)))
     return out
 
 

@@ -65,7 +65,7 @@ def read_rooms(kube: Kube, scopes: Sequence[KueueScope]) -> dict[str, KueueRoom]
             q
             for cq in queues
             if not scope.cluster_queues or cq["metadata"]["name"] in scope.cluster_queues
-            for q in [_quota(cq, mine, scope.resource)]
+            for q in [queue_quota(cq, mine, scope.resource)]
             if q is not None
         ]
         names = {q.name for q in quotas}
@@ -94,7 +94,9 @@ def _pool_flavors(scope: KueueScope, flavors: list[Obj]) -> set[str]:
     }
 
 
-def _quota(cq: Obj, flavors: set[str], resource: str) -> QueueQuota | None:
+def queue_quota(cq: Obj, flavors: set[str], resource: str) -> QueueQuota | None:
+    """A ClusterQueue's quota of ``resource`` on ``flavors`` and what it has reserved; None
+    when it holds none there."""
     spec = cq.get("spec", {})
     nominal, borrowing, limited, any_quota = 0, 0, True, False
     for group in spec.get("resourceGroups") or []:
