@@ -44,6 +44,13 @@ def test_the_published_declared_notice_table_is_what_the_committed_runs_make() -
     assert results_tables.main([*map(str, runs), "--check", str(ROOT / "docs" / "results.md")]) == 0
 
 
+def test_the_published_notice_frontier_table_is_what_the_committed_runs_make() -> None:
+    """Likewise the frontier with declared notice, from its runs' JSON."""
+    runs = sorted((ROOT / "docs" / "results").glob("notice-frontier-*.json"))
+    assert runs and all(r.stem.startswith(results_tables.NOTICE_FRONTIER) for r in runs)
+    assert results_tables.main([*map(str, runs), "--check", str(ROOT / "docs" / "results.md")]) == 0
+
+
 def metrics(gpu_hours: float, share: float, mean: float, p95: float, **extra: float) -> dict:
     return {
         "gpu_hours": gpu_hours,
