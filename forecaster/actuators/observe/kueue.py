@@ -18,10 +18,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.kube import Kube, Obj
 from forecaster.actuators.quantities import (
     MalformedObjectError,
     gpu_quantity,
@@ -29,6 +29,9 @@ from forecaster.actuators.quantities import (
     timestamp_seconds,
 )
 from forecaster.core.kueue import KueueRoom, QueueHealth, QueueQuota, room
+
+if TYPE_CHECKING:  # the notice sources (and so the CLI's parser) use queue_quota, not the client
+    from forecaster.actuators.kube import Kube, Obj
 
 
 @dataclass(frozen=True)
