@@ -1428,12 +1428,13 @@ MUTATIONS = (
         ),
     ),
     Mutation(
-        "a Kueue workload stuck in its checks is expected for ever (never withdrawn nor charged)",
+        "Kueue work stuck in its checks or queue is expected for ever (not withdrawn, not charged)",
         "forecaster/actuators/notice/kueue_reserved.py",
-        "        latest = since + context.grace_seconds",
-        "        latest = since + 10**9",
+        "        latest_start=earliest + context.grace_seconds,",
+        "        latest_start=earliest + 10**9,",
         (
             "tests/actuators/test_notice_kueue.py::test_a_workload_stuck_in_its_checks_is_withdrawn_and_charged",
+            "tests/actuators/test_notice_kueue_pending.py::test_pending_work_that_does_not_come_is_withdrawn_and_charged",
         ),
     ),
     Mutation(
@@ -1572,10 +1573,28 @@ MUTATIONS = (
     Mutation(
         "Kueue's pending work is due when running work was admitted, not when it must end",
         "forecaster/actuators/notice/kueue_pending.py",
-        "        ends.append((started + float(limit), _units(wl, resource)))",
-        "        ends.append((started, _units(wl, resource)))",
+        "            started + float(limit)\n",
+        "            started\n",
         (
             "tests/actuators/test_notice_kueue_pending.py::test_the_head_of_the_queue_is_due_when_running_work_must_free_its_quota",
+        ),
+    ),
+    Mutation(
+        "running work with no time limit is timed by every run seen, not the longer ones",
+        "forecaster/actuators/notice/kueue_pending.py",
+        "    longer = sorted(d for d in durations if started + d > now)",
+        "    longer = sorted(durations)",
+        (
+            "tests/actuators/test_notice_kueue_pending.py::test_without_a_time_limit_running_work_is_timed_by_the_runs_seen_before",
+        ),
+    ),
+    Mutation(
+        "running work is timed by too few runs seen before",
+        "forecaster/actuators/notice/kueue_pending.py",
+        "    if len(longer) < MIN_RUNS_SEEN:",
+        "    if not longer:",
+        (
+            "tests/actuators/test_notice_kueue_pending.py::test_without_a_time_limit_running_work_is_timed_by_the_runs_seen_before",
         ),
     ),
     Mutation(

@@ -21,6 +21,7 @@ from fastapi.testclient import TestClient
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import NoticeReading
 from forecaster.actuators.notice.kueue_pending import KueuePendingSource
+from forecaster.actuators.quantities import kube_timestamp
 from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
@@ -104,6 +105,39 @@ def test_quota_free_now_announces_at_the_workloads_creation(api: KubeApiDouble) 
         ("pending ml/next/main", created, 16),
         ("pending ml/after/main", created + 60, 4),
     ]
+
+
+def finished(name: str, ran: int) -> dict[str, Any]:
+    """A workload of LocalQueue ``research`` admitted at 07:00 that ran ``ran`` seconds."""
+    obj = workload(name, 8, 2, *RUNNING, ("Finished", "True", "Succeeded"))
+    for condition in obj["status"]["conditions"]:
+        at = T0 - 3600 + (ran if condition["type"] == "Finished" else 0)
+        condition["lastTransitionTime"] = kube_timestamp(at)
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("ran", "now", "due"),
+    [
+        ((1200, 1500, 2400, 3000), T0 + 900, ADMITTED_AT + (1500 + 2400) / 2),
+        ((1200, 1500, 2400, 3000), ADMITTED_AT + 1300, ADMITTED_AT + 2400),  # ran 1300 s so far
+        ((1200, 1500), T0 + 900, None),  # too few runs seen: untimed
+    ],
+)
+def test_without_a_time_limit_running_work_is_timed_by_the_runs_seen_before(
+    api: KubeApiDouble, ran: tuple[int, ...], now: int, due: float | None
+) -> None:
+    """The running workload has no ``maximumExecutionTimeSeconds``: its end is the median of its
+    LocalQueue's finished runs that lasted longer than it has so far."""
+    running = api.store.delete(("workloads", "ml", "running"))
+    del running["spec"]["maximumExecutionTimeSeconds"]
+    api.put("workloads", running)
+    for i, seconds in enumerate(ran):
+        api.put("workloads", finished(f"done-{i}", seconds))
+    items = read(api, now).items.get(POOL, ())
+    assert [(i.key, i.earliest_start) for i in items] == (
+        [("pending ml/next/main", int(due))] if due is not None else []
+    )
 
 
 def test_without_the_visibility_api_the_source_is_not_installed() -> None:

@@ -12,7 +12,11 @@ ClusterQueue, per pool whose ResourceFlavors it holds quota on (the flavors' ``n
   so work may be admitted sooner than announced (it then comes early, which counts as come);
 * when quota frees: each admitted, unfinished workload of the queue ends by its admission (the
   ``Admitted`` condition's time) + ``spec.maximumExecutionTimeSeconds`` - Kueue evicts it then,
-  so the time is a bound, not a guess; one without that field frees nothing we can time;
+  so the time is a bound, not a guess; one without that field, by the durations seen before:
+  the median of how long its LocalQueue's finished workloads still listed ran (``Admitted`` to
+  ``Finished``), among those that ran longer than it has so far - a guess, which the trust rule
+  judges like any other (a late start is charged as not come); with fewer than
+  ``MIN_RUNS_SEEN`` such runs it frees nothing we can time;
 * in the queue's order, each pending workload is admitted once the free quota covers it
   (StrictFIFO's rule) and takes that quota; the first that no timed end covers ends the queue's
   items, as does one due more than ``MAX_AHEAD_SECONDS`` ahead.
@@ -27,6 +31,7 @@ admitted, its pods are in the histories as every Kueue workload's are.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 from typing import cast
 
@@ -37,6 +42,7 @@ from forecaster.actuators.notice.kueue_reserved import (
     KUEUE,
     WORKLOADS,
     flavor_pools,
+    pod_set_item,
 )
 from forecaster.actuators.observe.kueue import queue_quota
 from forecaster.actuators.quantities import (
@@ -57,6 +63,8 @@ PENDING = ApiKind(
 )
 MAX_AHEAD_SECONDS = 6 * 3600
 """Pending work expected later than this is not announced (no plan looks that far)."""
+MIN_RUNS_SEEN = 3
+"""Finished runs of a LocalQueue needed before its running work is timed by them."""
 
 
 @dataclass(frozen=True)
@@ -115,7 +123,7 @@ def _queues(cq: Obj, workloads: list[Obj], context: NoticeContext) -> list[_Queu
         quota = queue_quota(cq, set(flavors), resource)
         if quota is None:
             continue
-        frees = sorted(_running_ends(workloads, name, resource))
+        frees = sorted(_running_ends(workloads, name, resource, now=context.now))
         free = quota.nominal_gpus - quota.used_gpus
         out.append(_Queue(pool, resource, flavors, free, tuple(frees)))
     return out
@@ -129,21 +137,63 @@ def _quota_flavors(cq: Obj) -> set[str]:
     }
 
 
-def _running_ends(workloads: list[Obj], cq: str, resource: str) -> list[tuple[float, int]]:
-    """(when it is evicted at the latest, units it holds) of each admitted, unfinished workload
-    of ``cq`` that sets ``maximumExecutionTimeSeconds``."""
+def _running_ends(
+    workloads: list[Obj], cq: str, resource: str, *, now: float
+) -> list[tuple[float, int]]:
+    """(when it ends, units it holds) of each admitted, unfinished workload of ``cq`` we can
+    time: by ``maximumExecutionTimeSeconds`` (a bound), else by the runs seen before in its
+    LocalQueue (``_seen_end``, a guess); one we cannot time is left out."""
+    seen = _durations_seen(workloads, cq)
     ends = []
     for wl in workloads:
         admission = (wl.get("status") or {}).get("admission") or {}
         if admission.get("clusterQueue") != cq or condition_true(wl, "Finished"):
             continue
         admitted = status_condition(wl, "Admitted")
-        limit = wl["spec"].get("maximumExecutionTimeSeconds")
-        if admitted is None or admitted.get("status") != "True" or limit is None:
+        if admitted is None or admitted.get("status") != "True":
             continue
         started = timestamp_seconds(admitted["lastTransitionTime"])
-        ends.append((started + float(limit), _units(wl, resource)))
+        limit = wl["spec"].get("maximumExecutionTimeSeconds")
+        end = (
+            started + float(limit)
+            if limit is not None
+            else _seen_end(seen.get(_local_queue(wl), []), started, now=now)
+        )
+        if end is not None:
+            ends.append((end, _units(wl, resource)))
     return ends
+
+
+def _durations_seen(workloads: list[Obj], cq: str) -> dict[tuple[str, str], list[float]]:
+    """Per LocalQueue of ``cq``: how long its finished workloads ran (``Admitted`` to
+    ``Finished``), as long as Kueue keeps them (their Job's TTL, its retention policy)."""
+    seen: dict[tuple[str, str], list[float]] = {}
+    for wl in workloads:
+        admission = (wl.get("status") or {}).get("admission") or {}
+        admitted, finished = status_condition(wl, "Admitted"), status_condition(wl, "Finished")
+        if admission.get("clusterQueue") != cq or admitted is None or finished is None:
+            continue
+        if finished.get("status") != "True":
+            continue
+        ran = timestamp_seconds(finished["lastTransitionTime"]) - timestamp_seconds(
+            admitted["lastTransitionTime"]
+        )
+        if ran > 0:
+            seen.setdefault(_local_queue(wl), []).append(ran)
+    return seen
+
+
+def _seen_end(durations: list[float], started: float, *, now: float) -> float | None:
+    """When a run admitted at ``started`` ends, by the runs before it that lasted longer than it
+    has so far: their median (None: fewer than ``MIN_RUNS_SEEN`` of them - untimed)."""
+    longer = sorted(d for d in durations if started + d > now)
+    if len(longer) < MIN_RUNS_SEEN:
+        return None
+    return started + statistics.median(longer)
+
+
+def _local_queue(wl: Obj) -> tuple[str, str]:
+    return (wl["metadata"].get("namespace", ""), wl["spec"].get("queueName", ""))
 
 
 def _units(wl: Obj, resource: str) -> int:
@@ -189,25 +239,16 @@ def _items(
     wl: Obj, queue: _Queue, earliest: int, context: NoticeContext, *, source: str
 ) -> list[AnnouncedItem]:
     meta = wl["metadata"]
-    out = []
-    for pod_set in wl["spec"].get("podSets") or []:
-        template = cast(PodTemplateSpec, pod_set["template"])
-        placed = context.placed(template, queue.pool)
-        if placed is None:
-            continue
-        pool, per_pod = placed
-        pods = int(pod_set.get("count", 1))
-        out.append(
-            AnnouncedItem(
-                pool=pool,
-                gpus_per_pod=per_pod,
-                pods=pods,
-                gang=pods > 1,
-                earliest_start=earliest,
-                latest_start=earliest + context.grace_seconds,
-                source=source,
-                key=f"pending {meta.get('namespace', '')}/{meta['name']}/{pod_set['name']}",
-                in_history=True,
-            )
+    found = (
+        pod_set_item(
+            pod_set,
+            queue.pool,
+            pods=int(pod_set.get("count", 1)),
+            earliest=earliest,
+            key=f"pending {meta.get('namespace', '')}/{meta['name']}/{pod_set['name']}",
+            context=context,
+            source=source,
         )
-    return out
+        for pod_set in wl["spec"].get("podSets") or []
+    )
+    return [item for item in found if item is not None]

@@ -51,34 +51,25 @@ class KueueReservedSource:
             return []
         since_text = reserved.get("lastTransitionTime") or obj["metadata"]["creationTimestamp"]
         since = int(timestamp_seconds(since_text))
-        latest = since + context.grace_seconds
         pools = flavor_pools(context)
         pod_sets = {p["name"]: p for p in obj["spec"]["podSets"]}
         meta = obj["metadata"]
         items = []
         for assignment in obj["status"]["admission"].get("podSetAssignments") or []:
             pod_set = pod_sets[assignment["name"]]
-            template = cast(PodTemplateSpec, pod_set["template"])
             flavors = assignment.get("flavors") or {}
             by_flavor = {pools[f] for f in flavors.values() if f in pools}  # one, or ambiguous
-            placed = context.placed(template, by_flavor.pop() if len(by_flavor) == 1 else None)
-            if placed is None:
-                continue
-            pool, per_pod = placed
-            pods = int(assignment.get("count") or pod_set.get("count") or 1)
-            items.append(
-                AnnouncedItem(
-                    pool=pool,
-                    gpus_per_pod=per_pod,
-                    pods=pods,
-                    gang=pods > 1,
-                    earliest_start=since,
-                    latest_start=latest,
-                    source=self.name,
-                    key=f"workload {meta['namespace']}/{meta['name']}/{assignment['name']}",
-                    in_history=True,
-                )
+            item = pod_set_item(
+                pod_set,
+                by_flavor.pop() if len(by_flavor) == 1 else None,
+                pods=int(assignment.get("count") or pod_set.get("count") or 1),
+                earliest=since,
+                key=f"workload {meta['namespace']}/{meta['name']}/{assignment['name']}",
+                context=context,
+                source=self.name,
             )
+            if item is not None:
+                items.append(item)
         return items
 
     def marker(self, context: NoticeContext) -> PodMarker:
@@ -94,3 +85,33 @@ def flavor_pools(context: NoticeContext) -> dict[str, str]:
         if lbl.NODEPOOL_LABEL in labels:
             out[flavor["metadata"]["name"]] = str(labels[lbl.NODEPOOL_LABEL])
     return out
+
+
+def pod_set_item(
+    pod_set: Obj,
+    pool: str | None,
+    *,
+    pods: int,
+    earliest: int,
+    key: str,
+    context: NoticeContext,
+    source: str,
+) -> AnnouncedItem | None:
+    """One Kueue pod set as an announced item: placed by its template (on ``pool`` when its
+    flavor names one), due from ``earliest`` to that + the grace; None when it places on no
+    pool. Its pods stay in the histories (``in_history``): every Kueue workload's do."""
+    placed = context.placed(cast(PodTemplateSpec, pod_set["template"]), pool)
+    if placed is None:
+        return None
+    placed_pool, per_pod = placed
+    return AnnouncedItem(
+        pool=placed_pool,
+        gpus_per_pod=per_pod,
+        pods=pods,
+        gang=pods > 1,
+        earliest_start=earliest,
+        latest_start=earliest + context.grace_seconds,
+        source=source,
+        key=key,
+        in_history=True,
+    )
