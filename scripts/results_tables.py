@@ -11,7 +11,8 @@ the burst rule, each interpolated at the same evaluation GPU-hours (< 1 is bette
     .venv/bin/python scripts/results_tables.py docs/results/frontier-*.json --check docs/results.md
 
 The declared-notice table comes the same way from ``bench.experiments.declared_notice --json``
-(``declared-notice-<trace>.json``): per trace, budget and share announced, the seeds' range of
+(``declared-notice-<trace>.json``; ``declared-notice-queue-<trace>.json`` from ``--kind queue``,
+its rows after the trace's): per trace, budget and share announced, the seeds' range of
 GPU-hours against reactive, of each wait metric over static headroom at the same GPU-hours, of
 P95 against reactive, and the P95 wait of jobs announced at least the lead time ahead.
 
@@ -116,6 +117,7 @@ def notice_rows(document: dict[str, Any]) -> list[str]:
     """One row per budget and share announced, the seeds' spread in each cell."""
     static = [from_document(m) for m in document["static"]]
     reactive = document["reactive"]
+    kind = document.get("kind", "mixed")
     groups: dict[tuple[int, int], list[dict[str, Any]]] = {}
     for run in document["runs"]:
         groups.setdefault((run["budget"], run["mix_percent"]), []).append(run)
@@ -128,12 +130,19 @@ def notice_rows(document: dict[str, Any]) -> list[str]:
         ahead, later = _group(runs, 0), _group(runs, 1)
         unannounced = _group(runs, 2, jobs=False)
         out.append(
-            f"| {document['trace']} | +{budget} % | {f'{mix} %' if mix else 'none'} | {len(runs)}"
+            f"| {document['trace']} | +{budget} % | {_announced(mix, kind)} | {len(runs)}"
             f" | {_span(spent, '{:+.1%}')} | "
             + " | ".join(vs_static)
             + f" | {_span(p95, '{:+.0%}')} | {ahead} | {later} | {unannounced} | {_came(runs)} |"
         )
     return out
+
+
+def _announced(mix: int, kind: str) -> str:
+    """The share announced, and how when it is not the seam issue's half cron, half pipeline."""
+    if not mix:
+        return "none"
+    return f"{mix} %" if kind == "mixed" else f"{mix} % {kind}"
 
 
 def _came(runs: list[dict[str, Any]]) -> str:
@@ -163,8 +172,11 @@ def _group(runs: list[dict[str, Any]], index: int, *, jobs: bool = True) -> str:
 def notice_table(paths: list[Path]) -> str:
     """The declared-notice table, traces in the order given."""
     lines = [NOTICE_HEADER]
-    for path in paths:
-        lines.extend(notice_rows(json.loads(path.read_text())))
+    documents = [json.loads(path.read_text()) for path in paths]
+    for document in sorted(
+        documents, key=lambda d: (d["trace"], d.get("kind", "mixed") != "mixed")
+    ):
+        lines.extend(notice_rows(document))
     return "\n".join(lines) + "\n"
 
 

@@ -19,7 +19,9 @@ against reactive at <= +10 %.
 
 Run: ``.venv/bin/python -m bench.experiments.declared_notice --trace cluster04 --frontier-json
 docs/results/frontier-cluster04.json [--mixes 0,10,30,50] [--seeds 1,2,3] [--workers 2]``
-(20 replays of 50 days a trace: about 25-40 min on 2 idle cores).
+(20 replays of 50 days a trace: about 25-40 min on 2 idle cores). ``--kind queue --mixes 30``
+announces the share through Kueue's pending queue instead (``--notice queue=S:2m-15m``; the
+``kueue-pending`` source reads it), the issue "notice, continued"'s row.
 """
 
 from __future__ import annotations
@@ -48,6 +50,20 @@ from forecaster.simulation.frontier import BUDGETS_PERCENT, KEYS, from_document,
 from forecaster.simulation.metrics import ReplayMetrics, measure
 from forecaster.simulation.replay import ReplaySetup, replay
 from forecaster.simulation.workers import run_each, usable_cpus
+
+KINDS = {
+    "mixed": lambda share, seed: NoticeMix(
+        cron_share=share / 2, pipeline_share=share / 2, seed=seed
+    ),
+    "queue": lambda share, seed: NoticeMix(
+        queue_share=share, queue_min_seconds=120.0, queue_max_seconds=900.0, seed=seed
+    ),
+}
+"""How a share of GPU-hours is announced: fixed before any run, never tuned afterwards."""
+KIND_TEXT = {
+    "mixed": "half cron 1 d ahead, half pipeline 2-15 min",
+    "queue": "all queued in Kueue 2-15 min, read through its visibility API",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,6 +126,13 @@ def main() -> None:
     own.add_argument("--frontier-json", type=Path, required=True)
     own.add_argument("--mixes", default="0,10,30,50", help="percent of GPU-hours announced")
     own.add_argument("--seeds", default="1,2,3")
+    own.add_argument(
+        "--kind",
+        choices=tuple(KINDS),
+        default="mixed",
+        help="mixed: half cron 1 d ahead, half pipeline 2-15 min; queue: Kueue's pending queue"
+        " 2-15 min",
+    )
     own.add_argument("--tune-days", default="10-30")
     own.add_argument("--eval-days", default="30-50")
     own.add_argument("--workers", type=int, default=usable_cpus())
@@ -134,11 +157,7 @@ def main() -> None:
         at = setup.at_point(point["knob"], point.get("floor_gpus", 0))
         for mix in mixes:
             for seed in seeds if mix else seeds[:1]:
-                declared = (
-                    NoticeMix(cron_share=mix / 200, pipeline_share=mix / 200, seed=seed)
-                    if mix
-                    else None
-                )
+                declared = KINDS[mine.kind](mix / 100, seed) if mix else None
                 twin = dataclasses.replace(at.twin, notice=declared)
                 tasks.append(Task(budget, mix, seed, dataclasses.replace(at, twin=twin)))
     window = (epoch + evaluate[0] * DAY, epoch + evaluate[1] * DAY)
@@ -149,7 +168,7 @@ def main() -> None:
     print(
         f"{mine.trace}: {len(tasks)} replays on {mine.workers} workers in"
         f" {time.perf_counter() - began:.0f} s; the frontier's chosen points with simulated"
-        f" notice (half cron 1 d ahead, half pipeline 2-15 min), evaluation days {mine.eval_days}"
+        f" notice ({mine.kind}: {KIND_TEXT[mine.kind]}), evaluation days {mine.eval_days}"
     )
     static = [from_document(m) for m in frontier["static"]]
     reactive = frontier["reactive"]
@@ -190,6 +209,7 @@ def main() -> None:
         ]
         document = {
             "trace": mine.trace,
+            "kind": mine.kind,
             "tune_days": mine.tune_days,
             "eval_days": mine.eval_days,
             "reactive": reactive,
