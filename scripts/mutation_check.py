@@ -1598,6 +1598,15 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "a pool's history the daemon never measured ignores Karpenter's lead",
+        "forecaster/sources/prometheus.py",
+        "            return self.karpenter_lead(start=start, end=end)",
+        "            return None",
+        (
+            "tests/cli/test_history_replay.py::test_without_the_daemons_lead_karpenters_provisioning_histograms_give_it",
+        ),
+    ),
+    Mutation(
         "a pending workload no timed quota covers is announced anyway",
         "forecaster/actuators/notice/kueue_pending.py",
         "        if free < need:\n            break",

@@ -28,7 +28,7 @@ from forecaster.core.series import iso_utc
 from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.service.clock import SystemClock
-from forecaster.settings import Settings, load_settings
+from forecaster.settings import PoolSettings, Settings, load_settings
 from forecaster.simulation.declared_notice import declare, notice_waits
 from forecaster.simulation.frontier import FrontierInterrupted, frontier, parse_days, said
 from forecaster.simulation.pool import SimulatedPool
@@ -79,25 +79,25 @@ def pool_history(args: argparse.Namespace, settings: Settings | None) -> PoolHis
     args.tune_days, args.eval_days = f"{split.warmup}-{tuned_to}", f"{tuned_to}-{split.days}"
     print(history.said())
     print(f"replaying {split.said()}")
-    lead = history.lead
-    if lead is None:
-        pool = settings.pool(args.pool)
-        print(
-            f"lead: the configured {pool.lead_time.provisioning_seconds:g} s launch +"
-            f" {pool.lead_time.image_pull_seconds:g} s image pull (the daemon measured none in"
-            " this history)"
-        )
-    else:
-        print(
-            f"lead: measured by the daemon (medians over the history): launch"
-            f" {lead.provisioning_seconds:.0f} s, start-up"
-            + (
-                f" {lead.startup_seconds:.0f} s"
-                if lead.startup_seconds is not None
-                else " not seen"
-            )
-        )
+    print(lead_said(history.lead, settings.pool(args.pool)))
     return history
+
+
+def lead_said(lead: MeasuredLead | None, pool: PoolSettings) -> str:
+    """One line: the lead the twin launches nodes with, and who measured it."""
+    if lead is None:
+        return (
+            f"lead: the configured {pool.lead_time.provisioning_seconds:g} s launch +"
+            f" {pool.lead_time.image_pull_seconds:g} s image pull (neither the daemon nor"
+            " Karpenter's metrics measured one in this history)"
+        )
+    by = (
+        "the daemon (medians over the history)"
+        if lead.origin == "daemon"
+        else f"Karpenter (medians of {lead.launches:,} pods' provisioning, all NodePools)"
+    )
+    startup = f"{lead.startup_seconds:.0f} s" if lead.startup_seconds is not None else "not seen"
+    return f"lead: measured by {by}: launch {lead.provisioning_seconds:.0f} s, start-up {startup}"
 
 
 def setup_from(

@@ -21,7 +21,10 @@ class MeasuredLead:
     """A real pod's first start on a node launched for it: scheduled -> containers ready (image
     pull + start); None when no such pod was seen."""
     launches: int
-    """Nodes measured."""
+    """Nodes measured (pods, for Karpenter's figures)."""
+    origin: str = "daemon"
+    """Who measured it: ``daemon`` (this pool's launches) or ``karpenter`` (its cluster-wide
+    pod provisioning histograms, ``sources.prometheus.KARPENTER_LEAD_QUERY``)."""
 
     @property
     def total_seconds(self) -> float:

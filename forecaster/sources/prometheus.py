@@ -180,6 +180,18 @@ together are one gang (``core.jobs.jobs_from_pods``)."""
 LEAD_QUERY = 'max(forecaster_lead_measured_seconds{pool="{pool}",part="{part}"})'
 """The daemon's measured lead of a pool, one part (``provisioning``, ``startup``)."""
 
+KARPENTER_LEAD_QUERY = (
+    "histogram_quantile(0.5, sum by (le) ("
+    "increase(karpenter_pods_provisioning_{part}_duration_seconds_bucket[{range}])))"
+)
+"""Karpenter's median over a range of the time from when it first judged a pending pod
+schedulable (and launched capacity for it) to the pod bound (``part`` ``bound``: the launch) or
+running (``startup``: launch + image pull + start). Alpha histograms, cluster-wide (no NodePool
+label): the lead where the daemon measured none."""
+KARPENTER_COUNT_QUERY = (
+    "sum(increase(karpenter_pods_provisioning_bound_duration_seconds_count[{range}]))"
+)
+
 POD_WINDOW_SECONDS = 86_400
 """``fetch_pods`` asks one day at a time: a subquery over a day at one-minute steps is 1,440
 evaluations, and a day's pods are one modest answer."""
@@ -543,9 +555,10 @@ class PrometheusSource:
         return self._first_hour(f"count({selector.replace('{window}', '1h')})", start, end)
 
     def measured_lead(self, pool: str, *, start: int, end: int) -> MeasuredLead | None:
-        """The pool's lead as the daemon measured it over [start, end]: the median of its
-        hourly export (``forecaster_lead_measured_seconds``, ``LEAD_QUERY``) per part; None
-        where the daemon never measured one (it has not run, or no node launched)."""
+        """The pool's lead over [start, end] as the daemon measured it - the median of its hourly
+        export (``forecaster_lead_measured_seconds``, ``LEAD_QUERY``) per part - else as
+        Karpenter's pod provisioning histograms give it (``karpenter_lead``); None where
+        neither has a figure (the daemon has not run, Karpenter's metrics are not scraped)."""
 
         def median(part: str) -> float | None:
             query = LEAD_QUERY.replace("{pool}", pool).replace("{part}", part)
@@ -555,9 +568,36 @@ class PrometheusSource:
 
         provisioning = median("provisioning")
         if provisioning is None:
-            return None
+            return self.karpenter_lead(start=start, end=end)
         return MeasuredLead(
             provisioning_seconds=provisioning, startup_seconds=median("startup"), launches=0
+        )
+
+    def karpenter_lead(self, *, start: int, end: int) -> MeasuredLead | None:
+        """The lead from Karpenter's pod provisioning histograms over [start, end]
+        (``KARPENTER_LEAD_QUERY``): the median to bound is the launch, the median to running
+        less it the start-up. Cluster-wide: every NodePool's pods it launched capacity for."""
+        span = f"{max(1, end - start)}s"
+
+        def instant(query: str) -> float | None:
+            found = self._guarded(
+                lambda: self._client.custom_query(
+                    query.replace("{range}", span), params={"time": str(end)}
+                )
+            )
+            value = float(found[0]["value"][1]) if found else math.nan
+            return value if math.isfinite(value) else None
+
+        bound = instant(KARPENTER_LEAD_QUERY.replace("{part}", "bound"))
+        if bound is None:
+            return None
+        running = instant(KARPENTER_LEAD_QUERY.replace("{part}", "startup"))
+        pods = instant(KARPENTER_COUNT_QUERY)
+        return MeasuredLead(
+            provisioning_seconds=bound,
+            startup_seconds=max(0.0, running - bound) if running is not None else None,
+            launches=round(pods or 0),
+            origin="karpenter",
         )
 
     def _first_hour(self, query: str, start: int, end: int) -> int | None:

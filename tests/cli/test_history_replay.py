@@ -20,7 +20,7 @@ import yaml
 from forecaster.app import build
 from forecaster.app.history import MIN_FRONTIER, MIN_REPLAY, Windows, windows
 from forecaster.cli import build_parser, main
-from forecaster.cli.replay import setup_from
+from forecaster.cli.replay import lead_said, setup_from
 from forecaster.core.jobs import JobTrace
 from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
@@ -188,6 +188,42 @@ def test_the_daemons_measured_lead_is_read_as_medians_and_launches_the_twins_nod
     pool = settings.pool("itp")
     assert configured.twin.provision_seconds == pool.lead_time.provisioning_seconds
     assert configured.budgets == build.budgets(settings)  # the config's caps, not derived ones
+
+
+def _karpenter_histogram(part: str, counts: dict[str, float]) -> list[Series]:
+    """Karpenter's ``karpenter_pods_provisioning_<part>_duration_seconds`` buckets (cumulative
+    ``counts`` per ``le``) grown from 0 at START to ``counts`` at END, and its ``_count``."""
+    name = f"karpenter_pods_provisioning_{part}_duration_seconds"
+    hours = list(range(START, END + 1, 3600))
+
+    def grown(total: float) -> list[tuple[int, float]]:
+        return [(t, total * (t - START) / (END - START)) for t in hours]
+
+    out = [Series(f"{name}_bucket", {"le": le}, grown(n)) for le, n in counts.items()]
+    return [*out, Series(f"{name}_count", {}, grown(counts["+Inf"]))]
+
+
+def test_without_the_daemons_lead_karpenters_provisioning_histograms_give_it(
+    tmp_path: Path,
+) -> None:
+    """No ``forecaster_lead_measured_seconds``: the launch is Karpenter's median time from
+    judging a pod schedulable to binding it, the start-up its median to running less that."""
+    series = _karpenter_histogram("bound", {"60": 0, "120": 300, "300": 300, "+Inf": 300})
+    series += _karpenter_histogram("startup", {"60": 0, "120": 0, "300": 300, "+Inf": 300})
+    with running_prometheus(tmp_path, series) as url:
+        lead = PrometheusSource(url=url, queries={}).measured_lead("itp", start=START, end=END)
+    with running_prometheus(tmp_path / "bare", []) as url:
+        assert (
+            PrometheusSource(url=url, queries={}).measured_lead("itp", start=START, end=END) is None
+        )
+    assert lead is not None
+    assert lead.origin == "karpenter"
+    assert (lead.provisioning_seconds, lead.startup_seconds) == (90.0, 120.0)  # 210 - 90
+    assert lead.launches == pytest.approx(300, rel=0.05)
+    pool = load_settings(_config(tmp_path, "http://127.0.0.1:9")).pool("itp")
+    assert lead_said(lead, pool).startswith("lead: measured by Karpenter (medians of")
+    assert lead_said(lead, pool).endswith("launch 90 s, start-up 120 s")
+    assert "neither the daemon nor Karpenter" in lead_said(None, pool)
 
 
 def test_what_exists_is_split_a_quarter_warm_up_then_tuned_and_judged() -> None:
