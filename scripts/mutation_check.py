@@ -1607,6 +1607,42 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "the live burst rule prewarms every GPU just created whatever its alpha",
+        "forecaster/forecasting/burst.py",
+        "        return max(0.0, floor + self.alpha * created)",
+        "        return max(0.0, floor + created)",
+        (
+            "tests/actuators/test_burst_live.py::test_the_burst_rule_prewarms_what_was_just_created_in_whole_nodes_under_the_cap",
+        ),
+    ),
+    Mutation(
+        "a burst pool is trained as a predictive one",
+        "forecaster/app/build.py",
+        '        burst_alpha=pool.burst_alpha if pool.policy == "burst" else None,',
+        "        burst_alpha=None,",
+        (
+            "tests/actuators/test_burst_live.py::test_the_training_job_publishes_the_rule_for_a_burst_pool",
+        ),
+    ),
+    Mutation(
+        "the verdict judges the forecast only, never the burst rule",
+        "forecaster/simulation/verdict.py",
+        'FAMILIES = (("predictive", "chosen"), ("burst", "chosen_burst"))',
+        'FAMILIES = (("predictive", "chosen"),)',
+        (
+            "tests/simulation/test_verdict.py::test_the_burst_rule_is_recommended_where_it_qualifies_and_the_forecast_does_not",
+        ),
+    ),
+    Mutation(
+        "of two qualifying families the verdict takes the first, not the better",
+        "forecaster/simulation/verdict.py",
+        "    best = min(winners, key=lambda v: _geometric_mean(v.ratios)) if winners else judged[0]",
+        "    best = winners[0] if winners else judged[0]",
+        (
+            "tests/simulation/test_verdict.py::test_where_both_families_qualify_the_lower_geometric_mean_of_ratios_wins",
+        ),
+    ),
+    Mutation(
         "a pending workload no timed quota covers is announced anyway",
         "forecaster/actuators/notice/kueue_pending.py",
         "        if free < need:\n            break",

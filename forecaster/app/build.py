@@ -89,6 +89,7 @@ def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:
         train_seconds=int(forecast.backtest.train_days * DAY),
         origin_every_seconds=forecast.backtest.origin_every_seconds,
         refit_every_seconds=forecast.backtest.refit_every_seconds,
+        burst_alpha=pool.burst_alpha if pool.policy == "burst" else None,
     )
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar, Protocol, Self
 
 import numpy as np
 import statsmodels.api as sm
@@ -102,6 +102,25 @@ def peak_rise(demand: DemandSeries, *, horizon_seconds: int) -> FloatArray:
     ahead = np.lib.stride_tricks.sliding_window_view(values[1:], steps)
     rise[: ahead.shape[0]] = ahead.max(axis=1) - values[: ahead.shape[0]]  # NaN propagates
     return rise
+
+
+class RiseModel(Protocol):
+    """What the plan asks at every tick: the peak rise of demand within a horizon - the
+    arrivals model's quantile, or the burst rule's one answer (``forecasting.burst``)."""
+
+    name: ClassVar[str]
+
+    def rise(
+        self,
+        *,
+        level: float,
+        recent: RecentArrivals,
+        at: int,
+        horizon_seconds: int,
+        quantile: float,
+    ) -> float: ...
+
+    def to_state(self) -> dict[str, Any]: ...
 
 
 class ArrivalsModel:

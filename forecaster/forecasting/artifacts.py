@@ -27,8 +27,9 @@ from typing import Any
 
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.errors import ModelError
-from forecaster.forecasting.arrivals import ArrivalsModel
+from forecaster.forecasting.arrivals import ArrivalsModel, RiseModel
 from forecaster.forecasting.base import Forecaster
+from forecaster.forecasting.burst import BurstRule
 from forecaster.forecasting.registry import restore
 
 FORMAT = "forecaster.model"
@@ -46,10 +47,18 @@ class Artifact:
     model_name: str
     model: Forecaster
     metadata: dict[str, Any]
-    arrivals: ArrivalsModel | None = None
-    """The peak-additional-demand model published with it (None: trained without arrivals)."""
+    arrivals: RiseModel | None = None
+    """The peak-additional-demand model published with it - the arrivals model, or the burst
+    rule for a pool whose policy is ``burst`` (None: trained without arrivals)."""
     operating_point: OperatingPoint | None = None
     """The quantile and budget chosen at the retrain that trained it (None: none chosen)."""
+
+
+def rise_model(state: dict[str, Any]) -> RiseModel:
+    """The published rise model from its state: the burst rule's says its ``kind``."""
+    if state.get("kind") == BurstRule.name:
+        return BurstRule.from_state(state)
+    return ArrivalsModel.from_state(state)
 
 
 def canonical_hash(document: dict[str, Any]) -> str:
@@ -73,7 +82,7 @@ class ArtifactStore:
         metadata: dict[str, Any],
         created: str,
         make_current: bool = True,
-        arrivals: ArrivalsModel | None = None,
+        arrivals: RiseModel | None = None,
         operating_point: OperatingPoint | None = None,
     ) -> str:
         """Write a new version (``created`` is a UTC ``YYYYmmddTHHMMSSZ`` stamp); return it."""
@@ -172,9 +181,7 @@ class ArtifactStore:
             raise ModelError(f"{path}: artifact belongs to pool {document.get('pool')!r}")
         try:
             model = restore(document["class"], document["state"])
-            arrivals = (
-                ArrivalsModel.from_state(document["arrivals"]) if "arrivals" in document else None
-            )
+            arrivals = rise_model(document["arrivals"]) if "arrivals" in document else None
             point = (
                 OperatingPoint.from_dict(document["operating_point"])
                 if "operating_point" in document

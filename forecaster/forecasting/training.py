@@ -24,10 +24,11 @@ from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries, from_epoch_seconds
 from forecaster.durations import DAY
 from forecaster.errors import ModelError
-from forecaster.forecasting.arrivals import ArrivalsModel
+from forecaster.forecasting.arrivals import ArrivalsModel, RiseModel
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.backtest import BacktestSpec, ModelRun, ModelScore, run_backtest, score
 from forecaster.forecasting.base import Forecaster
+from forecaster.forecasting.burst import BurstRule
 from forecaster.forecasting.registry import FALLBACK, build
 from forecaster.forecasting.selection import Selection, champion_or_challenger, select
 
@@ -49,6 +50,9 @@ class TrainingPlan:
     train_seconds: int
     origin_every_seconds: int
     refit_every_seconds: int
+    burst_alpha: float | None = None
+    """Set for a pool whose policy is ``burst``: the burst rule with this alpha is published in
+    the arrivals model's place (``forecasting.burst``)."""
 
 
 @dataclass(frozen=True)
@@ -139,11 +143,7 @@ def train_pool(
     )
     fit_began = time.perf_counter()
     model_name, model = _fitted(series, selection.model, plan)
-    arrivals_model, arrivals_note = None, "no arrivals history: the plan follows the level model"
-    if arrivals is not None:
-        arrivals_model, arrivals_note = fit_arrivals(
-            series, arrivals, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles
-        )
+    arrivals_model, arrivals_note = rise_model(series, arrivals, plan)
     fit_seconds = time.perf_counter() - fit_began
     promote, why = champion_or_challenger(store, pool, challenger=model_name, scores=scores)
     metadata = _metadata(
@@ -199,6 +199,30 @@ def _fitted(series: DemandSeries, name: str, plan: TrainingPlan) -> tuple[str, F
         model = build(FALLBACK, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles)
         model.fit(series)
     return name, model
+
+
+def rise_model(
+    series: DemandSeries, arrivals: DemandSeries | None, plan: TrainingPlan
+) -> tuple[RiseModel | None, str]:
+    """What the plan follows, and a line saying so: the burst rule for a ``burst`` pool, else
+    the arrivals model where the pool's arrivals are known, else nothing (the level model)."""
+    if plan.burst_alpha is not None:
+        try:
+            rule = BurstRule(horizons_seconds=plan.horizons_seconds, alpha=plan.burst_alpha)
+            rule.fit(series)
+        except ModelError as exc:
+            log.warning("pool %s: no burst rule: %s", series.name, exc)
+            return None, f"no burst rule ({exc}): the plan follows the level model"
+        floors = ", ".join(f"{f:.1f} GPUs in {h} s" for h, f in sorted(rule.floors_.items()))
+        return rule, (
+            f"burst rule (floor {floors} + {plan.burst_alpha:g} x GPUs created in the last"
+            " 15 min): the plan follows it"
+        )
+    if arrivals is None:
+        return None, "no arrivals history: the plan follows the level model"
+    return fit_arrivals(
+        series, arrivals, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles
+    )
 
 
 def fit_arrivals(

@@ -122,6 +122,9 @@ def _predict(
     )  # fmt: skip
 
 
+RISE_BY = {"arrivals": "arrivals model", "burst": "burst rule: floor + alpha x last 15 min"}
+
+
 def with_arrivals(
     runtime: PoolRuntime,
     track: PoolTrack,
@@ -160,11 +163,11 @@ def with_arrivals(
         level + median,
         level + upper,
         data_end=now,
-        model="arrivals",
+        model=model.name,
         quantile=q,
         peak=True,
         basis=f"{level} GPUs of unannounced work requested now + peak rise {upper:.1f}"
-        f" within {ahead} s;"
+        f" within {ahead} s ({RISE_BY.get(model.name, model.name)});"
         f" GPUs of pods created: {created}",
     )
     return PoolView(**{**view.__dict__, "demand": demand})

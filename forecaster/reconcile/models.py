@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.series import DemandSeries
 from forecaster.errors import ModelError
-from forecaster.forecasting.arrivals import ArrivalsModel
+from forecaster.forecasting.arrivals import RiseModel
 from forecaster.forecasting.artifacts import Artifact, ArtifactStore
 from forecaster.forecasting.base import Forecaster
 from forecaster.forecasting.registry import FALLBACK, build
@@ -30,8 +30,9 @@ class ActiveModel:
     name: str
     version: str
     """Artifact version, or ``fallback`` when the baseline was fitted on the spot."""
-    arrivals: ArrivalsModel | None = None
-    """The peak-additional-demand model trained with it, when the pool's arrivals were known:
+    arrivals: RiseModel | None = None
+    """The peak-additional-demand model trained with it (or the burst rule), when the pool's
+    arrivals were known:
     the plan then follows it (``reconcile.loop``), the level model feeds the chart."""
     operating_point: OperatingPoint | None = None
     """The quantile and GPU-hours budget chosen with it (``core.operating_point``), when the

@@ -148,6 +148,16 @@ class PoolSettings(_Strict):
         " for the steady trickle of small jobs), while the pool has a forecast; an operating"
         " point's choice replaces it",
     )
+    policy: Literal["predictive", "burst"] = Field(
+        "predictive",
+        description="what the plan follows: predictive (the arrivals model's quantile of the"
+        " peak rise) or burst (a floor learned weekly + burst_alpha x GPUs of pods created in"
+        " the last 15 min; what the frontier's verdict recommends where it beats predictive);"
+        " same caps, ledger, error budget and expiry either way",
+    )
+    burst_alpha: float = Field(
+        1.0, ge=0, le=16, description="policy burst: share of the last 15 min's GPUs prewarmed"
+    )
     prices: Prices = Prices()
     capacity_type: Literal["on-demand", "spot"] = "on-demand"
     backend: str | None = Field(

@@ -13,13 +13,21 @@ and the same for every pool:
   largest K that kept within the budget on the tuning window - chosen the way forecaster's
   point is, never on the evaluation window.
 
+**The family, not only its knobs:** the rule judges each policy family the daemon can run that
+has a point within the budget - ``predictive`` (the quantile forecast, ``chosen``) and ``burst``
+(the burst rule, ``chosen_burst``; ``pools[].policy: burst``) - and where both qualify it
+recommends the one with the lower geometric mean of its three ratios; where neither does,
+static headroom as above (judged against the predictive point). Every family's row is said.
+
 Both rows are said either way, and the configuration that runs the recommendation. Pure: reads
 the frontier's JSON document (``simulation.frontier``), so a saved JSON gets the same verdict.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -30,6 +38,8 @@ BETTER = 0.9
 """At most this fraction of static's figure on at least one compared metric."""
 NO_WORSE = 1.05
 """... and at most this on each of the others."""
+FAMILIES = (("predictive", "chosen"), ("burst", "chosen_burst"))
+"""Each policy family the daemon runs live, and where the frontier document keeps its choice."""
 COMPARED = (
     ("share_waiting_over_5min", "jobs waiting > 5 min"),
     ("mean_wait_s", "mean wait"),
@@ -54,11 +64,17 @@ class Verdict:
     """The static headroom recommended (None when forecaster is)."""
     ratios: dict[str, float]
     """Chosen over static at the same GPU-hours, per compared metric."""
+    family: str = "predictive"
+    """The policy family of ``chosen`` (``FAMILIES``)."""
+    others: tuple[Verdict, ...] = ()
+    """The other families' verdicts at this budget (said, not recommended)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As the frontier's JSON carries it (``verdict``)."""
         return {
             "budget_percent": self.budget_percent,
+            "family": self.family,
+            "others": [o.to_dict() for o in self.others],
             "recommend": self.recommend,
             "reason": self.reason,
             "chosen": self.chosen,
@@ -74,9 +90,32 @@ def verdicts(document: dict[str, Any], budgets: Sequence[int]) -> list[Verdict]:
 
 
 def verdict(document: dict[str, Any], budget_percent: int) -> Verdict:
-    """The rule above, at one budget."""
+    """The rule above, at one budget: each family judged, the better qualifying one
+    recommended (the others said beside it); static when none qualifies."""
+    judged = [
+        family_verdict(document, budget_percent, point, family=family)
+        for family, key in FAMILIES
+        if (point := (document.get(key) or {}).get(str(budget_percent))) is not None
+        or family == "predictive"
+    ]
+    winners = [v for v in judged if v.recommend == "forecaster"]
+    best = min(winners, key=lambda v: _geometric_mean(v.ratios)) if winners else judged[0]
+    return dataclasses.replace(best, others=tuple(v for v in judged if v is not best))
+
+
+def _geometric_mean(ratios: dict[str, float]) -> float:
+    return math.exp(sum(math.log(max(r, 1e-9)) for r in ratios.values()) / len(ratios))
+
+
+def family_verdict(
+    document: dict[str, Any],
+    budget_percent: int,
+    chosen: dict[str, Any] | None,
+    *,
+    family: str = "predictive",
+) -> Verdict:
+    """The rule above for one family's ``chosen`` point at one budget."""
     static = sorted(document["static"], key=lambda m: float(m["knob"]))
-    chosen = document["chosen"].get(str(budget_percent))
     if chosen is None:
         return _static(
             document,
@@ -85,6 +124,7 @@ def verdict(document: dict[str, Any], budget_percent: int) -> Verdict:
             same_cost=None,
             ratios={},
             reason="no forecaster point fits the budget",
+            family=family,
         )
     same_cost = at_gpu_hours(static, float(chosen["gpu_hours"]))
     if same_cost is None:
@@ -95,6 +135,7 @@ def verdict(document: dict[str, Any], budget_percent: int) -> Verdict:
             same_cost=None,
             ratios={},
             reason="the static sweep does not reach the chosen point's GPU-hours (widen it)",
+            family=family,
         )
     ratios = {key: ratio(float(chosen[key]), same_cost[key]) for key, _ in COMPARED}
     if any(r <= BETTER for r in ratios.values()) and all(r <= NO_WORSE for r in ratios.values()):
@@ -109,6 +150,7 @@ def verdict(document: dict[str, Any], budget_percent: int) -> Verdict:
             same_cost,
             None,
             ratios,
+            family=family,
         )
     worse = [name for key, name in COMPARED if ratios[key] > NO_WORSE]
     reason = (
@@ -117,7 +159,13 @@ def verdict(document: dict[str, Any], budget_percent: int) -> Verdict:
         else f"no figure {BETTER:g}x of static's or better"
     )
     return _static(
-        document, budget_percent, chosen=chosen, same_cost=same_cost, ratios=ratios, reason=reason
+        document,
+        budget_percent,
+        chosen=chosen,
+        same_cost=same_cost,
+        ratios=ratios,
+        reason=reason,
+        family=family,
     )
 
 
@@ -129,6 +177,7 @@ def _static(
     same_cost: dict[str, float] | None,
     ratios: dict[str, float],
     reason: str,
+    family: str,
 ) -> Verdict:
     """Recommend static headroom: the smallest K no worse than ``chosen`` at no more GPU-hours,
     else the largest K within the budget on the tuning window."""
@@ -151,7 +200,7 @@ def _static(
         fits = [int(m["knob"]) for m in document["tune"]["static"] if m["gpu_hours"] <= limit]
         gpus = max(fits, default=0)
         reason += f"; {gpus} GPUs: the most static headroom within the budget on the tuning window"
-    return Verdict(budget_percent, "static", reason, chosen, same_cost, gpus, ratios)
+    return Verdict(budget_percent, "static", reason, chosen, same_cost, gpus, ratios, family=family)
 
 
 def at_gpu_hours(static: Sequence[dict[str, Any]], gpu_hours: float) -> dict[str, float] | None:
@@ -178,25 +227,19 @@ def ratio(mine: float, other: float) -> float:
 
 
 def in_sentences(verdicts: Sequence[Verdict], *, scope: str, pool: str | None) -> list[str]:
-    """The verdicts for an operator: both rows at each budget, the recommendation and why, and
-    the configuration that runs it. ``scope`` names the history and its windows."""
+    """The verdicts for an operator: each family's row and static's at each budget, the
+    recommendation and why, and the configuration that runs it. ``scope`` names the history
+    and its windows."""
     lines = []
+    order = [family for family, _ in FAMILIES]
     for v in verdicts:
         head = f"{scope}: at +{v.budget_percent} % GPU-hours"
-        if v.chosen is not None and v.static_same_cost is not None:
-            label = point_label(float(v.chosen["knob"]), int(v.chosen.get("floor_gpus", 0)))
-            lines.append(
-                f"{head}, forecaster's choice ({label}) has {_figures(v.chosen)}; static"
-                f" headroom of the same cost (about {v.static_same_cost['gpus']:.0f} GPUs) has"
-                f" {_figures(v.static_same_cost)}"
-            )
-        elif v.chosen is not None:
-            lines.append(f"{head}, forecaster's choice has {_figures(v.chosen)}; {v.reason}")
-        else:
-            lines.append(f"{head}: {v.reason}")
+        for each in sorted((v, *v.others), key=lambda e: order.index(e.family)):
+            lines.append(_row(each, head))
         if v.recommend == "forecaster" and v.chosen is not None:
-            lines.append(f"  -> recommend forecaster ({v.reason}); configuration:")
-            lines.extend(f"     {line}" for line in forecaster_config(v.chosen, pool))
+            rule = " with the burst rule" if v.family == "burst" else ""
+            lines.append(f"  -> recommend forecaster{rule} ({v.reason}); configuration:")
+            lines.extend(f"     {line}" for line in forecaster_config(v.chosen, pool, v.family))
         else:
             lines.append(
                 f"  -> recommend static headroom of {v.static_gpus} GPUs ({v.reason}): keep"
@@ -206,8 +249,33 @@ def in_sentences(verdicts: Sequence[Verdict], *, scope: str, pool: str | None) -
     return lines
 
 
-def forecaster_config(chosen: dict[str, Any], pool: str | None) -> list[str]:
-    """The configuration lines that run ``chosen`` (quantile, floor) in the daemon."""
+def _row(v: Verdict, head: str) -> str:
+    """One family's point at a budget, beside static headroom of the same cost."""
+    if v.chosen is None:
+        return f"{head}: {v.reason}" + (" (burst rule)" if v.family == "burst" else "")
+    if v.family == "burst":
+        name = f"the burst rule's choice (alpha {float(v.chosen['knob']):g})"
+    else:
+        label = point_label(float(v.chosen["knob"]), int(v.chosen.get("floor_gpus", 0)))
+        name = f"forecaster's choice ({label})"
+    if v.static_same_cost is None:
+        return f"{head}, {name} has {_figures(v.chosen)}; {v.reason}"
+    return (
+        f"{head}, {name} has {_figures(v.chosen)}; static headroom of the same cost (about"
+        f" {v.static_same_cost['gpus']:.0f} GPUs) has {_figures(v.static_same_cost)}"
+    )
+
+
+def forecaster_config(
+    chosen: dict[str, Any], pool: str | None, family: str = "predictive"
+) -> list[str]:
+    """The configuration lines that run ``chosen`` in the daemon: quantile and floor
+    (predictive), or the burst rule and its alpha (burst)."""
+    if family == "burst":
+        return [
+            f"pools: [{{name: {pool or '<pool>'}, policy: burst, burst_alpha:"
+            f" {float(chosen['knob']):g}}}]   # your pool's entry: add policy and burst_alpha"
+        ]
     quantile = float(chosen["knob"])
     return [
         f"forecast: {{target_quantile: {quantile:g}, quantiles: [0.5, {quantile:g}]}}",

@@ -106,3 +106,41 @@ def test_ratios_of_zero() -> None:
     assert ratio(0, 0) == 1.0
     assert ratio(1, 0) == float("inf")
     assert ratio(1, 2) == 0.5
+
+
+def with_burst(
+    chosen: dict[str, Any] | None, burst: dict[str, Any], budget: int = 5
+) -> dict[str, Any]:
+    return {**document(chosen, budget), "chosen_burst": {str(budget): burst}}
+
+
+def test_the_burst_rule_is_recommended_where_it_qualifies_and_the_forecast_does_not() -> None:
+    chosen = row(104, 0.145, 78, 355, knob=0.9, floor_gpus=0)  # not better enough
+    burst = row(104, 0.10, 76, 360, knob=2.0)  # 0.67x on the share, no worse elsewhere
+    v = verdict(with_burst(chosen, burst), 5)
+    assert (v.recommend, v.family) == ("forecaster", "burst")
+    assert [o.family for o in v.others] == ["predictive"]
+    said = "\n".join(in_sentences([v], scope="s", pool="itp"))
+    assert "forecaster's choice (P90) has 14.5%" in said  # every family's row is said
+    assert "the burst rule's choice (alpha 2) has 10.0%" in said
+    assert "recommend forecaster with the burst rule" in said
+    assert "pools: [{name: itp, policy: burst, burst_alpha: 2}]" in said
+    assert v.to_dict()["family"] == "burst" and v.to_dict()["others"][0]["family"] == "predictive"
+
+
+def test_where_both_families_qualify_the_lower_geometric_mean_of_ratios_wins() -> None:
+    chosen = row(104, 0.12, 78, 355, knob=0.8, floor_gpus=16)  # 0.80x, 0.98x, 0.99x
+    burst = row(104, 0.13, 70, 350, knob=1.0)  # 0.87x, 0.88x, 0.97x: lower product
+    v = verdict(with_burst(chosen, burst), 5)
+    assert (v.recommend, v.family) == ("forecaster", "burst")
+    better = row(104, 0.09, 72, 340, knob=0.8, floor_gpus=16)  # 0.60x, 0.90x, 0.94x
+    assert verdict(with_burst(better, burst), 5).family == "predictive"
+
+
+def test_where_no_family_qualifies_static_is_recommended_with_every_row_said() -> None:
+    chosen = row(110, 0.08, 70, 300, knob=0.9, floor_gpus=0)  # worse on the mean
+    burst = row(104, 0.15, 84, 360, knob=0.5)  # no better anywhere
+    v = verdict(with_burst(chosen, burst), 5)
+    assert (v.recommend, v.family, v.static_gpus) == ("static", "predictive", 8)
+    said = "\n".join(in_sentences([v], scope="s", pool=None))
+    assert "the burst rule's choice (alpha 0.5)" in said and "recommend static headroom" in said
