@@ -1636,8 +1636,8 @@ MUTATIONS = (
     Mutation(
         "of two qualifying families the verdict takes the first, not the better",
         "forecaster/simulation/verdict.py",
-        "    best = min(winners, key=lambda v: _geometric_mean(v.ratios)) if winners else judged[0]",
-        "    best = winners[0] if winners else judged[0]",
+        "min(winners, key=lambda v: _geometric_mean(v.ratios))",
+        "winners[0]",
         (
             "tests/simulation/test_verdict.py::test_where_both_families_qualify_the_lower_geometric_mean_of_ratios_wins",
         ),
