@@ -169,7 +169,7 @@ def test_pending_work_that_does_not_come_is_withdrawn_and_charged(
     api.clock = float(due - 60)
     first = daemon.reconcile(due - 60)
     assert first is not None
-    assert first.plan.pool(POOL).target_gpus >= 16  # prewarmed for the head of the queue
+    assert first.plan.pool(POOL).target_gpus == 16  # prewarmed once for the head of the queue
     api.clock = float(due)
     assert daemon.reconcile(due) is not None  # due: held from now on
     api.clock = float(due + 601)
