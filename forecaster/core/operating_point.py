@@ -94,6 +94,24 @@ def within_budget(
     return candidate.gpu_hours <= reactive_gpu_hours * (1 + budget_percent / 100)
 
 
+def larger_floor_worth_trying(
+    candidate: Candidate,
+    *,
+    reactive_gpu_hours: float,
+    budget_percent: float,
+    p95_wait_s: float | None = None,
+) -> bool:
+    """Whether the next larger floor at ``candidate``'s quantile is worth replaying: not when
+    ``candidate`` met the wait target (a larger floor is only dearer), nor when it spent more
+    than ``budget_percent`` over reactive (a larger floor spends more still, so it could not be
+    chosen). The training job's choice and the frontier's sweep skip floors by this one rule."""
+    if p95_wait_s is not None:
+        return candidate.p95_wait_s > p95_wait_s
+    return within_budget(
+        candidate, reactive_gpu_hours=reactive_gpu_hours, budget_percent=budget_percent
+    )
+
+
 def cheapest_within_wait(candidates: Sequence[Candidate], *, p95_wait_s: float) -> Choice | None:
     """The fewest GPU-hours (then the lower mean wait) among candidates whose P95 wait was at
     most ``p95_wait_s``; with none there, the lowest P95 wait (``within_budget`` False). None:

@@ -3,11 +3,12 @@
 Static headroom (an overprovisioner of K GPUs) is the strongest simple alternative, and it is
 a curve, not a point: each K buys a wait for some GPU-hours. So we sweep K, sweep predictive's
 knobs (the forecast quantile it plans for, and the floor of nodes it keeps warm whatever the
-forecast), and compare at equal GPU-hours by interpolating the static curve. Every run covers
-the trace from its start (history to learn from) to the end of the evaluation window and is
-measured twice: on the **tuning** window, where the operating point for a GPU-hours budget
-(+5 %, +10 % over reactive) is chosen, and on the later **evaluation** window, where it is judged -
-no choice looks at evaluation outcomes.
+forecast; a larger floor only where the smaller one kept within the largest budget - past it
+a floor could not be chosen, ``FloorChains``), and compare at equal GPU-hours by interpolating
+the static curve. Every run covers the trace from its start (history to learn from) to the
+end of the evaluation window and is measured twice: on the **tuning** window, where the
+operating point for a GPU-hours budget (+5 %, +10 % over reactive) is chosen, and on the later
+**evaluation** window, where it is judged - no choice looks at evaluation outcomes.
 
 The ``burst`` baseline (floor + alpha x GPUs of pods created in the last 15 min, re-planned
 every 15 s; ``simulation.policies.Burst``) is swept over alpha the same way: the product's model
@@ -45,6 +46,7 @@ from forecaster.core.jobs import JobTrace
 from forecaster.core.operating_point import (
     CANDIDATE_FLOOR_NODES,
     CANDIDATE_QUANTILES,
+    larger_floor_worth_trying,
     point_label,
 )
 from forecaster.core.operating_point import choose as choose_candidate
@@ -305,7 +307,8 @@ def frontier(
         _replayed, jobs=jobs, make_policy=make_policy, windows=windows, workers=workers,
         progress=progress,
     )  # fmt: skip
-    curves = _Curves.of(runs, replayed(runs), continuation_gaps)
+    chains = FloorChains(runs, setup, floor_nodes=floor_nodes)
+    curves = _Curves.of(runs, replayed(runs, follow=chains), continuation_gaps)
 
     def more_static(knobs: Sequence[int]) -> list[Point]:
         return replayed([Run("static", f"static:{k}", k, setup) for k in knobs])
@@ -369,7 +372,7 @@ class _Curves:
             reactive,
             oracle,
             curves.pop("static", []),
-            curves.pop("predictive", []),
+            sorted(curves.pop("predictive", []), key=lambda p: (p.knob, p.floor_gpus or 0)),
             curves.pop("burst", []),
             {f"{gap:g}": curves.pop(f"{gap:g}", []) for gap in gaps},
             policies,
@@ -528,8 +531,10 @@ def _replayed(
     windows: dict[str, tuple[float, float]],
     workers: int,
     progress: Callable[[str], None] | None,
+    follow: FloorChains | None = None,
 ) -> list[Point]:
-    """``runs`` replayed and measured, a progress line as each finishes; Ctrl-C raises
+    """``runs`` replayed and measured, a progress line as each finishes, and the runs
+    ``follow`` adds as they finish (appended to ``runs``, which it holds); Ctrl-C raises
     ``FrontierInterrupted`` with those that finished."""
 
     def done(index: int, finished: int) -> None:
@@ -542,6 +547,7 @@ def _replayed(
             runs,
             workers=workers,
             done=done,
+            follow=follow,
         )
     except Interrupted as stop:
         raise FrontierInterrupted(partial(runs, stop.finished)) from None
@@ -557,9 +563,10 @@ def sweep(
     continuation_gaps: Sequence[float],
     policy_knobs: Mapping[str, Sequence[float]] | None = None,
 ) -> list[Run]:
-    """Every replay of the frontier: reactive, oracle, each static K, each predictive quantile
-    at each floor, each burst alpha, each continuation GAP over each static K, and each other
-    policy at each of its knobs."""
+    """Every replay the frontier starts with: reactive, oracle, each static K, each predictive
+    quantile at its smallest floor (``FloorChains`` adds the larger ones as they are worth it),
+    each burst alpha, each continuation GAP over each static K, and each other policy at each
+    of its knobs."""
     per_node = setup.twin.gpus_per_node
     return [
         Run("reactive", "reactive", 0, setup),
@@ -568,7 +575,7 @@ def sweep(
         *(
             Run("predictive", "predictive", q, setup.at_point(q, n * per_node), n * per_node)
             for q in predictive_knobs
-            for n in floor_nodes
+            for n in sorted(set(floor_nodes))[:1]  # the larger floors follow (``FloorChains``)
         ),
         *(Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
         *(
@@ -582,6 +589,51 @@ def sweep(
             for k in knobs
         ),
     ]
+
+
+class FloorChains:
+    """``run_each``'s ``follow`` for predictive's floors: at each quantile the floors are
+    replayed from the smallest up, the next once the last one's tuning GPU-hours are known to
+    be within the largest budget (``core.operating_point.larger_floor_worth_trying``, the rule
+    the training job's choice skips floors by). A larger floor only costs more, so one past
+    every budget could never be chosen: the choices are those of the whole grid, for fewer
+    replays. Reactive's GPU-hours are the budget's base; until they are known, finished floors
+    wait. The runs it adds are appended to ``runs`` (the list the sweep's labels come from)."""
+
+    def __init__(self, runs: list[Run], setup: ReplaySetup, *, floor_nodes: Sequence[int]) -> None:
+        self.runs = runs
+        self.setup = setup
+        per_node = setup.twin.gpus_per_node
+        self.floors = [n * per_node for n in sorted(set(floor_nodes))]
+        self.reactive_gpu_hours: float | None = None
+        self.waiting: list[tuple[int, Point]] = []
+
+    def __call__(self, index: int, point: Point) -> list[Run]:
+        """The runs worth adding now that ``runs[index]`` finished as ``point``."""
+        if self.runs[index].curve == "reactive":
+            self.reactive_gpu_hours = point.tune.gpu_hours
+        elif self.runs[index].curve == "predictive":
+            self.waiting.append((index, point))
+        if self.reactive_gpu_hours is None:
+            return []
+        more = [run for i, p in sorted(self.waiting) if (run := self._next(self.runs[i], p))]
+        self.waiting.clear()
+        self.runs.extend(more)
+        return more
+
+    def _next(self, run: Run, point: Point) -> Run | None:
+        floor = run.floor or 0
+        larger = [f for f in self.floors if f > floor]
+        if not larger or self.reactive_gpu_hours is None:
+            return None
+        if not larger_floor_worth_trying(
+            as_candidate(run.knob, point.tune, floor_gpus=floor),
+            reactive_gpu_hours=self.reactive_gpu_hours,
+            budget_percent=max(BUDGETS_PERCENT),
+        ):
+            return None
+        q, nxt = run.knob, larger[0]
+        return Run("predictive", "predictive", q, self.setup.at_point(q, nxt), nxt)
 
 
 POLICY_CURVE = "policy:"

@@ -30,12 +30,11 @@ from contextlib import contextmanager
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.operating_point import (
     Budget,
-    Candidate,
     OperatingPoint,
+    larger_floor_worth_trying,
     operating_point,
     point_label,
     slo_at,
-    within_budget,
 )
 from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
@@ -92,15 +91,15 @@ def choose_operating_point(
         for floor in sorted(set(floors_gpus)):
             which = under_budget(base, quantile=q, floor_gpus=floor, gpu_hours_per_day=cap)
             try:
-                m = run("predictive", which)
+                candidates.append(as_candidate(q, run("predictive", which), floor_gpus=floor))
             except ForecasterError as exc:
-                log.warning(
-                    "pool %s: replay at %s failed (%s): not a candidate",
-                    history.name, point_label(q, floor), exc,
-                )  # fmt: skip
+                log.warning("pool %s: replay at %s failed (%s): not a candidate",
+                            history.name, point_label(q, floor), exc)  # fmt: skip
                 continue
-            candidates.append(as_candidate(q, m, floor_gpus=floor))
-            if _enough(candidates[-1], budget, reactive.gpu_hours, percent):
+            if not larger_floor_worth_trying(
+                candidates[-1], reactive_gpu_hours=reactive.gpu_hours, budget_percent=percent,
+                p95_wait_s=budget.p95_wait_s,
+            ):  # fmt: skip
                 break
     return operating_point(
         candidates, reactive_gpu_hours=reactive.gpu_hours, budget=budget,
@@ -178,19 +177,6 @@ def _measured(setup: ReplaySetup, *, start: int, warmup_end: int, end: int) -> R
             every_seconds=min(7 * DAY, warmup),
         ),
     )
-
-
-def _enough(
-    candidate: Candidate, budget: Budget, reactive_gpu_hours: float, percent: float
-) -> bool:
-    """Whether a larger floor at this quantile need not be tried: it met the wait target
-    (a larger one is only dearer), or it is over the budget (a larger one spends more still)."""
-    if budget.p95_wait_s is not None:
-        return candidate.p95_wait_s <= budget.p95_wait_s
-    spent_within = within_budget(
-        candidate, reactive_gpu_hours=reactive_gpu_hours, budget_percent=percent
-    )
-    return not spent_within  # over the budget: a larger floor spends more still
 
 
 def under_budget(

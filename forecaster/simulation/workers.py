@@ -17,7 +17,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from logging.handlers import QueueHandler, QueueListener
 from multiprocessing.queues import Queue
 from typing import Any, TypeVar
@@ -49,21 +49,47 @@ def run_each(
     *,
     workers: int,
     done: Callable[[int, int], None] | None = None,
+    follow: Callable[[int, Result], Sequence[Task]] | None = None,
 ) -> list[Result]:
     """``run`` over ``tasks``, results in the tasks' order; in up to ``workers`` processes when
-    more than one. ``done(index, finished)`` after each task, as tasks finish. The first error
-    raised by a task is raised here, and tasks not started yet are cancelled. Ctrl-C raises
-    ``Interrupted`` with what finished; the workers are stopped, not waited for."""
+    more than one. ``done(index, finished)`` after each task, as tasks finish. ``follow(index,
+    result)``, called in this process as each task finishes, returns tasks to run next (indexed
+    after those given, in the order returned): a sweep that decides from one result whether
+    the next run is worth it keeps every worker busy meanwhile. The first error raised by a
+    task is raised here, and tasks not started yet are cancelled. Ctrl-C raises ``Interrupted``
+    with what finished; the workers are stopped, not waited for."""
+    tasks = list(tasks)
+
+    def finish(index: int, result: Result, count: int) -> list[Task]:
+        if done is not None:
+            done(index, count)
+        more = list(follow(index, result)) if follow is not None else []
+        tasks.extend(more)
+        return more
+
+    if workers > 1 and (len(tasks) > 1 or follow is not None):
+        return _in_processes(run, tasks, workers=workers, finish=finish, grows=follow is not None)
     finished: dict[int, Result] = {}
-    if workers <= 1 or len(tasks) <= 1:
-        try:
-            for index, task in enumerate(tasks):
-                finished[index] = run(task)
-                if done is not None:
-                    done(index, index + 1)
-        except KeyboardInterrupt:
-            raise Interrupted(finished) from None
-        return [finished[i] for i in range(len(tasks))]
+    try:
+        for index, task in enumerate(tasks):  # ``finish`` may add to ``tasks`` as it goes
+            finished[index] = run(task)
+            finish(index, finished[index], index + 1)
+    except KeyboardInterrupt:
+        raise Interrupted(finished) from None
+    return [finished[i] for i in range(len(tasks))]
+
+
+def _in_processes(
+    run: Callable[[Task], Result],
+    tasks: list[Task],
+    *,
+    workers: int,
+    finish: Callable[[int, Result, int], list[Task]],
+    grows: bool,
+) -> list[Result]:
+    """``run_each`` in spawned worker processes: ``finish`` reports each result and returns the
+    tasks it adds (appended to ``tasks``), which are submitted at once."""
+    finished: dict[int, Result] = {}
     context = multiprocessing.get_context("spawn")
     records: Queue[logging.LogRecord] = context.Queue()
     root = logging.getLogger()
@@ -71,7 +97,7 @@ def run_each(
     listener.start()
     others = set(multiprocessing.active_children())  # a caller's own children are not ours
     pool = ProcessPoolExecutor(
-        max_workers=min(workers, len(tasks)),
+        max_workers=workers if grows else min(workers, len(tasks)),
         mp_context=context,
         initializer=_worker_started,
         initargs=(records, root.level, _levels()),
@@ -79,11 +105,19 @@ def run_each(
     interrupted = False
     try:
         futures: dict[Future[Result], int] = {pool.submit(run, t): i for i, t in enumerate(tasks)}
-        for count, future in enumerate(as_completed(futures), start=1):
-            finished[futures[future]] = future.result()  # the first failure stops the rest
-            if done is not None:
-                done(futures[future], count)
-        return [future.result() for future in futures]
+        pending = set(futures)
+        while pending:
+            ended, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(ended, key=futures.__getitem__):
+                index, result = futures[future], future.result()  # a failure stops the rest
+                finished[index] = result
+                more = finish(index, result, len(finished))
+                first = len(tasks) - len(more)
+                for offset, task in enumerate(more):
+                    submitted = pool.submit(run, task)
+                    futures[submitted] = first + offset
+                    pending.add(submitted)
+        return [finished[i] for i in range(len(tasks))]
     except KeyboardInterrupt:
         interrupted = True
         raise Interrupted(finished) from None

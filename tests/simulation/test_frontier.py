@@ -29,7 +29,9 @@ from forecaster.errors import ConfigError
 from forecaster.simulation.frontier import (
     KEYS,
     MAX_EXTENSIONS,
+    FloorChains,
     Point,
+    Run,
     choose,
     extend_static,
     frontier,
@@ -37,6 +39,7 @@ from forecaster.simulation.frontier import (
     interpolate,
     parse_days,
     said,
+    sweep,
 )
 from forecaster.simulation.metrics import ReplayMetrics
 from forecaster.simulation.replay import RetrainSchedule
@@ -217,3 +220,38 @@ def test_the_static_sweep_is_extended_until_it_brackets_the_chosen_points() -> N
     assert extend_static(swept, [120.0], run=run, gpus_per_node=8) == swept  # bracketed: none
     far = extend_static(swept, [1e6], run=run, gpus_per_node=8)
     assert len(far) == 3 + MAX_EXTENSIONS  # bounded: past that the verdict says "widen it"
+
+
+def test_a_larger_floor_is_replayed_only_while_the_last_kept_within_the_largest_budget() -> None:
+    """``FloorChains``: predictive starts at its smallest floor; the next floor at a quantile
+    is added once the last one's tuning GPU-hours are within +10 % of reactive's (a larger
+    floor only costs more: past every budget it could not be chosen), and not before reactive's
+    are known. The training job's choice skips floors by the same rule."""
+    s = setup(3)
+    runs = sweep(
+        s, static_knobs=(0,), predictive_knobs=(0.8, 0.9), floor_nodes=(0, 2, 4),
+        burst_knobs=(), continuation_gaps=(),
+    )  # fmt: skip
+    assert [r.label for r in runs if r.curve == "predictive"] == [
+        "predictive P80",
+        "predictive P90",
+    ]
+    chains = FloorChains(runs, s, floor_nodes=(0, 2, 4))
+    index = {r.label: i for i, r in enumerate(runs)}
+
+    def point(run: Run, gpu_hours: float) -> Point:
+        return Point(run.knob, metrics(gpu_hours), metrics(gpu_hours), run.floor)
+
+    p80, p90 = runs[index["predictive P80"]], runs[index["predictive P90"]]
+    assert chains(index["predictive P80"], point(p80, 105.0)) == []  # reactive not known yet
+    assert chains(index["predictive P90"], point(p90, 111.0)) == []
+    added = chains(index["reactive"], point(runs[index["reactive"]], 100.0))
+    # P80 at +5 %: its next floor (2 nodes); P90 at +11 %, past the largest budget: none
+    assert [r.label for r in added] == ["predictive P80+16"]
+    assert runs[-1] is added[0] and added[0].setup.floor_gpus == 16
+    assert chains(len(runs) - 1, point(added[0], 110.0)) != []  # +10 %: still within
+    assert chains(len(runs) - 1, point(runs[-1], 110.5)) == []  # P80+32 past it: no P80+48
+    assert [r.label for r in runs if r.curve == "predictive"][-2:] == [
+        "predictive P80+16",
+        "predictive P80+32",
+    ]

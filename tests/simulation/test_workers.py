@@ -112,3 +112,29 @@ def test_ctrl_c_stops_the_pools_workers_and_leaves_the_callers_own_children_alon
     finally:
         mine.terminate()
         mine.join()
+
+
+def next_while_small(index: int, result: int) -> list[int]:
+    """``follow``: a task whose square is under 10 is followed by the next number up."""
+    return [int(result**0.5) + 1] if result < 10 else []
+
+
+def plain_square(n: int) -> int:
+    return n * n
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_finished_task_may_add_the_next_and_its_result_comes_after_those_given(
+    workers: int,
+) -> None:
+    """The frontier's floors follow one another: a task ``follow`` adds runs once the one before
+    it finished, while the others keep the workers busy; its result is indexed after the tasks
+    given, in the order added."""
+    seen: list[int] = []
+    results = run_each(
+        plain_square, [1, 5], workers=workers, follow=next_while_small,
+        done=lambda i, k: seen.append(i),
+    )  # fmt: skip
+    # 1 -> 2 -> 3 -> 4 (16: no more); 5 (25): none
+    assert results == [1, 25, 4, 9, 16]
+    assert sorted(seen) == [0, 1, 2, 3, 4]
