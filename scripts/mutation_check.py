@@ -163,9 +163,9 @@ MUTATIONS = (
     ),
     Mutation(
         "floors beyond one over the budget are still replayed",
-        "forecaster/simulation/operating_point.py",
-        "    return not spent_within  # over the budget: a larger floor spends more still\n",
-        "    return False\n",
+        "forecaster/core/operating_point.py",
+        "    return within_budget(\n",
+        "    return True or within_budget(\n",
         (
             "tests/simulation/test_operating_point.py::test_floors_are_tried_per_quantile_from_the_smallest_until_one_is_over_the_budget",
         ),
@@ -1640,6 +1640,33 @@ MUTATIONS = (
         "winners[0]",
         (
             "tests/simulation/test_verdict.py::test_where_both_families_qualify_the_lower_geometric_mean_of_ratios_wins",
+        ),
+    ),
+    Mutation(
+        "the frontier's larger floors are cut by the smallest budget, not the largest",
+        "forecaster/simulation/frontier.py",
+        "            budget_percent=max(BUDGETS_PERCENT),",
+        "            budget_percent=min(BUDGETS_PERCENT),",
+        (
+            "tests/simulation/test_frontier.py::test_a_larger_floor_is_replayed_only_while_the_last_kept_within_the_largest_budget",
+        ),
+    ),
+    Mutation(
+        "a floor finished before reactive's GPU-hours are known is never followed",
+        "forecaster/simulation/frontier.py",
+        "sorted(self.waiting) if (run",
+        "sorted(self.waiting)[-1:] if (run",
+        (
+            "tests/simulation/test_frontier.py::test_a_larger_floor_is_replayed_only_while_the_last_kept_within_the_largest_budget",
+        ),
+    ),
+    Mutation(
+        "a task added by follow is never run in the workers",
+        "forecaster/simulation/workers.py",
+        "                    pending.add(submitted)",
+        "                    pass",
+        (
+            "tests/simulation/test_workers.py::test_a_finished_task_may_add_the_next_and_its_result_comes_after_those_given",
         ),
     ),
     Mutation(
