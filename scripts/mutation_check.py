@@ -1670,6 +1670,15 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "replay's burst-live retrains the arrivals model, not the burst rule",
+        "forecaster/app/build_replay.py",
+        "        burst_alpha=setup.burst_alpha,\n",
+        "",
+        (
+            "tests/simulation/test_burst_live_replay.py::test_burst_live_runs_the_daemons_loop_with_the_rule_refitted_weekly",
+        ),
+    ),
+    Mutation(
         "a pending workload no timed quota covers is announced anyway",
         "forecaster/actuators/notice/kueue_pending.py",
         "        if free < need:\n            break",

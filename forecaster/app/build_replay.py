@@ -178,6 +178,7 @@ def predictive(setup: ReplaySetup) -> Predictive:
         quantiles=(0.5, setup.plan_quantile),
         schedule=setup.retrain,
         arrivals=setup.arrivals,
+        burst_alpha=setup.burst_alpha,
     )
     runtime = setup.runtime or PoolRuntime(
         policy=replay_pool_policy(setup),

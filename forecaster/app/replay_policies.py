@@ -8,6 +8,7 @@ policy's maker reads it. A new policy is one class following ``simulation.twin.P
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -124,6 +125,16 @@ def _burst(asked: PolicyRequest) -> Policy:
     )
 
 
+def _burst_live(asked: PolicyRequest) -> Policy:
+    """The burst rule as the daemon runs it (``pools[].policy: burst``): its reconcile loop with
+    the rule, refitted weekly, in the arrivals model's place - what the verdict's burst
+    configuration runs; ``burst:ALPHA`` is the same formula outside the daemon."""
+    alpha = float(asked.knob) if asked.knob is not None else 1.0
+    policy = predictive(dataclasses.replace(asked.setup, burst_alpha=alpha))
+    policy.name = f"burst-live:{alpha:g}"
+    return policy
+
+
 def _oracle(asked: PolicyRequest) -> Policy:
     """Every coming job, through the daemon's planner and caps."""
     planner = PlannedPrewarm(replay_pool_policy(asked.setup), asked.setup.budgets)
@@ -141,6 +152,7 @@ register_policy("reactive", lambda asked: Reactive())
 register_policy("static", _static, knob="K")
 register_policy("schedule", _schedule)
 register_policy("burst", _burst, knob="ALPHA")
+register_policy("burst-live", _burst_live, knob="ALPHA")
 register_policy("predictive", lambda asked: predictive(asked.setup))
 register_policy("oracle", _oracle)
 register_policy("continuation", _continuation, knob="GAP")

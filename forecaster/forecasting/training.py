@@ -204,25 +204,39 @@ def _fitted(series: DemandSeries, name: str, plan: TrainingPlan) -> tuple[str, F
 def rise_model(
     series: DemandSeries, arrivals: DemandSeries | None, plan: TrainingPlan
 ) -> tuple[RiseModel | None, str]:
-    """What the plan follows, and a line saying so: the burst rule for a ``burst`` pool, else
-    the arrivals model where the pool's arrivals are known, else nothing (the level model)."""
-    if plan.burst_alpha is not None:
+    """What the plan follows, and a line saying so (``fit_rise`` with the plan's horizons,
+    quantiles and burst share)."""
+    return fit_rise(
+        series, arrivals, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles,
+        burst_alpha=plan.burst_alpha,
+    )  # fmt: skip
+
+
+def fit_rise(
+    series: DemandSeries,
+    arrivals: DemandSeries | None,
+    *,
+    horizons_seconds: tuple[int, ...],
+    quantiles: tuple[float, ...],
+    burst_alpha: float | None,
+) -> tuple[RiseModel | None, str]:
+    """What the plan follows, and a line saying so: the burst rule for a ``burst`` pool
+    (``burst_alpha`` set), else the arrivals model where the pool's arrivals are known, else
+    nothing (the level model). The training job and replay's weekly retrain both fit here."""
+    if burst_alpha is not None:
         try:
-            rule = BurstRule(horizons_seconds=plan.horizons_seconds, alpha=plan.burst_alpha)
-            rule.fit(series)
+            rule = BurstRule(horizons_seconds=horizons_seconds, alpha=burst_alpha).fit(series)
         except ModelError as exc:
             log.warning("pool %s: no burst rule: %s", series.name, exc)
             return None, f"no burst rule ({exc}): the plan follows the level model"
         floors = ", ".join(f"{f:.1f} GPUs in {h} s" for h, f in sorted(rule.floors_.items()))
         return rule, (
-            f"burst rule (floor {floors} + {plan.burst_alpha:g} x GPUs created in the last"
+            f"burst rule (floor {floors} + {burst_alpha:g} x GPUs created in the last"
             " 15 min): the plan follows it"
         )
     if arrivals is None:
         return None, "no arrivals history: the plan follows the level model"
-    return fit_arrivals(
-        series, arrivals, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles
-    )
+    return fit_arrivals(series, arrivals, horizons_seconds=horizons_seconds, quantiles=quantiles)
 
 
 def fit_arrivals(

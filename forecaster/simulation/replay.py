@@ -23,7 +23,7 @@ from forecaster.core.series import DemandSeries
 from forecaster.durations import DAY
 from forecaster.errors import ForecasterError
 from forecaster.forecasting.registry import build
-from forecaster.forecasting.training import fit_arrivals
+from forecaster.forecasting.training import fit_rise
 from forecaster.reconcile.loop import Reconciler
 from forecaster.reconcile.models import ActiveModel
 from forecaster.reconcile.records import PoolRuntime
@@ -64,9 +64,12 @@ class WeeklyRetrain:
         quantiles: tuple[float, ...],
         schedule: RetrainSchedule,
         arrivals: bool = True,
+        burst_alpha: float | None = None,
     ) -> None:
         self.source = source
         self.arrivals = arrivals
+        self.burst_alpha = burst_alpha
+        """Set: the burst rule at this share in the arrivals model's place (``fit_rise``)."""
         self.clock = clock
         self.model_name = model_name
         self.horizons_seconds = horizons_seconds
@@ -108,14 +111,10 @@ class WeeklyRetrain:
         except ForecasterError as exc:
             log.warning("replay retrain at %s failed (%s): keeping the previous model", now, exc)
             return
-        arrivals = None
-        if inputs.arrivals is not None:
-            arrivals, _ = fit_arrivals(
-                history,
-                inputs.arrivals,
-                horizons_seconds=self.horizons_seconds,
-                quantiles=self.quantiles,
-            )
+        arrivals, _ = fit_rise(
+            history, inputs.arrivals, horizons_seconds=self.horizons_seconds,
+            quantiles=self.quantiles, burst_alpha=self.burst_alpha,
+        )  # fmt: skip
         self.current = ActiveModel(fitted, self.model_name, f"replay-{now}", arrivals)
         self.fits.append((now, history.end))
 
@@ -175,6 +174,9 @@ class ReplaySetup:
     arrivals: bool = True
     """Whether the retrains fit the arrivals model (the pool's training has pods' creation
     times); without, the plan follows the level model, as the daemon's does."""
+    burst_alpha: float | None = None
+    """Set: the retrains fit the daemon's burst rule at this share in the arrivals model's place,
+    as for a pool with ``policy: burst`` (``forecasting.burst``; replay's ``burst-live:ALPHA``)."""
     runtime: PoolRuntime | None = None
     """The pool as a configured daemon runs it (``app.build.pool_runtime``: its policy, horizon,
     quantile and lead); None: replay's own whole-node pool built from the fields above."""

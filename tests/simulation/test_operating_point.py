@@ -32,6 +32,12 @@ from tests.factories import REPLAY_T0, bursty, setup
 def test_each_quantile_is_replayed_as_the_daemon_runs_it_under_the_budget_cap(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Where the training job's choice parts from the frontier's: both skip floors by one rule
+    (``core.operating_point.larger_floor_worth_trying``) and choose with one function
+    (``core.operating_point.choose``), but the training job replays each candidate under the
+    GPU-hours/day cap its budget sets - as the daemon will then run it - while the frontier
+    replays each once under the configured caps and judges it for every budget. A floor that
+    fits a budget on average but not each day's cap is chosen by the frontier, not here."""
     history, _ = bursty(3, seed=3, start=REPLAY_T0)
     end = history.end + history.step_seconds
     seen: list[tuple[str, ReplaySetup]] = []
