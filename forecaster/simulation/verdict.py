@@ -272,9 +272,12 @@ def forecaster_config(
     """The configuration lines that run ``chosen`` in the daemon: quantile and floor
     (predictive), or the burst rule and its alpha (burst)."""
     if family == "burst":
+        alpha = f"{float(chosen['knob']):g}"
         return [
-            f"pools: [{{name: {pool or '<pool>'}, policy: burst, burst_alpha:"
-            f" {float(chosen['knob']):g}}}]   # your pool's entry: add policy and burst_alpha"
+            f"pools: [{{name: {pool or '<pool>'}, policy: burst, burst_alpha: {alpha}}}]"
+            "   # your pool's entry: add policy and burst_alpha",
+            f"# measured as replay's burst:{alpha} (the rule outside the daemon's loop); replay"
+            f" --policy burst:{alpha},burst-live:{alpha} runs it as the pool will",
         ]
     quantile = float(chosen["knob"])
     return [

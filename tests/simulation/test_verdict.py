@@ -125,6 +125,7 @@ def test_the_burst_rule_is_recommended_where_it_qualifies_and_the_forecast_does_
     assert "the burst rule's choice (alpha 2) has 10.0%" in said
     assert "recommend forecaster with the burst rule" in said
     assert "pools: [{name: itp, policy: burst, burst_alpha: 2}]" in said
+    assert "--policy burst:2,burst-live:2 runs it as the pool will" in said  # how to check it
     assert v.to_dict()["family"] == "burst" and v.to_dict()["others"][0]["family"] == "predictive"
 
 
