@@ -1679,6 +1679,15 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "a burst point measured outside the daemon's loop is recommended",
+        "forecaster/simulation/verdict.py",
+        'if v.recommend == "forecaster" and v.live]',
+        'if v.recommend == "forecaster"]',
+        (
+            "tests/simulation/test_verdict.py::test_a_burst_point_measured_outside_the_daemons_loop_is_said_not_recommended",
+        ),
+    ),
+    Mutation(
         "a pending workload no timed quota covers is announced anyway",
         "forecaster/actuators/notice/kueue_pending.py",
         "        if free < need:\n            break",

@@ -152,7 +152,7 @@ class PoolSettings(_Strict):
         "predictive",
         description="what the plan follows: predictive (the arrivals model's quantile of the"
         " peak rise) or burst (a floor learned weekly + burst_alpha x GPUs of pods created in"
-        " the last 15 min; what the frontier's verdict recommends where it beats predictive);"
+        " the last 15 min; replay's burst-live:ALPHA runs it as a pool would);"
         " same caps, ledger, error budget and expiry either way",
     )
     burst_alpha: float = Field(

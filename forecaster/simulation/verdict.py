@@ -18,6 +18,11 @@ has a point within the budget - ``predictive`` (the quantile forecast, ``chosen`
 (the burst rule, ``chosen_burst``; ``pools[].policy: burst``) - and where both qualify it
 recommends the one with the lower geometric mean of its three ratios; where neither does,
 static headroom as above (judged against the predictive point). Every family's row is said.
+A family is recommended only from figures of the daemon's own loop: the frontier's burst curve
+is replay's ``burst:ALPHA`` (the rule outside the loop, seconds a run), and ``burst-live:ALPHA``
+- the loop as a ``policy: burst`` pool runs it, under its error budget - did far worse on
+cluster04 (mean wait 1.5x at half the GPU-hours, 30 hand-offs), so a burst point is said, not
+recommended, unless the document says its curve was the live one (``BURST_MEASURED``).
 
 Both rows are said either way, and the configuration that runs the recommendation. Pure: reads
 the frontier's JSON document (``simulation.frontier``), so a saved JSON gets the same verdict.
@@ -40,6 +45,9 @@ NO_WORSE = 1.05
 """... and at most this on each of the others."""
 FAMILIES = (("predictive", "chosen"), ("burst", "chosen_burst"))
 """Each policy family the daemon runs live, and where the frontier document keeps its choice."""
+BURST_MEASURED = "burst_measured"
+"""The frontier document's key saying how its burst curve ran: ``"live"`` (the daemon's loop,
+``burst-live``) makes a burst point recommendable; absent, it is replay's rule."""
 COMPARED = (
     ("share_waiting_over_5min", "jobs waiting > 5 min"),
     ("mean_wait_s", "mean wait"),
@@ -68,6 +76,9 @@ class Verdict:
     """The policy family of ``chosen`` (``FAMILIES``)."""
     others: tuple[Verdict, ...] = ()
     """The other families' verdicts at this budget (said, not recommended)."""
+    live: bool = True
+    """Whether its figures come from the daemon's own loop (a burst curve only when the
+    document says so: ``BURST_MEASURED``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As the frontier's JSON carries it (``verdict``)."""
@@ -93,12 +104,15 @@ def verdict(document: dict[str, Any], budget_percent: int) -> Verdict:
     """The rule above, at one budget: each family judged, the better qualifying one
     recommended (the others said beside it); static when none qualifies."""
     judged = [
-        family_verdict(document, budget_percent, point, family=family)
+        dataclasses.replace(
+            family_verdict(document, budget_percent, point, family=family),
+            live=family == "predictive" or document.get(BURST_MEASURED) == "live",
+        )
         for family, key in FAMILIES
         if (point := (document.get(key) or {}).get(str(budget_percent))) is not None
         or family == "predictive"
     ]
-    winners = [v for v in judged if v.recommend == "forecaster"]
+    winners = [v for v in judged if v.recommend == "forecaster" and v.live]
     best = min(winners, key=lambda v: _geometric_mean(v.ratios)) if winners else judged[0]
     return dataclasses.replace(best, others=tuple(v for v in judged if v is not best))
 
@@ -254,7 +268,10 @@ def _row(v: Verdict, head: str) -> str:
     if v.chosen is None:
         return f"{head}: {v.reason}" + (" (burst rule)" if v.family == "burst" else "")
     if v.family == "burst":
-        name = f"the burst rule's choice (alpha {float(v.chosen['knob']):g})"
+        name = f"the burst rule's choice (alpha {float(v.chosen['knob']):g}"
+        name += (
+            ")" if v.live else "; replay's rule outside the daemon's loop: said, not recommended)"
+        )
     else:
         label = point_label(float(v.chosen["knob"]), int(v.chosen.get("floor_gpus", 0)))
         name = f"forecaster's choice ({label})"

@@ -109,9 +109,11 @@ def test_ratios_of_zero() -> None:
 
 
 def with_burst(
-    chosen: dict[str, Any] | None, burst: dict[str, Any], budget: int = 5
+    chosen: dict[str, Any] | None, burst: dict[str, Any], budget: int = 5, *, live: bool = True
 ) -> dict[str, Any]:
-    return {**document(chosen, budget), "chosen_burst": {str(budget): burst}}
+    """A frontier document whose burst curve ran the daemon's loop (``live``) or replay's rule."""
+    found = {**document(chosen, budget), "chosen_burst": {str(budget): burst}}
+    return found | ({"burst_measured": "live"} if live else {})
 
 
 def test_the_burst_rule_is_recommended_where_it_qualifies_and_the_forecast_does_not() -> None:
@@ -145,3 +147,17 @@ def test_where_no_family_qualifies_static_is_recommended_with_every_row_said() -
     assert (v.recommend, v.family, v.static_gpus) == ("static", "predictive", 8)
     said = "\n".join(in_sentences([v], scope="s", pool=None))
     assert "the burst rule's choice (alpha 0.5)" in said and "recommend static headroom" in said
+
+
+def test_a_burst_point_measured_outside_the_daemons_loop_is_said_not_recommended() -> None:
+    """The frontier's burst curve is replay's rule; the daemon's loop running the rule
+    (``burst-live``) did far worse on cluster04, so its figures recommend nothing."""
+    chosen = row(104, 0.145, 78, 355, knob=0.9, floor_gpus=0)  # not better enough
+    burst = row(104, 0.10, 76, 360, knob=2.0)  # would qualify: 0.67x on the share
+    v = verdict(with_burst(chosen, burst, live=False), 5)
+    assert (v.recommend, v.family) == ("static", "predictive")
+    (other,) = v.others
+    assert other.family == "burst" and other.recommend == "forecaster" and not other.live
+    said = "\n".join(in_sentences([v], scope="s", pool="itp"))
+    assert "alpha 2; replay's rule outside the daemon's loop: said, not recommended)" in said
+    assert "policy: burst" not in said and "recommend static headroom" in said
