@@ -293,8 +293,7 @@ def forecaster_config(
         return [
             f"pools: [{{name: {pool or '<pool>'}, policy: burst, burst_alpha: {alpha}}}]"
             "   # your pool's entry: add policy and burst_alpha",
-            f"# measured as replay's burst:{alpha} (the rule outside the daemon's loop); replay"
-            f" --policy burst:{alpha},burst-live:{alpha} runs it as the pool will",
+            f"# check: replay --policy burst:{alpha},burst-live:{alpha} runs it as the pool will",
         ]
     quantile = float(chosen["knob"])
     return [
