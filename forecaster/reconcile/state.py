@@ -65,8 +65,9 @@ class ServiceState:
     """The announced items followed but not resolved yet (``NoticeLedger.saved``)."""
 
     def pool(self, name: str) -> PoolState:
-        """The pool's state, created on first use."""
-        return self.pools.setdefault(name, PoolState())
+        """The pool's state, created on first use (and only then: read several times a tick)."""
+        found = self.pools.get(name)
+        return found if found is not None else self.pools.setdefault(name, PoolState())
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form."""

@@ -41,6 +41,8 @@ class TwinPorts:
         self.decision = Decision(0)
         self.lock = threading.Lock()
         self._counted = 0  # placeholders that ended and were reported (``TwinView.ended_after``)
+        self._read: dict[str, tuple[tuple[int, ...], tuple[DemandSeries, QualityReport]]] = {}
+        """Per kind of history, the last range read and its result (``_series``)."""
 
     @property
     def now(self) -> float:
@@ -65,7 +67,7 @@ class TwinPorts:
             raise SourceError(f"the twin simulates pool {self.pool!r}, not {pool!r}")
         with self.lock:
             first, values = self._twin().demand_history(since=start)
-        return self._series(pool, first, values, end=end, step_seconds=step_seconds)
+        return self._series_of("demand", first, values, end=end, step_seconds=step_seconds)
 
     @staticmethod
     def _series(
@@ -92,7 +94,21 @@ class TwinPorts:
             raise SourceError(f"the twin simulates pool {self.pool!r}, not {pool!r}")
         with self.lock:
             first, values = self._twin().arrival_history(since=start)
-        return self._series(pool, first, values, end=end, step_seconds=step_seconds)
+        return self._series_of("arrivals", first, values, end=end, step_seconds=step_seconds)
+
+    def _series_of(
+        self, kind: str, first: int, values: np.ndarray, *, end: int, step_seconds: int
+    ) -> tuple[DemandSeries, QualityReport]:
+        """``_series``, read once per range: the twin's history holds complete minutes only,
+        which never change once written, so the same first minute, length, end and step give
+        the same series - the loop's ticks within one minute (every 15 s) reuse it."""
+        kept = 0 if end < first else min(values.size, (end - first) // 60 + 1)
+        key = (first, values.size, kept, step_seconds)
+        last = self._read.get(kind)
+        if last is None or last[0] != key:
+            last = key, self._series(self.pool, first, values, end=end, step_seconds=step_seconds)
+            self._read[kind] = last
+        return last[1]
 
     # ---- observer ------------------------------------------------------------------------------
 

@@ -392,3 +392,26 @@ def test_the_daemon_prewarms_for_workloads_kueue_holds_and_is_judged_on_its_plan
     assert burst_wait[600] <= 30  # warm: the preemption grace, no lead time
     assert burst_wait[0] >= 120  # cold: new nodes and their image pull, then reactive
     assert handoffs[0] >= 1 and handoffs[600] == 0
+
+
+def test_the_twins_history_read_once_a_minute_is_what_a_fresh_read_gives() -> None:
+    """``TwinPorts`` reuses a read within its minute (a speed-up): at every tick of a replay
+    the series the loop gets equals one computed afresh from the twin, minute after minute."""
+    jobs, s = synthetic(2, seed=4), setup(2)
+    policy = predictive(s)
+    ports, compared = policy.ports, []
+    fetch = ports.fetch
+
+    def checked(pool: str, *, start: int, end: int, step_seconds: int) -> object:
+        got = fetch(pool, start=start, end=end, step_seconds=step_seconds)
+        first, values = ports._twin().demand_history(since=start)
+        fresh = ports._series(pool, first, values, end=end, step_seconds=step_seconds)
+        assert np.array_equal(got[0].values, fresh[0].values, equal_nan=True)
+        assert np.array_equal(got[0].timestamps, fresh[0].timestamps)
+        assert got[1] == fresh[1]
+        compared.append(int(got[0].timestamps[-1]))
+        return got
+
+    ports.fetch = checked  # type: ignore[method-assign]
+    replay(jobs, policy, setup=s)
+    assert len(set(compared)) > 1000 and len(compared) > len(set(compared))
