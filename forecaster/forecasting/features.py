@@ -42,8 +42,9 @@ def reaching_back(
     index = np.asarray(index, dtype=np.int64)
     if index.size == 0:
         return values, index
-    lo = int(np.clip(index.min() - steps, 0, values.size))
-    hi = int(np.clip(index.max() + 1, lo, values.size))
+    # plain ints, not ``np.clip``: this runs at every forecast, where numpy's call costs more
+    lo = min(max(int(index.min()) - steps, 0), values.size)
+    hi = min(max(int(index.max()) + 1, lo), values.size)
     return values[lo:hi], index - lo
 
 
@@ -82,8 +83,9 @@ def empirical_quantile(sample: FloatArray, q: float) -> float:
 def trailing_sum(values: FloatArray, index: IntArray, *, steps: int) -> FloatArray:
     """Sum of ``values[i - steps + 1 .. i]`` (NaN counted as 0) for each ``i`` in ``index``."""
     csum = np.concatenate(([0.0], np.cumsum(np.nan_to_num(values))))
-    hi = np.clip(np.asarray(index) + 1, 0, values.size)
-    lo = np.clip(np.asarray(index) + 1 - steps, 0, values.size)
+    after = np.asarray(index) + 1
+    hi = np.minimum(np.maximum(after, 0), values.size)  # ``np.clip``, without its overhead
+    lo = np.minimum(np.maximum(after - steps, 0), values.size)
     return np.asarray(csum[hi] - csum[lo], dtype=np.float64)
 
 

@@ -66,8 +66,8 @@ from forecaster.sources.base import DemandSource
 
 log = logging.getLogger(__name__)
 SAVE_EVERY_SECONDS = 300
-"""Persist the state at least this often (and at every change of mode): the tallies are kept in
-5-minute buckets (``core.budget.BUCKET_SECONDS``), so a crash loses at most about one."""
+"""Persist the state at least this often (and at every change of mode; a replay, never read back,
+less): the tallies are 5-minute buckets (``core.budget.BUCKET_SECONDS``), a crash loses ~one."""
 
 
 class Reconciler:
@@ -87,8 +87,9 @@ class Reconciler:
         observe: Observer | None = None,
         actuator: PrewarmActuator | None = None,
         halt: HaltReader | None = None,
+        save_every_seconds: int = SAVE_EVERY_SECONDS,
     ) -> None:
-        self.pools = list(pools)
+        self.pools, self.save_every_seconds = list(pools), save_every_seconds
         self.source = source
         self.models = models
         self.lookback_seconds = lookback_seconds
@@ -96,9 +97,7 @@ class Reconciler:
         self.slo = slo
         self.state_store = state_store
         self.step_seconds = step_seconds
-        self.observe = observe
-        self.actuator = actuator
-        self.read_halt = halt
+        self.observe, self.actuator, self.read_halt = observe, actuator, halt
         self.state = ServiceState()
         self.notice_ledger = NoticeLedger()
         """Announced items followed to their end: each notice source's precision and waste."""
@@ -320,7 +319,7 @@ class Reconciler:
         self.state.last_tick = now
         self.state.notice, self.state.notice_in_flight = self.notice_ledger.saved()
         modes = {name: p.budget.mode for name, p in self.state.pools.items()}
-        due = self._saved_at is None or now - self._saved_at >= SAVE_EVERY_SECONDS
+        due = self._saved_at is None or now - self._saved_at >= self.save_every_seconds
         if not due and modes == self._saved_modes:
             return
         try:

@@ -526,7 +526,7 @@ class Twin:
         return (
             prewarm > budgets.max_total_prewarm_gpus
             or prewarm * self.cfg.price_per_gpu_hour > budgets.max_cost_per_hour + 1e-9
-            or float(np.sum(day)) / 60 > budgets.max_prewarm_gpu_hours_per_day + 1e-9
+            or float(day.sum()) / 60 > budgets.max_prewarm_gpu_hours_per_day + 1e-9
         )
 
     def _tick(self) -> None:
