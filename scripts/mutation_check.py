@@ -228,8 +228,8 @@ MUTATIONS = (
     Mutation(
         "a feature's reach misses the oldest step it reads",
         "forecaster/forecasting/features.py",
-        "lo = int(np.clip(index.min() - steps, 0, values.size))",
-        "lo = int(np.clip(index.min() - steps + 2, 0, values.size))",
+        "lo = min(max(int(index.min()) - steps, 0), values.size)",
+        "lo = min(max(int(index.min()) - steps + 2, 0), values.size)",
         ("tests/forecasting/test_features.py",),
     ),
     Mutation(
@@ -1663,8 +1663,8 @@ MUTATIONS = (
     Mutation(
         "a task added by follow is never run in the workers",
         "forecaster/simulation/workers.py",
-        "                    pending.add(submitted)",
-        "                    pass",
+        "waiting.extendleft(reversed(range(len(tasks) - len(more), len(tasks))))",
+        "pass",
         (
             "tests/simulation/test_workers.py::test_a_finished_task_may_add_the_next_and_its_result_comes_after_those_given",
         ),
@@ -1685,6 +1685,24 @@ MUTATIONS = (
         'if v.recommend == "forecaster"]',
         (
             "tests/simulation/test_verdict.py::test_a_burst_point_measured_outside_the_daemons_loop_is_said_not_recommended",
+        ),
+    ),
+    Mutation(
+        "a run added by follow waits behind every run not started yet",
+        "forecaster/simulation/workers.py",
+        "waiting.extendleft(reversed(range(len(tasks) - len(more), len(tasks))))",
+        "waiting.extend(range(len(tasks) - len(more), len(tasks)))",
+        (
+            "tests/simulation/test_workers.py::test_a_task_added_by_follow_runs_before_those_not_started_yet",
+        ),
+    ),
+    Mutation(
+        "the twin's history re-read within a minute is another minute's",
+        "forecaster/simulation/live.py",
+        "key = (first, values.size, kept, step_seconds)",
+        "key = (first, step_seconds)",
+        (
+            "tests/simulation/test_replay.py::test_the_twins_history_read_once_a_minute_is_what_a_fresh_read_gives",
         ),
     ),
     Mutation(

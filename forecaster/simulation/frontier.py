@@ -566,18 +566,18 @@ def sweep(
     """Every replay the frontier starts with: reactive, oracle, each static K, each predictive
     quantile at its smallest floor (``FloorChains`` adds the larger ones as they are worth it),
     each burst alpha, each continuation GAP over each static K, and each other policy at each
-    of its knobs."""
+    of its knobs. The longest first, after reactive (its GPU-hours start the floor chains):
+    the daemon's loop, then the rules, then static - the short runs fill the workers at the
+    end instead of one long run keeping a worker alone (the figures do not depend on the
+    order; each curve keeps its own)."""
     per_node = setup.twin.gpus_per_node
     return [
         Run("reactive", "reactive", 0, setup),
-        Run("oracle", "oracle", 0, setup),
-        *(Run("static", f"static:{k}", k, setup) for k in static_knobs),
         *(
             Run("predictive", "predictive", q, setup.at_point(q, n * per_node), n * per_node)
             for q in predictive_knobs
             for n in sorted(set(floor_nodes))[:1]  # the larger floors follow (``FloorChains``)
         ),
-        *(Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
         *(
             Run(f"{gap:g}", f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
             for gap in continuation_gaps
@@ -588,6 +588,9 @@ def sweep(
             for name, knobs in (policy_knobs or {}).items()
             for k in knobs
         ),
+        Run("oracle", "oracle", 0, setup),
+        *(Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
+        *(Run("static", f"static:{k}", k, setup) for k in static_knobs),
     ]
 
 

@@ -598,6 +598,8 @@ class Twin:
         return [n for n in self.live.values() if n.ready_at <= self.now]
 
     def _schedule(self) -> None:
+        if not self.pending and not self.pending_placeholders:
+            return  # nothing to place (most calls: every tick schedules)
         ready = self._ready_nodes()
         still: list[int] = []
         for j in self.pending:
@@ -710,6 +712,8 @@ class Twin:
             self._push(self.now + self.cfg.batch_seconds, PROVISION, 0)
 
     def _provision(self) -> None:
+        if not self.pending and not self.pending_placeholders:
+            return  # nothing pending: no node is needed (most calls: every tick provisions)
         per_node = self.cfg.gpus_per_node
         launching = [n for n in self.live.values() if n.ready_at > self.now]
         bins = [n.free for n in launching if n.placeholder is None]
@@ -736,18 +740,19 @@ class Twin:
             self._push(node.ready_at, READY, node.id)
 
     def _consolidate(self) -> None:
-        for node in self.live.values():
-            idle = not node.jobs and node.placeholder is None
-            if idle and node.empty_since is None and node.ready_at <= self.now:
-                node.empty_since = self.now  # came up but nothing landed on it
-        if self.protect:
-            return
+        """Mark nodes that came up to nothing as empty; remove those empty for long enough,
+        unless the pool is protected (one pass: this runs at every decision)."""
+        removable = not self.protect
         for node in list(self.live.values()):
+            if node.jobs or node.placeholder is not None:
+                continue
+            if node.empty_since is None and node.ready_at <= self.now:
+                node.empty_since = self.now  # came up but nothing landed on it
+            since = node.empty_since
             if (
-                node.empty_since is not None
-                and not node.jobs
-                and node.placeholder is None
-                and self.now - node.empty_since >= self.cfg.consolidate_after_seconds
+                removable
+                and since is not None
+                and self.now - since >= self.cfg.consolidate_after_seconds
             ):
                 node.removed = self.now
                 del self.live[node.id]

@@ -16,6 +16,7 @@ import logging
 import multiprocessing
 import os
 import signal
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from logging.handlers import QueueHandler, QueueListener
@@ -53,9 +54,10 @@ def run_each(
 ) -> list[Result]:
     """``run`` over ``tasks``, results in the tasks' order; in up to ``workers`` processes when
     more than one. ``done(index, finished)`` after each task, as tasks finish. ``follow(index,
-    result)``, called in this process as each task finishes, returns tasks to run next (indexed
-    after those given, in the order returned): a sweep that decides from one result whether
-    the next run is worth it keeps every worker busy meanwhile. The first error raised by a
+    result)``, called in this process as each task finishes, returns tasks to run next - before
+    any not started yet, indexed after those given, in the order returned: a sweep that decides
+    from one result whether the next run is worth it keeps every worker busy meanwhile, and
+    its chain is not left to run alone at the end. The first error raised by a
     task is raised here, and tasks not started yet are cancelled. Ctrl-C raises ``Interrupted``
     with what finished; the workers are stopped, not waited for."""
     tasks = list(tasks)
@@ -87,8 +89,9 @@ def _in_processes(
     finish: Callable[[int, Result, int], list[Task]],
     grows: bool,
 ) -> list[Result]:
-    """``run_each`` in spawned worker processes: ``finish`` reports each result and returns the
-    tasks it adds (appended to ``tasks``), which are submitted at once."""
+    """``run_each`` in spawned worker processes, one task per worker at a time (so the next is
+    chosen as one finishes): ``finish`` reports each result and returns the tasks it adds
+    (appended to ``tasks``), which go first."""
     finished: dict[int, Result] = {}
     context = multiprocessing.get_context("spawn")
     records: Queue[logging.LogRecord] = context.Queue()
@@ -103,8 +106,16 @@ def _in_processes(
         initargs=(records, root.level, _levels()),
     )
     interrupted = False
+    waiting = deque(range(len(tasks)))  # not submitted yet, by index
+    futures: dict[Future[Result], int] = {}
+
+    def submit() -> None:
+        while waiting and len(futures) - len(finished) < workers:
+            index = waiting.popleft()
+            futures[pool.submit(run, tasks[index])] = index
+
     try:
-        futures: dict[Future[Result], int] = {pool.submit(run, t): i for i, t in enumerate(tasks)}
+        submit()
         pending = set(futures)
         while pending:
             ended, pending = wait(pending, return_when=FIRST_COMPLETED)
@@ -112,11 +123,9 @@ def _in_processes(
                 index, result = futures[future], future.result()  # a failure stops the rest
                 finished[index] = result
                 more = finish(index, result, len(finished))
-                first = len(tasks) - len(more)
-                for offset, task in enumerate(more):
-                    submitted = pool.submit(run, task)
-                    futures[submitted] = first + offset
-                    pending.add(submitted)
+                waiting.extendleft(reversed(range(len(tasks) - len(more), len(tasks))))
+            submit()
+            pending = {f for f, i in futures.items() if i not in finished}
         return [finished[i] for i in range(len(tasks))]
     except KeyboardInterrupt:
         interrupted = True

@@ -138,3 +138,20 @@ def test_a_finished_task_may_add_the_next_and_its_result_comes_after_those_given
     # 1 -> 2 -> 3 -> 4 (16: no more); 5 (25): none
     assert results == [1, 25, 4, 9, 16]
     assert sorted(seen) == [0, 1, 2, 3, 4]
+
+
+def chain_of_short_ones(index: int, result: float) -> list[float]:
+    """``follow``: a 0.2 s task is followed by a 0.21 s one, and that by a 0.22 s one."""
+    return [round(result + 0.01, 2)] if 0.2 <= result < 0.22 else []
+
+
+def test_a_task_added_by_follow_runs_before_those_not_started_yet() -> None:
+    """A chain (the frontier's floors) goes ahead of the tasks still waiting, so its links do
+    not run one by one at the end while the other worker has nothing left to do."""
+    seen: list[int] = []
+    run_each(
+        sleeps, [0.2, 3.0, 1.0, 1.0, 1.0], workers=2, follow=chain_of_short_ones,
+        done=lambda i, k: seen.append(i),
+    )  # fmt: skip
+    chain, fillers = [0, 5, 6], [2, 3, 4]
+    assert max(seen.index(i) for i in chain) < min(seen.index(i) for i in fillers), seen
