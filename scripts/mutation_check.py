@@ -1663,7 +1663,7 @@ MUTATIONS = (
     Mutation(
         "a task added by follow is never run in the workers",
         "forecaster/simulation/workers.py",
-        "waiting.extendleft(reversed(range(len(tasks) - len(more), len(tasks))))",
+        "heapq.heappush(waiting, (rank(tasks[index]), index))",
         "pass",
         (
             "tests/simulation/test_workers.py::test_a_finished_task_may_add_the_next_and_its_result_comes_after_those_given",
@@ -1688,13 +1688,18 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "the workers start tasks in the order given, not by rank",
+        "forecaster/simulation/workers.py",
+        "_, index = heapq.heappop(waiting)",
+        "_, index = waiting.pop(waiting.index(min(waiting, key=lambda w: w[1])))",
+        ("tests/simulation/test_workers.py::test_tasks_start_by_rank_and_so_do_those_follow_adds",),
+    ),
+    Mutation(
         "a run added by follow waits behind every run not started yet",
         "forecaster/simulation/workers.py",
-        "waiting.extendleft(reversed(range(len(tasks) - len(more), len(tasks))))",
-        "waiting.extend(range(len(tasks) - len(more), len(tasks)))",
-        (
-            "tests/simulation/test_workers.py::test_a_task_added_by_follow_runs_before_those_not_started_yet",
-        ),
+        "heapq.heappush(waiting, (rank(tasks[index]), index))",
+        "heapq.heappush(waiting, (9, index))",
+        ("tests/simulation/test_workers.py::test_tasks_start_by_rank_and_so_do_those_follow_adds",),
     ),
     Mutation(
         "the twin's history re-read within a minute is another minute's",

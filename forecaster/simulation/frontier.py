@@ -548,6 +548,7 @@ def _replayed(
             workers=workers,
             done=done,
             follow=follow,
+            rank=started_in_turn,
         )
     except Interrupted as stop:
         raise FrontierInterrupted(partial(runs, stop.finished)) from None
@@ -566,18 +567,18 @@ def sweep(
     """Every replay the frontier starts with: reactive, oracle, each static K, each predictive
     quantile at its smallest floor (``FloorChains`` adds the larger ones as they are worth it),
     each burst alpha, each continuation GAP over each static K, and each other policy at each
-    of its knobs. The longest first, after reactive (its GPU-hours start the floor chains):
-    the daemon's loop, then the rules, then static - the short runs fill the workers at the
-    end instead of one long run keeping a worker alone (the figures do not depend on the
-    order; each curve keeps its own)."""
+    of its knobs."""
     per_node = setup.twin.gpus_per_node
     return [
         Run("reactive", "reactive", 0, setup),
+        Run("oracle", "oracle", 0, setup),
+        *(Run("static", f"static:{k}", k, setup) for k in static_knobs),
         *(
             Run("predictive", "predictive", q, setup.at_point(q, n * per_node), n * per_node)
             for q in predictive_knobs
             for n in sorted(set(floor_nodes))[:1]  # the larger floors follow (``FloorChains``)
         ),
+        *(Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
         *(
             Run(f"{gap:g}", f"continuation:{gap:g}", k, setup.at_point(setup.plan_quantile, k))
             for gap in continuation_gaps
@@ -588,9 +589,6 @@ def sweep(
             for name, knobs in (policy_knobs or {}).items()
             for k in knobs
         ),
-        Run("oracle", "oracle", 0, setup),
-        *(Run("burst", f"burst:{a:g}", a, setup) for a in burst_knobs),
-        *(Run("static", f"static:{k}", k, setup) for k in static_knobs),
     ]
 
 
@@ -637,6 +635,18 @@ class FloorChains:
             return None
         q, nxt = run.knob, larger[0]
         return Run("predictive", "predictive", q, self.setup.at_point(q, nxt), nxt)
+
+
+STARTED_IN_TURN = {"reactive": 0, "predictive": 1, "oracle": 2, "burst": 3, "static": 4}
+"""The order runs start in with several workers: reactive (its GPU-hours let the floor chains
+go on), the daemon's loop and its chains, the rules, static - the long ones first, so the short
+ones fill the workers at the end rather than one long run alone (the figures do not depend on
+it). Anything else - continuation bounds, other policies - with the rules."""
+
+
+def started_in_turn(run: Run) -> int:
+    """``run_each``'s ``rank`` for the sweep (``STARTED_IN_TURN``)."""
+    return STARTED_IN_TURN.get(run.curve, STARTED_IN_TURN["oracle"])
 
 
 POLICY_CURVE = "policy:"

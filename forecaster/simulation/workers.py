@@ -12,11 +12,11 @@ process's own log (a spawned process has no logging set up).
 
 from __future__ import annotations
 
+import heapq
 import logging
 import multiprocessing
 import os
 import signal
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from logging.handlers import QueueHandler, QueueListener
@@ -51,13 +51,16 @@ def run_each(
     workers: int,
     done: Callable[[int, int], None] | None = None,
     follow: Callable[[int, Result], Sequence[Task]] | None = None,
+    rank: Callable[[Task], int] | None = None,
 ) -> list[Result]:
     """``run`` over ``tasks``, results in the tasks' order; in up to ``workers`` processes when
     more than one. ``done(index, finished)`` after each task, as tasks finish. ``follow(index,
-    result)``, called in this process as each task finishes, returns tasks to run next - before
-    any not started yet, indexed after those given, in the order returned: a sweep that decides
-    from one result whether the next run is worth it keeps every worker busy meanwhile, and
-    its chain is not left to run alone at the end. The first error raised by a
+    result)``, called in this process as each task finishes, returns tasks to run next (indexed
+    after those given, in the order returned): a sweep that decides from one result whether
+    the next run is worth it keeps every worker busy meanwhile. In processes, the tasks not
+    started yet start by ``rank`` (lowest first; then by index): the long ones and the links of
+    a chain first, so the short ones fill the workers at the end instead of a long one running
+    alone. The first error raised by a
     task is raised here, and tasks not started yet are cancelled. Ctrl-C raises ``Interrupted``
     with what finished; the workers are stopped, not waited for."""
     tasks = list(tasks)
@@ -70,7 +73,10 @@ def run_each(
         return more
 
     if workers > 1 and (len(tasks) > 1 or follow is not None):
-        return _in_processes(run, tasks, workers=workers, finish=finish, grows=follow is not None)
+        return _in_processes(
+            run, tasks, workers=workers, finish=finish, grows=follow is not None,
+            rank=rank or (lambda task: 0),
+        )  # fmt: skip
     finished: dict[int, Result] = {}
     try:
         for index, task in enumerate(tasks):  # ``finish`` may add to ``tasks`` as it goes
@@ -88,10 +94,11 @@ def _in_processes(
     workers: int,
     finish: Callable[[int, Result, int], list[Task]],
     grows: bool,
+    rank: Callable[[Task], int],
 ) -> list[Result]:
     """``run_each`` in spawned worker processes, one task per worker at a time (so the next is
-    chosen as one finishes): ``finish`` reports each result and returns the tasks it adds
-    (appended to ``tasks``), which go first."""
+    chosen by ``rank`` as one finishes): ``finish`` reports each result and returns the tasks
+    it adds (appended to ``tasks``)."""
     finished: dict[int, Result] = {}
     context = multiprocessing.get_context("spawn")
     records: Queue[logging.LogRecord] = context.Queue()
@@ -106,12 +113,13 @@ def _in_processes(
         initargs=(records, root.level, _levels()),
     )
     interrupted = False
-    waiting = deque(range(len(tasks)))  # not submitted yet, by index
+    waiting = [(rank(task), index) for index, task in enumerate(tasks)]  # not submitted yet
+    heapq.heapify(waiting)
     futures: dict[Future[Result], int] = {}
 
     def submit() -> None:
         while waiting and len(futures) - len(finished) < workers:
-            index = waiting.popleft()
+            _, index = heapq.heappop(waiting)
             futures[pool.submit(run, tasks[index])] = index
 
     try:
@@ -123,7 +131,8 @@ def _in_processes(
                 index, result = futures[future], future.result()  # a failure stops the rest
                 finished[index] = result
                 more = finish(index, result, len(finished))
-                waiting.extendleft(reversed(range(len(tasks) - len(more), len(tasks))))
+                for index in range(len(tasks) - len(more), len(tasks)):
+                    heapq.heappush(waiting, (rank(tasks[index]), index))
             submit()
             pending = {f for f, i in futures.items() if i not in finished}
         return [finished[i] for i in range(len(tasks))]

@@ -145,13 +145,19 @@ def chain_of_short_ones(index: int, result: float) -> list[float]:
     return [round(result + 0.01, 2)] if 0.2 <= result < 0.22 else []
 
 
-def test_a_task_added_by_follow_runs_before_those_not_started_yet() -> None:
-    """A chain (the frontier's floors) goes ahead of the tasks still waiting, so its links do
-    not run one by one at the end while the other worker has nothing left to do."""
+def short_first(seconds: float) -> int:
+    """``rank``: the 1 s tasks after the others."""
+    return 1 if seconds == 1.0 else 0
+
+
+def test_tasks_start_by_rank_and_so_do_those_follow_adds() -> None:
+    """The frontier's long runs and the links of its floor chains start before the short runs
+    given ahead of them, so the short ones fill the workers at the end instead of a chain's
+    last link running alone."""
     seen: list[int] = []
     run_each(
-        sleeps, [0.2, 3.0, 1.0, 1.0, 1.0], workers=2, follow=chain_of_short_ones,
-        done=lambda i, k: seen.append(i),
+        sleeps, [1.0, 1.0, 1.0, 0.2, 3.0], workers=2, follow=chain_of_short_ones,
+        done=lambda i, k: seen.append(i), rank=short_first,
     )  # fmt: skip
-    chain, fillers = [0, 5, 6], [2, 3, 4]
+    chain, fillers = [3, 5, 6], [0, 1, 2]
     assert max(seen.index(i) for i in chain) < min(seen.index(i) for i in fillers), seen
