@@ -60,9 +60,9 @@ def run_each(
     the next run is worth it keeps every worker busy meanwhile. In processes, the tasks not
     started yet start by ``rank`` (lowest first; then by index): the long ones and the links of
     a chain first, so the short ones fill the workers at the end instead of a long one running
-    alone. The first error raised by a
-    task is raised here, and tasks not started yet are cancelled. Ctrl-C raises ``Interrupted``
-    with what finished; the workers are stopped, not waited for."""
+    alone. The first error raised by a task is raised here, and tasks not started yet are
+    never started. Ctrl-C raises ``Interrupted`` with what finished; the workers are stopped,
+    not waited for."""
     tasks = list(tasks)
 
     def finish(index: int, result: Result, count: int) -> list[Task]:
