@@ -1,7 +1,7 @@
 """Replays on several cores at once.
 
 Each replay is independent of the others and deterministic, so running them in worker processes
-gives the same figures, N at a time: the frontier's 47 runs take about half the time on 2 cores.
+gives the same figures, N at a time: the frontier's replays take about half the time on 2 cores.
 Processes, not threads: a replay is pure Python and numpy under the GIL. They are *spawned*, not
 forked, so a worker never inherits a lock some thread of the parent held (the daemon's and the
 training job's clients run threads). What a task carries must pickle: module-level functions
