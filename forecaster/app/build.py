@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import os
 import socket
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
@@ -365,7 +364,7 @@ def pool_twin(
 
 
 def build_embedded(
-    settings: Settings, *, models_dir: Path | None = None, choose_point: PointChooser | None = None
+    settings: Settings, *, models_dir: Path, choose_point: PointChooser | None = None
 ) -> EmbeddedRun:
     """Load the trace, warm the twin up, train the first model and wire the daemon; with
     ``choose_point`` each retrain also chooses the operating point, as the training job does."""
@@ -384,11 +383,10 @@ def build_embedded(
     log.info(
         "twin warm-up: %.0f simulated days in %.1f s", cfg.warmup_days, time.perf_counter() - began
     )
-    store_dir = models_dir or Path(tempfile.mkdtemp(prefix="forecaster-twin-models-"))
     one_pool = settings.model_copy(
         update={
             "pools": (pool,),
-            "models_dir": store_dir,
+            "models_dir": models_dir,
             "forecast": settings.forecast.model_copy(update={"models": cfg.models}),
         }
     )
@@ -397,7 +395,7 @@ def build_embedded(
     run = EmbeddedRun(
         twin,
         daemon,
-        ArtifactStore(store_dir),
+        ArtifactStore(models_dir),
         pool.name,
         end,
         training=training_plan(one_pool, pool),

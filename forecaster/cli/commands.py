@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import csv
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -126,11 +127,11 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
         twin = settings.twin.model_copy(update={"speed": args.speed})
         settings = settings.model_copy(update={"twin": twin})
     ensure_port_free("127.0.0.1", args.port)
-    return serve_embedded(
-        build.build_embedded(settings, choose_point=training.choose_point),
-        port=args.port,
-        duration_seconds=args.duration,
-    )
+    with tempfile.TemporaryDirectory(prefix="forecaster-twin-models-") as models:  # the twin's
+        run = build.build_embedded(  # models are the run's own: gone with it, Ctrl-C included
+            settings, models_dir=Path(models), choose_point=training.choose_point
+        )
+        return serve_embedded(run, port=args.port, duration_seconds=args.duration)
 
 
 def _train(

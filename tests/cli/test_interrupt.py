@@ -49,6 +49,13 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
+def scratch(tmp_path: Path) -> Path:
+    """The command's own temporary folder: what it leaves there, it leaks."""
+    folder = tmp_path / "tmp"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 def started(argv: list[str], tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path, Path]:
     out, err = tmp_path / "out", tmp_path / "err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
@@ -57,7 +64,7 @@ def started(argv: list[str], tmp_path: Path) -> tuple[subprocess.Popen[bytes], P
              *argv],
             stdout=stdout,
             stderr=stderr,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(scratch(tmp_path))},
         )  # fmt: skip
     return process, out, err
 
@@ -104,6 +111,7 @@ def test_ctrl_c_in_the_embedded_default(tmp_path: Path) -> None:
     ready(port, process)
     lines = interrupt(process, err)
     assert len(lines) <= 2 and lines[-1] == "forecaster: interrupted"
+    assert not list(scratch(tmp_path).iterdir())  # the twin's models went with the run
 
 
 @pytest.mark.slow
