@@ -2,10 +2,9 @@
 renamed or removed flag fails here, not in a user's terminal), what the kubectl/helm lines name
 exists, every relative link points at a file that exists, and the README stays short.
 
-The ``forecaster`` lines are taken from the documents' code blocks (continuation lines joined,
-comments dropped; lines in usage notation with ``[...]`` or ``|`` are not commands). Running
-them on small inputs is the job of the tests of each command; the long ``replay`` runs are
-``bench/``.
+The ``forecaster`` lines are taken from the documents' code blocks (``tests.support.documents``).
+Running them on small inputs is the job of the tests of each command; the long ``replay`` runs
+are ``bench/``: the README's own, ``bench.performance.own_history``.
 """
 
 from __future__ import annotations
@@ -18,52 +17,37 @@ import pytest
 
 from forecaster.cli import build_parser
 from tests.deploy.renders import ROOT, by_kind, render
+from tests.support.documents import DOCUMENTS, code_lines, commands, readme_replays
 
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 TEXT = "\n".join(path.read_text() for path in DOCUMENTS)
-
-
-def _code_lines() -> list[str]:
-    lines, block, joined = [], False, ""
-    for raw in TEXT.splitlines():
-        if raw.startswith("```"):
-            block = not block
-            continue
-        if not block:
-            continue
-        text = re.sub(r"\s+#.*$", "", raw).rstrip()
-        if text.endswith("\\"):
-            joined += text[:-1] + " "
-            continue
-        lines.append((joined + text).strip())
-        joined = ""
-    return lines
-
-
-def _commands(tool: str) -> list[str]:
-    found = []
-    for line in _code_lines():
-        words = line.split()  # prose in a code block (the tree) is no command: no shlex here
-        if words and words[0].endswith(tool) and "[" not in line and " | " not in line:
-            found.append(line)
-    return found
 
 
 INLINE = re.findall(r"`(forecaster (?:pause|resume|cleanup|doctor)[^`]*)`", TEXT)
 
 
-@pytest.mark.parametrize("line", _commands("forecaster") + INLINE)
+@pytest.mark.parametrize("line", commands("forecaster", TEXT) + INLINE)
 def test_documented_forecaster_commands_parse(line: str) -> None:
     words = shlex.split(line)[1:]
     build_parser().parse_args(words)  # SystemExit (exit 2) on an unknown or malformed flag
 
 
+def test_the_readme_replays_are_the_ones_the_bench_times() -> None:
+    """Each replay the README gives runs a pool's own history: the command
+    ``bench.performance.own_history`` backfills a Prometheus for and times (5 minutes on 2
+    cores at most); a trace replay there would go untimed."""
+    replays = readme_replays()
+    assert replays
+    for line in replays:
+        args = build_parser().parse_args(shlex.split(line)[1:])
+        assert args.config and args.pool and args.days, line
+
+
 def test_there_are_documented_commands() -> None:
-    assert len(_commands("forecaster")) >= 5 and INLINE
+    assert len(commands("forecaster", TEXT)) >= 5 and INLINE
 
 
 def test_what_the_kubectl_and_helm_lines_name_exists() -> None:
-    text = "\n".join(_code_lines())
+    text = "\n".join(code_lines(TEXT))
     objects = render("live")
     names = {(o["kind"], o["metadata"]["name"]) for o in objects}
     for cronjob in re.findall(r"--from=cronjob/([\w-]+)", text):
