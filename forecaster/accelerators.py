@@ -51,7 +51,7 @@ def check_resource(resource: str) -> str:
     not. An unknown accelerator is accepted (a device plugin we have not heard of)."""
     if not _RESOURCE_NAME.match(resource):
         raise ValueError(f"{resource!r} is not an extended resource name (domain/name, like {GPU})")
-    if resource.startswith(("kubernetes.io/", "hugepages-")) or "/" not in resource:
+    if resource.startswith("kubernetes.io/"):  # Kubernetes' own domain: never a device's
         raise ValueError(f"{resource!r} is not an accelerator resource")
     return resource
 

@@ -252,8 +252,9 @@ class TwinObjects:
         if group != PENDING.group or subresource != PENDING.subresource or not self._queued.size:
             return None
         j = queue_objects.queue_of(name)
-        waiting = j is not None and j in self._visible(QUEUE, LOOKAHEAD_SECONDS)
-        return queue_objects.pending_summary(j) if waiting and j is not None else {"items": []}
+        if j is None or j not in self._visible(QUEUE, LOOKAHEAD_SECONDS):
+            return {"items": []}
+        return queue_objects.pending_summary(j)
 
     def _kueue(self, plural: str) -> list[Obj] | None:
         """Queued jobs' ClusterQueues and workloads, and the flavor of the twin's pool."""

@@ -198,6 +198,8 @@ def test_the_guardrail_looks_for_the_limit_on_the_pools_resource(api: KubeApiDou
     [
         (["nvidia.com/gpu", "nvidia.com/mig-1g.10gb"], "one accelerator resource per pool"),
         ("cpu", "is not an extended resource name"),
+        ("hugepages-2Mi", "is not an extended resource name"),
+        ("kubernetes.io/batteries", "is not an accelerator resource"),
     ],
 )
 def test_a_pool_of_several_resources_or_none_is_refused_with_the_reason(
