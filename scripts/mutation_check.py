@@ -1711,6 +1711,42 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "the burst rule is replayed in the loop whether or not its point qualifies",
+        "forecaster/simulation/frontier.py",
+        'and family_verdict(document, budget, point).recommend == "forecaster":',
+        "and True:",
+        (
+            "tests/simulation/test_frontier.py::test_the_burst_rule_is_replayed_in_the_loop_only_where_its_point_qualifies",
+        ),
+    ),
+    Mutation(
+        "a burst point over its budget in the loop is recommendable",
+        "forecaster/simulation/frontier.py",
+        "            if not within_budget(",
+        "            if False and not within_budget(",
+        (
+            "tests/simulation/test_frontier.py::test_the_burst_rule_is_replayed_in_the_loop_only_where_its_point_qualifies",
+        ),
+    ),
+    Mutation(
+        "a burst point is judged on the rule's figures though the loop's exist",
+        "forecaster/simulation/verdict.py",
+        'if family == "burst" and live is not None:',
+        'if family == "burst" and live is not None and False:',
+        (
+            "tests/simulation/test_verdict.py::test_a_burst_point_is_judged_on_its_figures_in_the_daemons_loop",
+        ),
+    ),
+    Mutation(
+        "Ctrl-C in the static extension forgets the sweep that finished",
+        "forecaster/simulation/frontier.py",
+        "raise FrontierInterrupted(_kept(partial(runs, stop.finished), before)) from None",
+        "raise FrontierInterrupted(partial(runs, stop.finished)) from None",
+        (
+            "tests/simulation/test_frontier.py::test_ctrl_c_in_the_static_extension_keeps_the_sweep_that_finished",
+        ),
+    ),
+    Mutation(
         "a pending workload no timed quota covers is announced anyway",
         "forecaster/actuators/notice/kueue_pending.py",
         "        if free < need:\n            break",

@@ -48,6 +48,7 @@ from forecaster.core.operating_point import (
     CANDIDATE_QUANTILES,
     larger_floor_worth_trying,
     point_label,
+    within_budget,
 )
 from forecaster.core.operating_point import choose as choose_candidate
 from forecaster.durations import DAY
@@ -55,7 +56,14 @@ from forecaster.errors import ConfigError
 from forecaster.simulation.metrics import ReplayMetrics, as_candidate, measure
 from forecaster.simulation.replay import ReplaySetup, replay
 from forecaster.simulation.twin import Policy
-from forecaster.simulation.verdict import BETTER, NO_WORSE, in_sentences, verdicts
+from forecaster.simulation.verdict import (
+    BETTER,
+    BURST_LIVE,
+    NO_WORSE,
+    family_verdict,
+    in_sentences,
+    verdicts,
+)
 from forecaster.simulation.workers import Interrupted, run_each
 
 
@@ -211,8 +219,14 @@ def said(document: dict[str, Any]) -> list[str]:
     reactive = float(document["reactive"]["gpu_hours"])
     lines = []
     for budget in BUDGETS_PERCENT:
-        for label, key in (("predictive", "chosen"), ("burst", "chosen_burst")):
-            row = document[key].get(str(budget))
+        for label, key in (
+            ("predictive", "chosen"),
+            ("burst", "chosen_burst"),
+            (LIVE_BURST, BURST_LIVE),
+        ):
+            row = document.get(key, {}).get(str(budget))
+            if row is None and key == BURST_LIVE:
+                continue  # replayed in the loop only where the rule's point qualified
             if row is None:
                 lines.append(f"+{budget} % budget: no {label} point fits it on the tuning window")
                 continue
@@ -303,24 +317,24 @@ def frontier(
         floor_nodes=floor_nodes, burst_knobs=burst_knobs, continuation_gaps=continuation_gaps,
         policy_knobs=policy_knobs or {},
     )  # fmt: skip
-    replayed = functools.partial(
+    more = functools.partial(
         _replayed, jobs=jobs, make_policy=make_policy, windows=windows, workers=workers,
-        progress=progress,
+        progress=progress, done=[],
     )  # fmt: skip
     chains = FloorChains(runs, setup, floor_nodes=floor_nodes)
-    curves = _Curves.of(runs, replayed(runs, follow=chains), continuation_gaps)
-
-    def more_static(knobs: Sequence[int]) -> list[Point]:
-        return replayed([Run("static", f"static:{k}", k, setup) for k in knobs])
-
+    curves = _Curves.of(runs, more(runs, follow=chains), continuation_gaps)
     curves.static = extend_static(
-        curves.static, curves.chosen_gpu_hours(), run=more_static,
-        gpus_per_node=setup.twin.gpus_per_node,
+        curves.static, curves.chosen_gpu_hours(), gpus_per_node=setup.twin.gpus_per_node,
+        run=lambda knobs: more([Run("static", f"static:{k}", k, setup) for k in knobs]),
     )  # fmt: skip
     document = curves.document()
     days = f"tune days {tune[0]:g}-{tune[1]:g}, evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
     lines = [f"windows: {days}", *curves.tables()]
     lines += _choices(curves, document)
+    lines += confirm_burst(
+        document, reactive=curves.reactive, static=curves.static,
+        run=lambda alphas: more([Run(LIVE_BURST, f"{LIVE_BURST}:{a:g}", a, setup) for a in alphas]),
+    )  # fmt: skip
     scope = f"{pool or 'the trace'}, tuned days {_counted(tune)}"  # as the history split says
     scope += f", judged days {_counted(evaluate)}"
     return document, lines + _verdict(document, scope=scope, pool=pool)
@@ -481,6 +495,61 @@ def _choices(curves: _Curves, document: dict[str, Any]) -> list[str]:
     return lines
 
 
+LIVE_BURST = "burst-live"
+"""The burst rule as the daemon runs it (``pools[].policy: burst``, ``app.replay_policies``)."""
+
+
+def confirm_burst(
+    document: dict[str, Any],
+    *,
+    reactive: Point,
+    static: Sequence[Point],
+    run: Callable[[list[float]], list[Point]],
+) -> list[str]:
+    """The burst rule's chosen points that qualify by the verdict's rule, replayed in the
+    daemon's loop (``burst-live``: one run per alpha, none when no point qualifies) and written
+    as ``chosen_burst_live`` where they kept within their budget on the tuning window: the
+    verdict recommends burst only from those figures. The rule outside the loop never hands
+    off; the loop does when its error budget burns (cluster04: mean wait 1.5x), so the rule's
+    figures alone would recommend what the daemon would not deliver."""
+    wanted: dict[float, list[int]] = {}
+    for budget in BUDGETS_PERCENT:
+        point = document["chosen_burst"].get(str(budget))
+        if point is not None and family_verdict(document, budget, point).recommend == "forecaster":
+            wanted.setdefault(float(point["knob"]), []).append(budget)
+    document[BURST_LIVE] = {}
+    lines = []
+    for (alpha, budgets), live in zip(
+        wanted.items(), run(list(wanted)) if wanted else [], strict=True
+    ):
+        for budget in budgets:
+            head = f"+{budget} % budget: burst {alpha:g} in the daemon's loop ({LIVE_BURST})"
+            if not within_budget(
+                as_candidate(alpha, live.tune),
+                reactive_gpu_hours=reactive.tune.gpu_hours,
+                budget_percent=budget,
+            ):
+                lines.append(f"{head} spent over the budget on the tuning window: not recommended")
+                continue
+            document[BURST_LIVE][str(budget)] = _m(live.eval, knob=alpha)
+            overhead = live.eval.gpu_hours / reactive.eval.gpu_hours - 1
+            lines.append(
+                f"{head} at {overhead:+.2%} GPU-hours in evaluation; against static at the same"
+                " GPU-hours: " + ratios(live.eval, [p.eval for p in static])
+            )
+    return lines
+
+
+def _kept(document: dict[str, Any], done: Sequence[tuple[Run, Point]]) -> dict[str, Any]:
+    """An interrupted call's partial document with the runs finished before it (the sweep's,
+    when the static extension or the burst rule's replay in the loop is interrupted)."""
+    before = partial([r for r, _ in done], dict(enumerate(p for _, p in done)))
+    return document | {
+        "runs": document["runs"] + before["runs"],
+        "finished": before["finished"] | document["finished"],
+    }
+
+
 def _tables(named: Sequence[tuple[str, Sequence[Point]]], *, reactive: Point) -> list[str]:
     """Every run on each window: GPU-hours against reactive, P95 and mean wait, shares."""
     lines = []
@@ -532,26 +601,31 @@ def _replayed(
     workers: int,
     progress: Callable[[str], None] | None,
     follow: FloorChains | None = None,
+    done: list[tuple[Run, Point]] | None = None,
 ) -> list[Point]:
     """``runs`` replayed and measured, a progress line as each finishes, and the runs
     ``follow`` adds as they finish (appended to ``runs``, which it holds); Ctrl-C raises
-    ``FrontierInterrupted`` with those that finished."""
+    ``FrontierInterrupted`` with those that finished. ``done``: the runs of earlier calls
+    (each call adds its own), which an interrupted one keeps too."""
 
-    def done(index: int, finished: int) -> None:
+    def said_done(index: int, finished: int) -> None:
         if progress is not None:
             progress(f"{runs[index].label} done ({finished} of {len(runs)})")
 
+    before = [] if done is None else done
     try:
-        return run_each(
+        points = run_each(
             functools.partial(measured, jobs=jobs, make_policy=make_policy, windows=windows),
             runs,
             workers=workers,
-            done=done,
+            done=said_done,
             follow=follow,
             rank=started_in_turn,
         )
     except Interrupted as stop:
-        raise FrontierInterrupted(partial(runs, stop.finished)) from None
+        raise FrontierInterrupted(_kept(partial(runs, stop.finished), before)) from None
+    before.extend(zip(runs, points, strict=True))
+    return points
 
 
 def sweep(

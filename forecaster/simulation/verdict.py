@@ -21,8 +21,10 @@ static headroom as above (judged against the predictive point). Every family's r
 A family is recommended only from figures of the daemon's own loop: the frontier's burst curve
 is replay's ``burst:ALPHA`` (the rule outside the loop, seconds a run), and ``burst-live:ALPHA``
 - the loop as a ``policy: burst`` pool runs it, under its error budget - did far worse on
-cluster04 (mean wait 1.5x at half the GPU-hours, 30 hand-offs), so a burst point is said, not
-recommended, unless the document says its curve was the live one (``BURST_MEASURED``).
+cluster04 (mean wait 1.5x at half the GPU-hours, 30 hand-offs). So where the rule's chosen
+point qualifies, the frontier replays that alpha in the loop (``chosen_burst_live``,
+``simulation.frontier.confirm_burst``) and the burst family is judged on those figures; a
+point with only the rule's figures is said, not recommended.
 
 Both rows are said either way, and the configuration that runs the recommendation. Pure: reads
 the frontier's JSON document (``simulation.frontier``), so a saved JSON gets the same verdict.
@@ -45,9 +47,9 @@ NO_WORSE = 1.05
 """... and at most this on each of the others."""
 FAMILIES = (("predictive", "chosen"), ("burst", "chosen_burst"))
 """Each policy family the daemon runs live, and where the frontier document keeps its choice."""
-BURST_MEASURED = "burst_measured"
-"""The frontier document's key saying how its burst curve ran: ``"live"`` (the daemon's loop,
-``burst-live``) makes a burst point recommendable; absent, it is replay's rule."""
+BURST_LIVE = "chosen_burst_live"
+"""The frontier document's key for the burst rule's chosen points replayed in the daemon's loop
+(``burst-live``), per budget: the only burst figures a recommendation is made from."""
 COMPARED = (
     ("share_waiting_over_5min", "jobs waiting > 5 min"),
     ("mean_wait_s", "mean wait"),
@@ -77,8 +79,8 @@ class Verdict:
     others: tuple[Verdict, ...] = ()
     """The other families' verdicts at this budget (said, not recommended)."""
     live: bool = True
-    """Whether its figures come from the daemon's own loop (a burst curve only when the
-    document says so: ``BURST_MEASURED``)."""
+    """Whether its figures come from the daemon's own loop (a burst point only when the
+    frontier replayed it there: ``BURST_LIVE``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """As the frontier's JSON carries it (``verdict``)."""
@@ -103,15 +105,19 @@ def verdicts(document: dict[str, Any], budgets: Sequence[int]) -> list[Verdict]:
 def verdict(document: dict[str, Any], budget_percent: int) -> Verdict:
     """The rule above, at one budget: each family judged, the better qualifying one
     recommended (the others said beside it); static when none qualifies."""
-    judged = [
-        dataclasses.replace(
-            family_verdict(document, budget_percent, point, family=family),
-            live=family == "predictive" or document.get(BURST_MEASURED) == "live",
-        )
-        for family, key in FAMILIES
-        if (point := (document.get(key) or {}).get(str(budget_percent))) is not None
-        or family == "predictive"
-    ]
+    judged = []
+    for family, key in FAMILIES:
+        point = (document.get(key) or {}).get(str(budget_percent))
+        live = (document.get(BURST_LIVE) or {}).get(str(budget_percent))
+        if family == "burst" and live is not None:
+            judged.append(family_verdict(document, budget_percent, live, family=family))
+        elif point is not None or family == "predictive":
+            judged.append(
+                dataclasses.replace(
+                    family_verdict(document, budget_percent, point, family=family),
+                    live=family == "predictive",
+                )
+            )
     winners = [v for v in judged if v.recommend == "forecaster" and v.live]
     best = min(winners, key=lambda v: _geometric_mean(v.ratios)) if winners else judged[0]
     return dataclasses.replace(best, others=tuple(v for v in judged if v is not best))
@@ -270,7 +276,9 @@ def _row(v: Verdict, head: str) -> str:
     if v.family == "burst":
         name = f"the burst rule's choice (alpha {float(v.chosen['knob']):g}"
         name += (
-            ")" if v.live else "; replay's rule outside the daemon's loop: said, not recommended)"
+            ", in the daemon's loop)"
+            if v.live
+            else "; replay's rule outside the daemon's loop: said, not recommended)"
         )
     else:
         label = point_label(float(v.chosen["knob"]), int(v.chosen.get("floor_gpus", 0)))

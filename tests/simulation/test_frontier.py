@@ -30,9 +30,11 @@ from forecaster.simulation.frontier import (
     KEYS,
     MAX_EXTENSIONS,
     FloorChains,
+    FrontierInterrupted,
     Point,
     Run,
     choose,
+    confirm_burst,
     extend_static,
     frontier,
     in_words,
@@ -42,7 +44,8 @@ from forecaster.simulation.frontier import (
     sweep,
 )
 from forecaster.simulation.metrics import ReplayMetrics
-from forecaster.simulation.replay import RetrainSchedule
+from forecaster.simulation.replay import ReplaySetup, RetrainSchedule
+from forecaster.simulation.twin import Policy
 from tests.factories import REPLAY_T0 as T0
 from tests.factories import jobs_csv, setup, small_frontier, synthetic
 
@@ -255,3 +258,63 @@ def test_a_larger_floor_is_replayed_only_while_the_last_kept_within_the_largest_
         "predictive P80+16",
         "predictive P80+32",
     ]
+
+
+def test_the_burst_rule_is_replayed_in_the_loop_only_where_its_point_qualifies() -> None:
+    """``confirm_burst``: one ``burst-live`` run per alpha whose chosen point qualifies on the
+    rule's figures (none otherwise); its figures are written where it kept within the budget on
+    the tuning window, and said where it did not."""
+    static = [
+        Point(k, metrics(100 + k, mean=100 - k), metrics(100 + k, mean=100 - k)) for k in (0, 8, 16)
+    ]
+
+    def row(gpu_hours: float, mean: float, knob: float) -> dict[str, float]:
+        return {"gpu_hours": gpu_hours, "mean_wait_s": mean, "p95_wait_s": mean * 3,
+                "share_waiting_over_5min": 0.0, "knob": knob}  # fmt: skip
+
+    document = {
+        "static": [row(100 + p.knob, 100 - p.knob, p.knob) for p in static],
+        "tune": {"reactive": row(100, 100, 0), "static": []},
+        "chosen_burst": {"5": row(104, 60, 2.0), "10": row(104, 60, 2.0)},  # 0.63x: qualifies
+    }
+    asked: list[list[float]] = []
+
+    def run(alphas: list[float]) -> list[Point]:
+        asked.append(alphas)
+        return [Point(a, metrics(107.0, mean=90), metrics(104.0, mean=90)) for a in alphas]
+
+    reactive = Point(0, metrics(100.0), metrics(100.0))
+    lines = confirm_burst(document, reactive=reactive, static=static, run=run)
+    assert asked == [[2.0]]  # one run for both budgets
+    # +7 % on the tuning window: over the +5 % budget, within the +10 %
+    assert list(document["chosen_burst_live"]) == ["10"]
+    assert document["chosen_burst_live"]["10"]["mean_wait_s"] == 90
+    assert "+5 % budget: burst 2 in the daemon's loop (burst-live) spent over" in lines[0]
+    document["chosen_burst"] = {"5": row(104, 99, 2.0)}  # no better than static: no run
+    asked.clear()
+    assert confirm_burst(document, reactive=reactive, static=static, run=run) == []
+    assert asked == [] and document["chosen_burst_live"] == {}
+
+
+def test_ctrl_c_in_the_static_extension_keeps_the_sweep_that_finished() -> None:
+    """The extension (and the burst rule's replay in the loop) runs after the sweep: Ctrl-C
+    there writes every run finished before it, not only the extension's."""
+
+    def interrupted_past_static_0(name: str, s: ReplaySetup, *, jobs: JobTrace) -> Policy:
+        if name.startswith("static:") and name != "static:0":
+            raise KeyboardInterrupt
+        return replay_policy(name, s, jobs=jobs)
+
+    with pytest.raises(FrontierInterrupted) as stop:
+        frontier(
+            synthetic(3, seed=7), setup(3), make_policy=interrupted_past_static_0, epoch=T0,
+            tune=(1, 2), evaluate=(2, 3), static_knobs=(0,), predictive_knobs=(0.9,),
+            floor_nodes=(0,), burst_knobs=(0.25,), continuation_gaps=(),
+        )  # fmt: skip
+    document = stop.value.document
+    assert document["partial"] is True
+    assert {"reactive", "oracle", "static:0", "predictive P90", "burst:0.25"} <= set(
+        document["finished"]
+    )
+    assert document["runs"] > len(document["finished"])  # the interrupted extension counts
+    # (burst:0.25 spends +2.6 % on the tuning window, past static:0's GPU-hours: extended)

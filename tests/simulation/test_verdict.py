@@ -111,9 +111,10 @@ def test_ratios_of_zero() -> None:
 def with_burst(
     chosen: dict[str, Any] | None, burst: dict[str, Any], budget: int = 5, *, live: bool = True
 ) -> dict[str, Any]:
-    """A frontier document whose burst curve ran the daemon's loop (``live``) or replay's rule."""
+    """A frontier document whose burst point was replayed in the daemon's loop too (``live``:
+    the same figures) or not."""
     found = {**document(chosen, budget), "chosen_burst": {str(budget): burst}}
-    return found | ({"burst_measured": "live"} if live else {})
+    return found | ({"chosen_burst_live": {str(budget): burst}} if live else {})
 
 
 def test_the_burst_rule_is_recommended_where_it_qualifies_and_the_forecast_does_not() -> None:
@@ -124,7 +125,7 @@ def test_the_burst_rule_is_recommended_where_it_qualifies_and_the_forecast_does_
     assert [o.family for o in v.others] == ["predictive"]
     said = "\n".join(in_sentences([v], scope="s", pool="itp"))
     assert "forecaster's choice (P90) has 14.5%" in said  # every family's row is said
-    assert "the burst rule's choice (alpha 2) has 10.0%" in said
+    assert "the burst rule's choice (alpha 2, in the daemon's loop) has 10.0%" in said
     assert "recommend forecaster with the burst rule" in said
     assert "pools: [{name: itp, policy: burst, burst_alpha: 2}]" in said
     assert "--policy burst:2,burst-live:2 runs it as the pool will" in said  # how to check it
@@ -142,11 +143,11 @@ def test_where_both_families_qualify_the_lower_geometric_mean_of_ratios_wins() -
 
 def test_where_no_family_qualifies_static_is_recommended_with_every_row_said() -> None:
     chosen = row(110, 0.08, 70, 300, knob=0.9, floor_gpus=0)  # worse on the mean
-    burst = row(104, 0.15, 84, 360, knob=0.5)  # no better anywhere
-    v = verdict(with_burst(chosen, burst), 5)
+    burst = row(104, 0.15, 84, 360, knob=0.5)  # no better anywhere: not replayed in the loop
+    v = verdict(with_burst(chosen, burst, live=False), 5)
     assert (v.recommend, v.family, v.static_gpus) == ("static", "predictive", 8)
     said = "\n".join(in_sentences([v], scope="s", pool=None))
-    assert "the burst rule's choice (alpha 0.5)" in said and "recommend static headroom" in said
+    assert "the burst rule's choice (alpha 0.5;" in said and "recommend static headroom" in said
 
 
 def test_a_burst_point_measured_outside_the_daemons_loop_is_said_not_recommended() -> None:
@@ -161,3 +162,19 @@ def test_a_burst_point_measured_outside_the_daemons_loop_is_said_not_recommended
     said = "\n".join(in_sentences([v], scope="s", pool="itp"))
     assert "alpha 2; replay's rule outside the daemon's loop: said, not recommended)" in said
     assert "policy: burst" not in said and "recommend static headroom" in said
+
+
+def test_a_burst_point_is_judged_on_its_figures_in_the_daemons_loop() -> None:
+    """Where the frontier replayed the rule's choice in the loop, those figures are judged:
+    the rule's would qualify, the loop's (hand-offs) do not."""
+    chosen = row(110, 0.08, 70, 300, knob=0.9, floor_gpus=0)  # worse on the mean
+    rule = row(104, 0.10, 76, 360, knob=2.0)  # 0.67x on the share, no worse elsewhere
+    found = with_burst(chosen, rule, live=False) | {
+        "chosen_burst_live": {"5": row(102, 0.19, 95, 390, knob=2.0)}  # as reactive, barely
+    }
+    v = verdict(found, 5)
+    assert v.recommend == "static"
+    (burst,) = [o for o in (v, *v.others) if o.family == "burst"]
+    assert burst.live and burst.chosen is not None and burst.chosen["mean_wait_s"] == 95
+    said = "\n".join(in_sentences([v], scope="s", pool="itp"))
+    assert "alpha 2, in the daemon's loop) has 19.0%" in said and "policy: burst" not in said
