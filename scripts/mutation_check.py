@@ -1133,8 +1133,8 @@ MUTATIONS = (
     Mutation(
         "any Job's pods in a CronJob's namespace count as its runs",
         "forecaster/actuators/notice/cronjobs.py",
-        '                if run and (meta.get("namespace"), base) in crons:',
-        '                if ref.get("kind") == "Job":',
+        "                if run and (namespace, base) in crons:",
+        "                if run:",
         (
             "tests/actuators/test_notice_cronjobs.py::test_the_pods_of_a_runs_job_are_marked_as_announced_work",
         ),
@@ -1196,7 +1196,8 @@ MUTATIONS = (
     Mutation(
         "a restart trusts again a notice source that announced work that never came",
         "forecaster/reconcile/loop.py",
-        "            self.notice_ledger.restore(state.notice, state.notice_in_flight)\n",
+        "            self.notice_ledger.restore(state.notice, state.notice_in_flight,"
+        " state.notice_use)\n",
         "",
         (
             "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",
@@ -1744,6 +1745,65 @@ MUTATIONS = (
         "raise FrontierInterrupted(partial(runs, stop.finished)) from None",
         (
             "tests/simulation/test_frontier.py::test_ctrl_c_in_the_static_extension_keeps_the_sweep_that_finished",
+        ),
+    ),
+    Mutation(
+        "an announced item that came is not linked to its pods: their GPU-hours lose its notice",
+        "forecaster/core/notice.py",
+        "self.use.came(pool, held.item.key, ahead=notice >= window_seconds, at=now)",
+        "pass",
+        (
+            "tests/core/test_notice_use.py::test_pods_count_their_gpu_hours_with_the_notice_their_item_gave",
+            "tests/actuators/test_notice_gpu_hours.py::test_the_gpu_hours_of_a_run_announced_ahead_are_reported_per_pool_and_source",
+        ),
+    ),
+    Mutation(
+        "pods of an item announced too late count as announced ahead",
+        "forecaster/core/notice.py",
+        "self.use.came(pool, held.item.key, ahead=notice >= window_seconds, at=now)",
+        "self.use.came(pool, held.item.key, ahead=True, at=now)",
+        (
+            "tests/core/test_notice_use.py::test_pods_count_their_gpu_hours_with_the_notice_their_item_gave",
+        ),
+    ),
+    Mutation(
+        "a daemon down for a day counts its last reading's GPUs for the whole gap",
+        "forecaster/core/notice_use.py",
+        "step = min(max(0, now - last.at), MAX_STEP_SECONDS)",
+        "step = max(0, now - last.at)",
+        (
+            "tests/core/test_notice_use.py::test_a_gap_longer_than_a_step_is_not_counted_and_old_days_leave_the_window",
+        ),
+    ),
+    Mutation(
+        "a long run's link is forgotten a day after it came though its pods still run",
+        "forecaster/core/notice_use.py",
+        "                self.links[(pool, key)] = (link[0], now)",
+        "                pass",
+        (
+            "tests/core/test_notice_use.py::test_a_link_lasts_while_its_pods_run_and_a_restart_keeps_links_and_totals",
+        ),
+    ),
+    Mutation(
+        "pending pods of announced work count as GPU-hours run",
+        "forecaster/actuators/observe/observer.py",
+        "        if node_name:\n            running += gpus\n            busy.add(node_name)\n"
+        "            if announcement is not None:\n",
+        "        if announcement is not None:\n            running_announced[announcement] = 8\n"
+        "        if node_name:\n            running += gpus\n            busy.add(node_name)\n"
+        "            if False:\n",
+        (
+            "tests/actuators/test_notice_gpu_hours.py::test_the_gpu_hours_of_a_run_announced_ahead_are_reported_per_pool_and_source",
+        ),
+    ),
+    Mutation(
+        "a run's pods are linked to an item that is not their run's",
+        "forecaster/actuators/notice/cronjobs.py",
+        'return f"cronjob {namespace}/{base}@{kube_timestamp(int(minutes) * 60)}"',
+        'return f"cronjob {namespace}/{base}@{kube_timestamp(int(minutes))}"',
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_a_runs_pods_are_linked_to_the_item_announced_for_that_run",
+            "tests/actuators/test_notice_gpu_hours.py::test_the_gpu_hours_of_a_run_announced_ahead_are_reported_per_pool_and_source",
         ),
     ),
     Mutation(

@@ -109,6 +109,9 @@ class PoolSnapshot:
     announced_real_gpus: int = 0
     """Of ``real_demand_gpus``, the GPUs of pods of announced work (a CronJob's run, a JobSet's
     waiting stage): its histories leave them out, so the forecast is of unannounced work only."""
+    announced_running: tuple[tuple[str, str, int], ...] = ()
+    """(source, item key, GPUs) of the bound pods of announced work: linked to the notice each
+    item gave, in GPU-hours (``core.notice_use``). Empty in replay: the twin counts no pods."""
     signals: tuple[tuple[str, float], ...] = ()
     """Readings of the registered signal readers, ``(name, value)`` in registration order
     (``app.signals``): on the status page, and for a plan rule that reads one (``signal``)."""

@@ -14,6 +14,8 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from forecaster.core.notice_use import ALL, NoticeUse, PoolNotice, UseTotals, spread
+
 
 @dataclass(frozen=True)
 class AnnouncedItem:
@@ -139,11 +141,13 @@ class NoticeLedger:
     past it, did not. Items of a source that could not be read this time are left open (a
     failed list is no verdict). The outcomes and the items in flight are persisted with the
     daemon's state (``reconcile.state``, ``saved``/``restore``), so a restart keeps the
-    verdicts, each item's first reading and the prewarm held for it."""
+    verdicts, each item's first reading and the prewarm held for it. ``use`` follows the pods of
+    the items that came, in GPU-hours (``core.notice_use``)."""
 
     def __init__(self) -> None:
         self._open: dict[tuple[str, str], InFlight] = {}
         self.outcomes: list[Outcome] = []
+        self.use = NoticeUse()
 
     def observe(
         self,
@@ -185,6 +189,8 @@ class NoticeLedger:
                 )
             )
             del self._open[key]
+            if came:
+                self.use.came(pool, held.item.key, ahead=notice >= window_seconds, at=now)
         for key, item in seen.items():
             due = item.due(now, within_seconds=window_seconds)
             before = self._open.get(key)
@@ -197,14 +203,17 @@ class NoticeLedger:
         self.outcomes = [o for o in self.outcomes if o.at > kept] + resolved
         return resolved
 
-    def saved(self) -> tuple[tuple[Outcome, ...], tuple[InFlight, ...]]:
-        """What a restart needs: the outcomes and the items in flight."""
-        return tuple(self.outcomes), tuple(self._open.values())
+    def saved(self) -> tuple[tuple[Outcome, ...], tuple[InFlight, ...], UseTotals]:
+        """What a restart needs: the outcomes, the items in flight, the GPU-hours followed."""
+        return tuple(self.outcomes), tuple(self._open.values()), self.use.saved()
 
-    def restore(self, outcomes: Iterable[Outcome], in_flight: Iterable[InFlight]) -> None:
+    def restore(
+        self, outcomes: Iterable[Outcome], in_flight: Iterable[InFlight], use: UseTotals
+    ) -> None:
         """The ledger as ``saved`` left it (after a restart)."""
         self.outcomes = list(outcomes)
         self._open = {(f.item.pool, f.item.key): f for f in in_flight}
+        self.use.restore(use)
 
     def precision(self, source: str, *, now: int) -> tuple[float | None, int]:
         """(items that came / items resolved, resolved) over the trust window ending ``now``."""
@@ -245,6 +254,32 @@ class NoticeLedger:
                 statistics.median(o.notice_seconds for o in came) if came else None
             ),
         )
+
+    def by_pool(self, pools: Iterable[str], *, now: int) -> tuple[PoolNotice, ...]:
+        """Each source's announced work on each of ``pools`` over the trust window: its
+        GPU-hours by notice, the pool's, precision and the notice its items gave."""
+        return tuple(found for pool in pools for found in self._of_pool(pool, now=now))
+
+    def _of_pool(self, pool: str, *, now: int) -> list[PoolNotice]:
+        hours = self.use.gpu_hours(pool, now=now)
+        mine = [o for o in self.outcomes if o.pool == pool and now - TRUST_WINDOW_SECONDS < o.at]
+        sources = sorted({s for s, _ in hours if s} | {o.source for o in mine})
+        out = []
+        for source in sources:
+            resolved = [o for o in mine if o.source == source]
+            came = [o for o in resolved if o.came]
+            out.append(
+                PoolNotice(
+                    pool,
+                    source,
+                    {kind: h for (s, kind), h in hours.items() if s == source},
+                    hours.get(("", ALL), 0.0),
+                    len(came) / len(resolved) if resolved else None,
+                    len(resolved),
+                    spread(o.notice_seconds for o in came),
+                )
+            )
+        return out
 
     def distrusted(self, *, now: int) -> dict[str, str]:
         """Sources whose items the plan leaves out now, with why: below ``TRUST_THRESHOLD``

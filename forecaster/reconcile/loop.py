@@ -90,8 +90,7 @@ class Reconciler:
         save_every_seconds: int = SAVE_EVERY_SECONDS,
     ) -> None:
         self.pools, self.save_every_seconds = list(pools), save_every_seconds
-        self.source = source
-        self.models = models
+        self.source, self.models = source, models
         self.lookback_seconds = lookback_seconds
         self.budgets = budgets
         self.slo = slo
@@ -159,6 +158,7 @@ class Reconciler:
             observed.unattributed, scored,
             notice=tuple(self.notice_ledger.judged(n, now=now) for n in observed.notice),
             notice_ended=ended, budgets=self._budgets(), claimed=observed.claimed,
+            notice_pools=self.notice_ledger.by_pool(views, now=now),
         )  # fmt: skip
         return self.last
 
@@ -273,7 +273,7 @@ class Reconciler:
         self._saved_at = None  # the next record saves: what was read is all the store has
         if saved is not None:
             self.state = state
-            self.notice_ledger.restore(state.notice, state.notice_in_flight)
+            self.notice_ledger.restore(state.notice, state.notice_in_flight, state.notice_use)
             for name, pool_state in self.state.pools.items():
                 if pool_state.budget.mode.value != "predictive":
                     log.warning(
@@ -317,7 +317,8 @@ class Reconciler:
                 max_step_seconds=self.budgets.commitment_seconds,
             )
         self.state.last_tick = now
-        self.state.notice, self.state.notice_in_flight = self.notice_ledger.saved()
+        notice = self.notice_ledger.saved()
+        self.state.notice, self.state.notice_in_flight, self.state.notice_use = notice
         modes = {name: p.budget.mode for name, p in self.state.pools.items()}
         due = self._saved_at is None or now - self._saved_at >= self.save_every_seconds
         if not due and modes == self._saved_modes:

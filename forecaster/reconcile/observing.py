@@ -79,8 +79,9 @@ def follow_notice(
     now: int,
     window_of: Callable[[str], int],
 ) -> tuple[Outcome, ...]:
-    """Record this reading's announced items; log the ones that did not come; return every
-    item that ended. The leader only: a follower's verdicts would repeat the leader's."""
+    """Record this reading's announced items and the GPUs their pods run (``NoticeLedger.use``);
+    log the ones that did not come; return every item that ended. The leader only: a
+    follower's verdicts would repeat the leader's."""
     readable = _readable_sources(snapshots)
     ended: list[Outcome] = []
     for name, snapshot in snapshots.items():
@@ -97,6 +98,13 @@ def follow_notice(
                     outcome.held_gpu_hours,
                     outcome.source,
                 )
+        if snapshot.problem is None:  # an unobservable pool's zeros are not its use
+            ledger.use.record(
+                name,
+                running_gpus=snapshot.running_gpus,
+                announced=snapshot.announced_running,
+                now=now,
+            )
     return tuple(ended)
 
 

@@ -22,6 +22,7 @@ from forecaster.core.cluster import (
 )
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, Transition
 from forecaster.core.notice import Outcome, SourceStatus
+from forecaster.core.notice_use import PoolNotice
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.planner import Plan
 from forecaster.core.policy import PlanningHorizon, PoolPolicy, planning_horizon
@@ -154,6 +155,9 @@ class TickRecord:
     """How each notice source fared at this tick's observation."""
     notice_ended: tuple[Outcome, ...] = ()
     """Announced items that ended this tick (came or withdrawn), with the notice they gave."""
+    notice_pools: tuple[PoolNotice, ...] = ()
+    """Each pool's announced work per source over 7 days, in GPU-hours by notice
+    (``NoticeLedger.by_pool``)."""
     budgets: dict[str, ErrorBudgetState] = field(default_factory=dict)
     """Each configured pool's error budget after this tick (immutable): what the endpoint and
     the metrics read, from their own threads - never the loop's live state."""

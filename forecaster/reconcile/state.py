@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from forecaster.core.budget import SpendLedger
 from forecaster.core.error_budget import ErrorBudgetState
 from forecaster.core.notice import AnnouncedItem, InFlight, Outcome
+from forecaster.core.notice_use import UseTotals
 from forecaster.core.planner import Mode
 
 FORMAT_VERSION = 3
@@ -63,6 +64,9 @@ class ServiceState:
     ``MAX_NOTICE_OUTCOMES`` kept; their keys are not stored."""
     notice_in_flight: tuple[InFlight, ...] = ()
     """The announced items followed but not resolved yet (``NoticeLedger.saved``)."""
+    notice_use: UseTotals = field(default_factory=UseTotals)
+    """GPU-hours of each pool's work per notice source and day, and the links of the pods
+    running now to their items (``core.notice_use``)."""
 
     def pool(self, name: str) -> PoolState:
         """The pool's state, created on first use (and only then: read several times a tick)."""
@@ -82,6 +86,7 @@ class ServiceState:
             "pools": {name: _pool_dict(p) for name, p in self.pools.items()},
             "notice": _notice_dict(self.notice[-MAX_NOTICE_OUTCOMES:]),
             "notice_in_flight": [_in_flight_dict(f) for f in self.notice_in_flight],
+            "notice_use": _use_dict(self.notice_use),
         }
 
     @classmethod
@@ -115,6 +120,7 @@ class ServiceState:
             last_tick=last_tick,
             notice=_notice_outcomes(data.get("notice")),
             notice_in_flight=_in_flight(data.get("notice_in_flight")),
+            notice_use=_use(data.get("notice_use")),
         )
 
 
@@ -187,6 +193,29 @@ def _in_flight(data: Any) -> tuple[InFlight, ...]:
         )
     except (AttributeError, KeyError, TypeError, ValueError):
         return ()
+
+
+MAX_NOTICE_LINKS = 500
+"""Links of running pods to their items kept across restarts (the newest); past them a pod's
+GPU-hours count as announced with notice unmeasured."""
+
+
+def _use_dict(use: UseTotals) -> dict[str, Any]:
+    seconds = [[*key, round(value)] for key, value in sorted(use.seconds.items())]
+    newest = sorted(use.links.items(), key=lambda kv: kv[1][1])[-MAX_NOTICE_LINKS:]
+    return {"seconds": seconds, "links": [[*key, *link] for key, link in newest]}
+
+
+def _use(data: Any) -> UseTotals:
+    """Inverse of ``_use_dict``; none saved (an older state) or unreadable: none - the last
+    7 days' notice figures start again."""
+    try:
+        return UseTotals(
+            {(str(p), str(s), str(k), int(d)): float(v) for p, s, k, d, v in data["seconds"]},
+            {(str(p), str(key)): (str(k), int(at)) for p, key, k, at in data["links"]},
+        )
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return UseTotals()
 
 
 def _pool_dict(pool: PoolState) -> dict[str, Any]:

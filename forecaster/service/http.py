@@ -33,6 +33,7 @@ from forecaster.core.error_budget import (
 from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
 from forecaster.core.notice import AnnouncedItem, SourceStatus
+from forecaster.core.notice_use import KINDS, PoolNotice
 from forecaster.core.planner import Mode
 from forecaster.core.policy import PlanningHorizon
 from forecaster.core.series import iso_utc
@@ -301,6 +302,9 @@ def _pool_status(daemon: Daemon, name: str, record: TickRecord | None) -> dict[s
             _announced(item, now=now)
             for item in (view.snapshot.announced if view and view.snapshot else ())
         ],
+        "notice_7d": [
+            _pool_notice(n) for n in (record.notice_pools if record else ()) if n.pool == name
+        ],
         "prewarm_gpus": next((p.target_gpus for p in record.plan.pools if p.pool == name), 0)
         if record
         else 0,
@@ -337,6 +341,22 @@ def _notice_source(n: SourceStatus) -> dict[str, Any]:
         "came_gpus_7d": n.came_gpus,
         "ahead_gpus_7d": n.ahead_gpus,
         "median_notice_seconds_7d": n.median_notice_seconds,
+    }
+
+
+def _pool_notice(n: PoolNotice) -> dict[str, Any]:
+    """One source's announced work on a pool over 7 days: GPU-hours its pods ran by the notice
+    their item gave, the pool's, the share that came with notice >= the lead time, precision
+    and the notice spread (``core.notice_use``)."""
+    share = n.ahead_share
+    return {
+        "source": n.source,
+        "gpu_hours": {kind: round(n.gpu_hours.get(kind, 0.0), 3) for kind in KINDS},
+        "pool_gpu_hours": round(n.pool_gpu_hours, 3),
+        "ahead_share": None if share is None else round(share, 4),
+        "precision": n.precision,
+        "resolved": n.resolved,
+        "notice_seconds_p10_p50_p90": list(n.notice_seconds) if n.notice_seconds else None,
     }
 
 

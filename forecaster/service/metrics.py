@@ -17,6 +17,7 @@ from forecaster.core.error_budget import (
     waste_last_day,
 )
 from forecaster.core.finops import PoolSpend
+from forecaster.core.notice_use import KINDS
 from forecaster.core.planner import Mode
 from forecaster.reconcile.records import TickRecord
 
@@ -190,8 +191,28 @@ class Metrics:
         self.notice_lead = Histogram(
             "forecaster_notice_lead_seconds",
             "Notice an announced item gave: from its first reading to its coming",
-            ["source"],
+            ["pool", "source"],
             buckets=(60, 180, 300, 600, 900, 1800, 3600, 4 * 3600, 86400, 7 * 86400),
+            registry=r,
+        )
+        self.notice_gpu_hours = Gauge(
+            "forecaster_notice_gpu_hours_7d",
+            "GPU-hours the pods of a source's announced work ran on the pool in 7 days, by the"
+            " notice their item gave: ahead (>= the pool's lead time), short, unmeasured",
+            ["pool", "source", "notice"],
+            registry=r,
+        )
+        self.notice_share = Gauge(
+            "forecaster_notice_ahead_share_7d",
+            "Share of the pool's GPU-hours of 7 days that came announced by the source at least"
+            " the pool's lead time ahead (absent: the pool ran nothing)",
+            ["pool", "source"],
+            registry=r,
+        )
+        self.notice_pool_precision = Gauge(
+            "forecaster_notice_pool_precision_7d",
+            "Share of the source's items on the pool resolved in 7 days that came",
+            ["pool", "source"],
             registry=r,
         )
         self.lead = Gauge(
@@ -302,7 +323,24 @@ class Metrics:
                 self.notice_came.labels(pool=ended.pool, source=ended.source, ahead=ahead).inc(
                     ended.gpus
                 )
-                self.notice_lead.labels(source=ended.source).observe(ended.notice_seconds)
+                self.notice_lead.labels(pool=ended.pool, source=ended.source).observe(
+                    ended.notice_seconds
+                )
+        self._notice_pools(record)
+
+    def _notice_pools(self, record: TickRecord) -> None:
+        """Each pool's announced work per source over 7 days (``core.notice_use``)."""
+        for gauge in (self.notice_gpu_hours, self.notice_share, self.notice_pool_precision):
+            gauge.clear()
+        for n in record.notice_pools:
+            for kind in KINDS:
+                self.notice_gpu_hours.labels(pool=n.pool, source=n.source, notice=kind).set(
+                    n.gpu_hours.get(kind, 0.0)
+                )
+            if n.ahead_share is not None:
+                self.notice_share.labels(pool=n.pool, source=n.source).set(n.ahead_share)
+            if n.precision is not None:
+                self.notice_pool_precision.labels(pool=n.pool, source=n.source).set(n.precision)
 
     def _count_arrivals(self, pool: str, pods: tuple[tuple[str, int], ...]) -> None:
         """Add the GPUs of pods not counted before; forget pods that left the hour's window

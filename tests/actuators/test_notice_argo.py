@@ -209,6 +209,8 @@ def test_only_the_pods_of_waiting_steps_are_marked(api: KubeApiDouble) -> None:
 
     assert marks(pod("train")) and marks(pod("eval(0:a)"))
     assert not marks(pod("prep"))
+    # its item: the step's pods run under the key the step was announced as
+    assert read(api).announcement(pod("train")) == ("argo", "workflow ml/wf/train")
 
 
 def test_argo_not_served_is_not_installed() -> None:
@@ -326,6 +328,38 @@ def test_the_pods_of_a_cron_run_are_marked(api: KubeApiDouble) -> None:
 
     assert marks(pod("nightly-1800000300"))
     assert not marks(pod("wf"))
+    # no scheduled time on the run: announced work, linked to no item (notice unmeasured)
+    unnamed = ("cronworkflow", "cronworkflow ml/nightly/nightly-1800000300/")
+    assert read_cron(api).announcement(pod("nightly-1800000300")) == unnamed
+
+
+def test_a_cron_runs_step_pods_are_linked_to_the_item_announced_for_them(
+    api: KubeApiDouble,
+) -> None:
+    """Argo stamps each run with its scheduled time: the first step's pods carry the key its
+    item was announced under, so their GPU-hours count with the notice it gave."""
+    api.put("cronworkflows", nightly())
+    (item,) = read_cron(api).items[POOL]
+    run = pipeline()
+    run["metadata"] = {
+        "name": "nightly-1800000300",
+        "namespace": "ml",
+        "labels": {
+            "workflows.argoproj.io/cron-workflow": "nightly",
+            "workflows.argoproj.io/phase": "Running",
+        },
+        "annotations": {"workflows.argoproj.io/scheduled-time": "2027-01-15T08:05:00Z"},
+    }
+    api.put("workflows", run)
+    pod = {
+        "metadata": {
+            "namespace": "ml",
+            "labels": {"workflows.argoproj.io/workflow": "nightly-1800000300"},
+            "annotations": {"workflows.argoproj.io/node-name": "nightly-1800000300.warmup"},
+        },
+        "spec": {"containers": []},
+    }
+    assert read_cron(api, T0 + 300).announcement(pod) == ("cronworkflow", item.key)  # type: ignore[arg-type]
 
 
 def test_a_source_not_installed_is_asked_again_only_every_ten_minutes() -> None:

@@ -167,6 +167,17 @@ def test_the_pods_of_a_runs_job_are_marked_as_announced_work(api: KubeApiDouble)
     assert not reading.announced({"metadata": {"name": "p", "namespace": "ml"}})  # type: ignore[typeddict-item]
 
 
+def test_a_runs_pods_are_linked_to_the_item_announced_for_that_run(api: KubeApiDouble) -> None:
+    """The run's Job is named after its scheduled minute: its pods carry the key of the item
+    announced for that run (their GPU-hours count with the notice it gave), not the next's."""
+    api.put("cronjobs", nightly())
+    (item,) = items(api)
+    job = f"nightly-{item.earliest_start // 60}"
+    assert read(api).announcement(run_pod(f"{job}-x", job)) == ("cronjob", item.key)
+    earlier = f"nightly-{item.earliest_start // 60 - 60}"
+    assert read(api).announcement(run_pod(f"{earlier}-x", earlier)) != ("cronjob", item.key)
+
+
 def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists(
     tmp_path: Path, api: KubeApiDouble
 ) -> None:
@@ -248,7 +259,8 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     # the run came 300 s after it was first read: less than the pool's window, so not ahead
     came = 'forecaster_notice_came_gpus_total{ahead="false",pool="%s",source="cronjob"} 16.0'
     assert came % POOL in metrics
-    assert 'forecaster_notice_lead_seconds_bucket{le="300.0",source="cronjob"} 1.0' in metrics
+    lead = 'forecaster_notice_lead_seconds_bucket{le="300.0",pool="%s",source="cronjob"} 1.0'
+    assert lead % POOL in metrics
     (cron, *_) = TestClient(create_app(daemon)).get("/api/v1/status").json()["notice_sources"]
     assert (cron["came_gpus_7d"], cron["ahead_gpus_7d"]) == (16, 0)
     assert cron["median_notice_seconds_7d"] == 300

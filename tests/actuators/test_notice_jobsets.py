@@ -177,6 +177,7 @@ def test_only_the_pods_of_a_waiting_stage_are_marked_as_announced_work(
     node = {**stage, "jobset.sigs.k8s.io/replicatedjob-name": "node"}
     first = {**stage, "jobset.sigs.k8s.io/replicatedjob-name": "dataset-initializer"}
     assert reading.announced(pod("train-1-node-0-0-a", node))
+    assert reading.announcement(pod("train-1-node-0-0-a", node)) == ("jobset", KEY)  # its item
     assert not reading.announced(pod("train-1-dataset-initializer-0-0-b", first))
     assert not reading.announced(pod("train-1-node-0-0-a", node, namespace="other"))
     assert not reading.announced(pod("x", {}))

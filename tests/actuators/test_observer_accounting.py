@@ -97,7 +97,9 @@ def snap(
         now=NOW,
         buffer_gpus=buffer_gpus,
         launch_problem=None,
-        announced=lambda p: p["metadata"]["name"] in announced,
+        announced=lambda p: (
+            ("cronjob", p["metadata"]["name"]) if p["metadata"]["name"] in announced else None
+        ),
     )
 
 

@@ -166,10 +166,10 @@ def test_an_item_in_flight_at_a_restart_keeps_its_first_reading_and_its_held_pre
     nightly, stage = item("nightly", start=NOW + 86400), item("stage", start=NOW + 600)
     ledger.observe("a", [nightly, stage], readable=None, now=NOW, window_seconds=WINDOW)
     state = ServiceState(last_tick=NOW)
-    state.notice, state.notice_in_flight = ledger.saved()
+    state.notice, state.notice_in_flight, state.notice_use = ledger.saved()
     restarted = NoticeLedger()
     read = ServiceState.from_dict(json.loads(json.dumps(state.to_dict())))
-    restarted.restore(read.notice, read.notice_in_flight)
+    restarted.restore(read.notice, read.notice_in_flight, read.notice_use)
     restarted.observe("a", [nightly], readable=None, now=NOW + 1800, window_seconds=WINDOW)
     restarted.observe("a", [], readable=None, now=NOW + 86400, window_seconds=WINDOW)
     by_key = {o.key: o for o in restarted.outcomes}

@@ -88,14 +88,24 @@ class ArgoWorkflowSource:
                 for step in _dependent_steps(spec.get("templates") or []):
                     waiting.add((meta.get("namespace"), meta.get("name"), step))
 
-        def marks(pod: Pod) -> bool:
+        def marks(pod: Pod) -> str | None:
             meta = pod.get("metadata") or {}
+            namespace = meta.get("namespace")
             workflow = (meta.get("labels") or {}).get(WORKFLOW_LABEL)
-            node = str((meta.get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
-            step = node.split("(", 1)[0].rsplit(".", 1)[-1]
-            return (meta.get("namespace"), workflow, step) in waiting
+            step = step_of(pod)
+            if (namespace, workflow, step) not in waiting:
+                return None
+            return f"workflow {namespace}/{workflow}/{step}"
 
         return marks
+
+
+def step_of(pod: Pod) -> str:
+    """The step a pod of a Workflow runs: its node name's last part, without a fan-out index
+    (``wf.train(0)`` -> ``train``)."""
+    meta = pod.get("metadata") or {}
+    node = str((meta.get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
+    return node.split("(", 1)[0].rsplit(".", 1)[-1]
 
 
 def step_item(

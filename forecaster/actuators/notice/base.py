@@ -9,9 +9,11 @@ kind the cluster does not serve makes its source "not installed" (nothing else h
 object a source cannot read is skipped and named; a failed list costs that source's items for
 this observation only (the plan then rests on the forecast, as without notice).
 
-Each source also marks the pods of the work it announces (``marker``): those pods are real
-demand once they exist, but the histories leave them out (``forecaster_observed_unannounced_
-demand_gpus``), so the forecast is of unannounced work and announced work is counted once.
+Each source also marks the pods of the work it announces (``marker``), naming the item each is
+of: those pods are real demand once they exist, but the histories leave them out
+(``forecaster_observed_unannounced_demand_gpus``), so the forecast is of unannounced work and
+announced work is counted once; and their GPU-hours are linked to the notice their item gave
+(``core.notice_use``).
 
 Adding a source: a module here with a class satisfying ``NoticeSource``, and its entry in
 ``actuators.notice.registry.SOURCES``.
@@ -140,8 +142,9 @@ class NoticeContext:
         return (pool, per_pod) if per_pod > 0 else None
 
 
-PodMarker = Callable[[Pod], bool]
-"""Whether a pod is of work a source announced."""
+PodMarker = Callable[[Pod], str | None]
+"""The key of the announced item a pod is of (the ``AnnouncedItem.key`` its source gave it, or
+one no item has where the pod cannot tell which); None: not of work the source announces."""
 
 
 class NoticeSource(Protocol):
@@ -157,8 +160,8 @@ class NoticeSource(Protocol):
         ...
 
     def marker(self, context: NoticeContext) -> PodMarker:
-        """Whether a pod is of work this source announces (its items once their pods exist),
-        from the objects read this time; must not raise on a malformed pod or object."""
+        """Which item of this source a pod is of (its items once their pods exist), from the
+        objects read this time; must not raise on a malformed pod or object."""
         ...
 
 
@@ -168,12 +171,21 @@ class NoticeReading:
 
     items: dict[str, tuple[AnnouncedItem, ...]] = field(default_factory=dict)
     statuses: tuple[SourceStatus, ...] = ()
-    markers: tuple[PodMarker, ...] = ()
-    """One per source read this time: a source not installed or not read marks nothing."""
+    markers: tuple[tuple[str, PodMarker], ...] = ()
+    """(source, its marker) per source read this time: one not installed or not read marks
+    nothing."""
+
+    def announcement(self, pod: Pod) -> tuple[str, str] | None:
+        """(source, item key) of the announced work ``pod`` is of; None: unannounced work."""
+        for source, marks in self.markers:
+            key = marks(pod)
+            if key is not None:
+                return source, key
+        return None
 
     def announced(self, pod: Pod) -> bool:
         """Is ``pod`` of announced work (left out of the histories the forecast learns)."""
-        return any(marks(pod) for marks in self.markers)
+        return self.announcement(pod) is not None
 
 
 class NoticeReader:
@@ -264,7 +276,7 @@ def read_notice(
                 skipped.append(f"{_name(obj)}: {type(exc).__name__}: {exc}")
         for item in found_items:
             items.setdefault(item.pool, []).append(item)
-        markers.append(source.marker(context))
+        markers.append((source.name, source.marker(context)))
         problem = f"skipped {len(skipped)} unreadable object(s): {skipped[0]}" if skipped else None
         statuses.append(SourceStatus(source.name, True, len(found_items), problem))
     return NoticeReading(

@@ -76,20 +76,22 @@ class CronJobSource:
 
     def marker(self, context: NoticeContext) -> PodMarker:
         """A pod of a CronJob's run: owned by a Job named ``<cronjob>-<minutes>`` (the name the
-        CronJob controller gives each run's Job) in a namespace with that CronJob."""
+        CronJob controller gives each run's Job: its scheduled time in minutes since the epoch)
+        in a namespace with that CronJob; its item is that run's."""
         crons = {
             (meta.get("namespace"), meta.get("name"))
             for meta in (obj.get("metadata") or {} for obj in context.objects.get(CRONJOBS, []))
         }
 
-        def marks(pod: Pod) -> bool:
+        def marks(pod: Pod) -> str | None:
             meta = pod.get("metadata") or {}
+            namespace = meta.get("namespace")
             for ref in meta.get("ownerReferences") or []:
                 base, _, minutes = str(ref.get("name", "")).rpartition("-")
                 run = ref.get("kind") == "Job" and minutes.isdigit()
-                if run and (meta.get("namespace"), base) in crons:
-                    return True
-            return False
+                if run and (namespace, base) in crons:
+                    return f"cronjob {namespace}/{base}@{kube_timestamp(int(minutes) * 60)}"
+            return None
 
         return marks
 

@@ -12,7 +12,8 @@ else + the grace. Nothing for a suspended CronWorkflow, or while a run is active
 past its latest start: the item did not come, and the source's precision counts it.
 
 Its pods are marked through the run's Workflow (labelled ``workflows.argoproj.io/cron-workflow``
-by Argo) and the workflow label Argo puts on every pod of it.
+by Argo) and the workflow label Argo puts on every pod of it; the run's scheduled time (Argo's
+``workflows.argoproj.io/scheduled-time`` annotation) and the pod's step name its item.
 """
 
 from __future__ import annotations
@@ -20,13 +21,20 @@ from __future__ import annotations
 from typing import Any
 
 from forecaster.actuators.manifests import Pod
-from forecaster.actuators.notice.argo import PHASE_LABEL, WORKFLOW_LABEL, WORKFLOWS, step_item
+from forecaster.actuators.notice.argo import (
+    PHASE_LABEL,
+    WORKFLOW_LABEL,
+    WORKFLOWS,
+    step_item,
+    step_of,
+)
 from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
 from forecaster.actuators.notice.cronjobs import next_due
 from forecaster.actuators.quantities import kube_timestamp, timestamp_seconds
 from forecaster.core.notice import AnnouncedItem
 
 CRON_LABEL = "workflows.argoproj.io/cron-workflow"
+SCHEDULED_TIME = "workflows.argoproj.io/scheduled-time"
 CRONWORKFLOWS = ApiKind("argoproj.io", "v1alpha1", "cronworkflows")
 CRON_RUNS = ApiKind(
     WORKFLOWS.group,
@@ -77,22 +85,34 @@ class CronWorkflowSource:
         ]
 
     def marker(self, context: NoticeContext) -> PodMarker:
-        """A pod of a Workflow a CronWorkflow made, in a namespace with that CronWorkflow."""
+        """A pod of a Workflow a CronWorkflow made, in a namespace with that CronWorkflow; its
+        item is its run's step (a run without its scheduled time names none)."""
         crons = {
             (meta.get("namespace"), meta.get("name"))
             for meta in (o.get("metadata") or {} for o in context.objects.get(CRONWORKFLOWS, []))
         }
         runs = {
-            (meta.get("namespace"), meta.get("name"))
+            (meta.get("namespace"), meta.get("name")): _run_key(meta)
             for meta in (o.get("metadata") or {} for o in context.objects.get(CRON_RUNS, []))
             if (meta.get("namespace"), (meta.get("labels") or {}).get(CRON_LABEL)) in crons
         }
 
-        def marks(pod: Pod) -> bool:
+        def marks(pod: Pod) -> str | None:
             meta = pod.get("metadata") or {}
-            return (meta.get("namespace"), (meta.get("labels") or {}).get(WORKFLOW_LABEL)) in runs
+            run = runs.get((meta.get("namespace"), (meta.get("labels") or {}).get(WORKFLOW_LABEL)))
+            return None if run is None else f"{run}/{step_of(pod)}"
 
         return marks
+
+
+def _run_key(meta: Obj) -> str:
+    """The item key of a run's steps, less the step: as ``announce`` names them."""
+    cron = f"cronworkflow {meta.get('namespace')}/{(meta.get('labels') or {}).get(CRON_LABEL)}"
+    try:
+        when = timestamp_seconds((meta.get("annotations") or {})[SCHEDULED_TIME])
+    except (KeyError, TypeError, ValueError):
+        return f"{cron}/{meta.get('name')}"  # not an item's key: counted, notice unmeasured
+    return f"{cron}@{kube_timestamp(when)}"
 
 
 def _first_steps(workflow: Obj) -> list[dict[str, Any]]:

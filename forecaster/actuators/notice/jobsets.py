@@ -88,14 +88,17 @@ class JobSetSource:
         announces), by the labels the JobSet controller puts on its pods; a JobSet's first
         stage gives no notice and stays in the histories."""
         waiting = {
-            (obj["metadata"].get("namespace"), obj["metadata"].get("name"), r.get("name"))
+            (obj["metadata"].get("namespace"), obj["metadata"].get("name"), r.get("name")): (
+                f"jobset {obj['metadata'].get('namespace')}/{obj['metadata'].get('name')}"
+                f"/{r.get('name')}" + _owner(obj["metadata"])
+            )
             for obj in context.objects.get(JOBSETS, [])
             if isinstance(obj.get("metadata"), dict) and isinstance(obj.get("spec"), dict)
             for r in obj["spec"].get("replicatedJobs") or []
             if isinstance(r, dict) and r.get("dependsOn")
         }
 
-        def marks(pod: Pod) -> bool:
+        def marks(pod: Pod) -> str | None:
             meta = pod.get("metadata") or {}
             labels = meta.get("labels") or {}
             key = (
@@ -103,7 +106,7 @@ class JobSetSource:
                 labels.get(JOBSET_LABEL),
                 labels.get(REPLICATED_JOB_LABEL),
             )
-            return key in waiting
+            return waiting.get(key)
 
         return marks
 

@@ -109,7 +109,7 @@ class KueuePendingSource:
 
     def marker(self, context: NoticeContext) -> PodMarker:
         """None: the pods of Kueue work stay in the histories (see the module docstring)."""
-        return lambda pod: False
+        return lambda pod: None
 
 
 def _queues(cq: Obj, workloads: list[Obj], context: NoticeContext) -> list[_Queue]:

@@ -74,7 +74,7 @@ class KueueReservedSource:
 
     def marker(self, context: NoticeContext) -> PodMarker:
         """None: the pods of Kueue work stay in the histories (see the module docstring)."""
-        return lambda pod: False
+        return lambda pod: None
 
 
 def flavor_pools(context: NoticeContext) -> dict[str, str]:

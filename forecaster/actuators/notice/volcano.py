@@ -69,7 +69,7 @@ class VolcanoSource:
 
     def marker(self, context: NoticeContext) -> PodMarker:
         """None: a group's pods stay in the histories (see the module docstring)."""
-        return lambda pod: False
+        return lambda pod: None
 
 
 def _pool(group: Obj, context: NoticeContext) -> str | None:

@@ -43,7 +43,7 @@ NodePool's GPU limit comes from its ``spec.limits``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,7 +52,7 @@ from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.manifests import Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
-from forecaster.actuators.notice.base import NoticeReader, NoticeReading, PodMarker
+from forecaster.actuators.notice.base import NoticeReader, NoticeReading
 from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of, shape
 from forecaster.actuators.observe.claims import claimed_pods
 from forecaster.actuators.observe.kueue import KueueScope, read_rooms
@@ -81,6 +81,8 @@ _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
 LAUNCH_WINDOW_SECONDS = 600
 MAX_RECENT_IMAGES = 5
 NO_CAPACITY = "InsufficientCapacityError"
+Announcement = Callable[[Pod], tuple[str, str] | None]
+"""(source, item key) of the announced work a pod is of (``NoticeReading.announcement``)."""
 
 
 def _ready(node: Node) -> bool:
@@ -188,7 +190,7 @@ def observe(
                 now=now,
                 buffer_gpus=sum(gpus.get(pool, 0) for gpus in held_gpus),
                 launch_problem=launches.get(pool),
-                announced=reading.announced,
+                announced=reading.announcement,
             )
             snapshots[pool] = dataclasses.replace(
                 snapshots[pool],
@@ -240,12 +242,11 @@ def _snapshot(
     now: int,
     buffer_gpus: int,
     launch_problem: str | None,
-    announced: PodMarker,
+    announced: Announcement,
 ) -> PoolSnapshot:
     """One pool's snapshot; a malformed object raises (the caller isolates the pool)."""
     own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
-    nodes_by_name = {n["metadata"]["name"]: n for n in own}
-    capacity = {True: 0, False: 0}
+    nodes_by_name, capacity = {n["metadata"]["name"]: n for n in own}, {True: 0, False: 0}
     for node in own:
         capacity[_ready(node)] += _allocatable(node, resource)
     tally = _tally(
@@ -286,6 +287,7 @@ def _snapshot(
         ),
         recent_images=tally.recent_images(),
         announced_real_gpus=tally.of_announced,
+        announced_running=tally.announced_running(),
         arrivals=tally.arrivals(),
     )
 
@@ -322,6 +324,12 @@ class _Tally:
     ours_on: dict[str, int]
     """our placeholders' GPUs per node ("" = still pending)."""
     busy: set[str]
+    running_announced: dict[tuple[str, str], int]
+    """(source, item key) -> GPUs of the bound pods of that announced item."""
+
+    def announced_running(self) -> tuple[tuple[str, str, int], ...]:
+        """(source, item key, GPUs) of the bound pods of announced work, by item."""
+        return tuple((s, key, g) for (s, key), g in sorted(self.running_announced.items()))
 
     def recent_images(self) -> tuple[str, ...]:
         """The images the last hour's pods ran, most GPUs first (what placeholders pre-pull)."""
@@ -347,7 +355,7 @@ def _tally(
     homes: list[str | None],
     node_pool: dict[str, str],
     now: int,
-    announced: PodMarker,
+    announced: Announcement,
 ) -> _Tally:
     """Count the pods of ``pool`` (on its nodes, or pending for it): real work by state and
     notice, our placeholders by node."""
@@ -358,6 +366,7 @@ def _tally(
     used_on: dict[str, int] = {}
     ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
     busy: set[str] = set()
+    running_announced: dict[tuple[str, str], int] = {}
     for pod, home in zip(pods, homes, strict=True):
         node_name = pod["spec"].get("nodeName")
         if (node_pool.get(node_name) if node_name else home) != pool:
@@ -370,12 +379,15 @@ def _tally(
             ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus
             continue
         uid = _note_created(pod, gpus, now=now, created=created, images=images)
-        is_announced = announced(pod)
+        announcement = announced(pod)
+        is_announced = announcement is not None
         if not is_announced and uid:
             unannounced.add(uid)
         if node_name:
             running += gpus
             busy.add(node_name)
+            if announcement is not None:
+                running_announced[announcement] = running_announced.get(announcement, 0) + gpus
         elif not pod["spec"].get("schedulingGates"):  # gated pods (Kueue) start no node
             pending += gpus
         else:
@@ -383,7 +395,7 @@ def _tally(
         of_announced += gpus if is_announced else 0
     return _Tally(
         running, pending, placeholders, of_announced, created, unannounced, images, used_on,
-        ours_on, busy,
+        ours_on, busy, running_announced,
     )  # fmt: skip
 
 
