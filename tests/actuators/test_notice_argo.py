@@ -306,8 +306,8 @@ def test_a_run_its_when_skips_counts_as_not_come(api: KubeApiDouble) -> None:
     assert outcome.held_gpu_hours == pytest.approx(16 * 900 / 3600)  # due from T0: its window
 
 
-def test_the_pods_of_a_cron_run_are_marked(api: KubeApiDouble) -> None:
-    api.put("cronworkflows", nightly())
+def cron_run(*, scheduled: str | None = None) -> dict[str, Any]:
+    """The Workflow Argo makes for nightly's 08:05 run (stamped with its scheduled time)."""
     run = pipeline()
     run["metadata"] = {
         "name": "nightly-1800000300",
@@ -317,7 +317,14 @@ def test_the_pods_of_a_cron_run_are_marked(api: KubeApiDouble) -> None:
             "workflows.argoproj.io/phase": "Running",
         },
     }
-    api.put("workflows", run)
+    if scheduled is not None:
+        run["metadata"]["annotations"] = {"workflows.argoproj.io/scheduled-time": scheduled}
+    return run
+
+
+def test_the_pods_of_a_cron_run_are_marked(api: KubeApiDouble) -> None:
+    api.put("cronworkflows", nightly())
+    api.put("workflows", cron_run())
     other = pipeline()
     api.put("workflows", other)
     marks = read_cron(api).announced
@@ -340,17 +347,7 @@ def test_a_cron_runs_step_pods_are_linked_to_the_item_announced_for_them(
     item was announced under, so their GPU-hours count with the notice it gave."""
     api.put("cronworkflows", nightly())
     (item,) = read_cron(api).items[POOL]
-    run = pipeline()
-    run["metadata"] = {
-        "name": "nightly-1800000300",
-        "namespace": "ml",
-        "labels": {
-            "workflows.argoproj.io/cron-workflow": "nightly",
-            "workflows.argoproj.io/phase": "Running",
-        },
-        "annotations": {"workflows.argoproj.io/scheduled-time": "2027-01-15T08:05:00Z"},
-    }
-    api.put("workflows", run)
+    api.put("workflows", cron_run(scheduled="2027-01-15T08:05:00Z"))
     pod = {
         "metadata": {
             "namespace": "ml",
