@@ -12,7 +12,8 @@ Per trace it replays the frontier's chosen points (``--frontier-json``: its ``ch
 window, for MIX none, 10 %, 30 %, 50 % and seeds 1-3, and prints the evaluation window against
 static headroom at the same GPU-hours (the frontier's static curve: static reads nothing, so
 notice does not move it) - share > 5 min / mean / P95 ratios, min-max over the seeds - the P95
-against reactive's, and the waits of jobs announced at least one lead time ahead. MIX none must
+against reactive's, and the waits of jobs announced at least one lead time ahead (P95; how many
+over 30 s, and how many of those waited on a node still pulling the image). MIX none must
 reproduce the frontier's rows; the bench says whether it does. Goals (issue "notice"): with
 30 % announced, <= 0.6x / 0.8x / 0.85x of static at +5 % on both traces; moonshot P95 -80 %
 against reactive at <= +10 %.
@@ -99,6 +100,7 @@ def replayed(
             lead_seconds=twin.provision_seconds + twin.image_pull_seconds,
             window=window,
             end=record.end,
+            placed=record.job_placed,
         )
     return metrics, groups, ledger(policy, now=int(record.end))
 
@@ -181,7 +183,9 @@ def main() -> None:
             + ratios(m, static)
             + f"; P95 {m.p95_wait_s / reactive['p95_wait_s'] - 1:+.0%} vs reactive"
             + (
-                f"; {ahead.group}: {ahead.jobs} jobs, P95 {ahead.p95_wait_s:.0f} s"
+                f"; {ahead.group}: {ahead.jobs} jobs, P95 {ahead.p95_wait_s:.0f} s,"
+                f" {ahead.over_30s} over 30 s ({ahead.over_30s_on_node} of them on a node"
+                " still pulling the image)"
                 if ahead is not None
                 else ""
             )

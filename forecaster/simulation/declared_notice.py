@@ -402,6 +402,10 @@ class TwinObjects:
         }
 
 
+SLOW_SECONDS = 30.0
+"""The issue's bound on the P95 wait of jobs announced at least a lead time ahead."""
+
+
 @dataclass(frozen=True)
 class NoticeWaits:
     """Waits of one group of jobs submitted in the metrics window."""
@@ -410,6 +414,12 @@ class NoticeWaits:
     jobs: int
     p95_wait_s: float
     mean_wait_s: float
+    over_30s: int = 0
+    """Jobs that waited over 30 s (the issue's bound for jobs announced a lead time ahead)."""
+    over_30s_on_node: int = 0
+    """Of those, jobs that waited over 30 s *after* binding: on a node still pulling the image
+    (one launched for an earlier burst, its placeholder removed mid-pull) - capacity was there,
+    warm it was not."""
 
 
 def notice_waits(
@@ -420,11 +430,14 @@ def notice_waits(
     lead_seconds: float,
     window: tuple[float, float],
     end: float,
+    placed: npt.NDArray[np.float64] | None = None,
 ) -> list[NoticeWaits]:
     """Waits split by what the plan could know: announced at least ``lead_seconds`` ahead,
     announced later than that, not announced (jobs submitted in ``window``; one not started by
-    ``end`` counts with its wait so far)."""
+    ``end`` counts with its wait so far). With ``placed`` (the twin's binding times) it also
+    counts the jobs that waited over 30 s on the node they were bound to."""
     wait = np.where(np.isnan(start), end - submit, start - submit)
+    on_node = np.zeros_like(wait) if placed is None else np.nan_to_num(start - placed)
     inside = (submit >= window[0]) & (submit < window[1])
     ahead = submit - notice.announce_at
     groups = [
@@ -438,7 +451,12 @@ def notice_waits(
         if chosen.size:
             out.append(
                 NoticeWaits(
-                    name, int(chosen.size), float(np.percentile(chosen, 95)), float(chosen.mean())
+                    name,
+                    int(chosen.size),
+                    float(np.percentile(chosen, 95)),
+                    float(chosen.mean()),
+                    over_30s=int((chosen > SLOW_SECONDS).sum()),
+                    over_30s_on_node=int((on_node[inside & mask] > SLOW_SECONDS).sum()),
                 )
             )
         else:

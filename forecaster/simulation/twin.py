@@ -220,6 +220,9 @@ class TwinRecord:
 
     job_submit: np.ndarray
     job_start: np.ndarray
+    job_placed: np.ndarray
+    """When each job was bound to its nodes (NaN: never). ``job_start`` minus this is the wait
+    on the node - the preemption grace and the rest of an image pull - not for capacity."""
     job_gpus: np.ndarray
     job_duration: np.ndarray
     nodes: list[tuple[float, float, int]]
@@ -291,6 +294,7 @@ class Twin:
         self.pending: list[int] = []  # real jobs, FIFO
         self.pending_placeholders: list[int] = []
         self.job_start = np.full(len(jobs), np.nan)
+        self.job_placed = np.full(len(jobs), np.nan)
         self.job_nodes: dict[int, list[int]] = {}
         self.requested = 0
         self.requested_announced = 0  # of ``requested``, by jobs of announced work
@@ -668,6 +672,7 @@ class Twin:
             node.jobs.add(j)
             node.empty_since = None
         self.job_start[j] = start
+        self.job_placed[j] = self.now
         self.job_nodes[j] = [n.id for n in nodes]
         self._push(start + float(self.jobs.duration[j]), FINISH, j)
         return True
@@ -775,6 +780,7 @@ class Twin:
         return TwinRecord(
             job_submit=self.jobs.submit,
             job_start=self.job_start,
+            job_placed=self.job_placed,
             job_gpus=self.jobs.gpus,
             job_duration=self.jobs.duration,
             nodes=nodes,

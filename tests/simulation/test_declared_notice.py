@@ -148,6 +148,26 @@ def test_waits_are_split_by_the_notice_the_plan_had() -> None:
     ]
 
 
+def test_slow_waits_are_told_apart_from_waits_on_a_node_still_pulling() -> None:
+    """Over 30 s is counted per group, and which of those waited after binding (the node's
+    image pull), not for capacity: the two causes a warm pool has, told apart."""
+    submit = np.array([200.0, 300.0, 400.0, 500.0])
+    start = np.array([260.0, 390.0, 420.0, np.nan])
+    placed = np.array([210.0, 385.0, 420.0, np.nan])  # the first bound at once, then 50 s pull
+    notice = DeclaredNotice(
+        kind=np.array([PIPELINE, PIPELINE, NONE, NONE], dtype=np.int8),
+        announce_at=np.array([-400.0, 200.0, np.nan, np.nan]),
+    )
+    groups = notice_waits(
+        submit, start, notice, lead_seconds=360, window=(150, 600), end=560, placed=placed
+    )
+    assert [(g.jobs, g.over_30s, g.over_30s_on_node) for g in groups] == [
+        (1, 1, 1),  # 60 s, 50 of them on its node
+        (1, 1, 0),  # 90 s waiting for a node, 5 s on it
+        (2, 1, 0),  # 20 s; and 60 s so far, never bound
+    ]
+
+
 def test_replay_labels_simulated_notice_and_splits_the_waits(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
