@@ -417,9 +417,9 @@ class NoticeWaits:
     over_30s: int = 0
     """Jobs that waited over 30 s (the issue's bound for jobs announced a lead time ahead)."""
     over_30s_on_node: int = 0
-    """Of those, jobs that waited over 30 s *after* binding: on a node still pulling the image
-    (one launched for an earlier burst, its placeholder removed mid-pull) - capacity was there,
-    warm it was not."""
+    """Of those, jobs that waited over 30 s *after* binding, on a node still pulling the image
+    (in the replays traced: launched for an earlier burst, its placeholder removed mid-pull) -
+    capacity was there, warm it was not."""
 
 
 def notice_waits(
@@ -447,7 +447,8 @@ def notice_waits(
     ]
     out = []
     for name, mask in groups:
-        chosen = wait[inside & mask]
+        selected = inside & mask
+        chosen = wait[selected]
         if chosen.size:
             out.append(
                 NoticeWaits(
@@ -456,7 +457,7 @@ def notice_waits(
                     float(np.percentile(chosen, 95)),
                     float(chosen.mean()),
                     over_30s=int((chosen > SLOW_SECONDS).sum()),
-                    over_30s_on_node=int((on_node[inside & mask] > SLOW_SECONDS).sum()),
+                    over_30s_on_node=int((on_node[selected] > SLOW_SECONDS).sum()),
                 )
             )
         else:

@@ -153,7 +153,8 @@ def test_slow_waits_are_told_apart_from_waits_on_a_node_still_pulling() -> None:
     image pull), not for capacity: the two causes a warm pool has, told apart."""
     submit = np.array([200.0, 300.0, 400.0, 500.0])
     start = np.array([260.0, 390.0, 420.0, np.nan])
-    placed = np.array([210.0, 385.0, 420.0, np.nan])  # the first bound at once, then 50 s pull
+    # the first bound 10 s in, then 50 s on its node
+    placed = np.array([210.0, 385.0, 420.0, np.nan])
     notice = DeclaredNotice(
         kind=np.array([PIPELINE, PIPELINE, NONE, NONE], dtype=np.int8),
         announce_at=np.array([-400.0, 200.0, np.nan, np.nan]),
