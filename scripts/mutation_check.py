@@ -1807,6 +1807,33 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "a scale-down frees a node still pulling before a warm one",
+        "forecaster/actuators/prewarm/placeholders.py",
+        '                _WARM if p.get("status", {}).get("phase") == "Running" else _PULLING',
+        "                _PULLING",
+        (
+            "tests/actuators/test_placeholder_lifecycle.py::test_a_scale_down_frees_unbound_then_warm_nodes_before_nodes_still_pulling",
+        ),
+    ),
+    Mutation(
+        "a scale-down frees the youngest warm placeholder, not the oldest",
+        "forecaster/actuators/prewarm/placeholders.py",
+        "    return at, created if at == _WARM else -created",
+        "    return at, -created",
+        (
+            "tests/actuators/test_placeholder_lifecycle.py::test_a_scale_down_takes_the_oldest_running_first",
+        ),
+    ),
+    Mutation(
+        "the twin's scale-down frees a node still pulling before a warm one",
+        "forecaster/simulation/twin.py",
+        "        if not pulls or self.nodes[placeholder.node].pulled_at <= self.now:",
+        "        if not pulls:",
+        (
+            "tests/simulation/test_twin.py::test_a_scale_down_frees_the_warm_node_not_the_one_still_pulling",
+        ),
+    ),
+    Mutation(
         "a pending workload no timed quota covers is announced anyway",
         "forecaster/actuators/notice/kueue_pending.py",
         "        if free < need:\n            break",

@@ -562,10 +562,20 @@ class Twin:
             live.append(placeholder)
             self._queue_provision()  # Karpenter sees a pending placeholder within its batch
         if len(live) > target:
-            # pending ones first, then the youngest
-            live.sort(key=lambda p: (p.node is not None, -p.created))
+            live.sort(key=self._scale_down_order)
             for placeholder in live[: len(live) - target]:
                 self._end_placeholder(placeholder, preempted=False)
+
+    def _scale_down_order(self, placeholder: _Placeholder) -> tuple[int, float]:
+        """The actuator's order (``placeholders._scale_down_order``): no node yet (youngest
+        first), then Running (oldest first), then on a node still pulling (youngest first). A
+        placeholder that pulls no image runs as soon as it is bound (nodes here are ready)."""
+        if placeholder.node is None:
+            return 0, -placeholder.created
+        pulls = self.cfg.warm_image and self.cfg.conduct.pods
+        if not pulls or self.nodes[placeholder.node].pulled_at <= self.now:
+            return 1, placeholder.created
+        return 2, -placeholder.created
 
     def _expire_placeholders(self) -> None:
         for placeholder in list(self.live_placeholders.values()):

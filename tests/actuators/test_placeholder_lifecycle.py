@@ -3,7 +3,8 @@
 What money and safety rest on here: a placeholder past its TTL goes even if its Job has not
 ended, charged for its whole lifetime; a renewal is charged for the lifetime it did not use,
 and no more than ``max_renewals_per_tick`` happen in one tick; a scale-down charges the
-GPU-hours exactly (no rounding away) and takes the youngest first; a pending placeholder is
+GPU-hours exactly (no rounding away) and frees placeholders with no node, then warm nodes
+(the oldest first), then nodes still pulling; a pending placeholder is
 never renewed; slots above a smaller target are not refilled past it; ``remove_all`` takes the
 bare pods of older versions too; a Job has ended only on a true Complete/Failed condition;
 the PriorityClass must be strictly negative and no lower than ``LOWEST_PRIORITY``; the Job
@@ -37,6 +38,7 @@ class FakeKube:
     def __init__(self, priority: int = -1, policy: str = "Never") -> None:
         self.jobs: dict[str, dict[str, Any]] = {}
         self.running: set[str] = set()
+        self.pulling: set[str] = set()  # bound to a node, init containers still pulling
         self.bare: dict[str, dict[str, Any]] = {}  # placeholder pods of versions before Jobs
         self.priority_class = {"value": priority, "preemptionPolicy": policy}
 
@@ -44,13 +46,24 @@ class FakeKube:
         return list(self.jobs.values())
 
     def list_pods(self, *, namespace: str, labels: object = None) -> list[dict[str, Any]]:
-        return [
-            {
-                "metadata": {"labels": {lbl.JOB_NAME: name}, "ownerReferences": [{}]},
-                "status": {"phase": "Running"},
-            }
-            for name in self.running
-        ] + list(self.bare.values())
+        return (
+            [
+                {
+                    "metadata": {"labels": {lbl.JOB_NAME: name}, "ownerReferences": [{}]},
+                    "status": {"phase": "Running"},
+                }
+                for name in self.running
+            ]
+            + [
+                {
+                    "metadata": {"labels": {lbl.JOB_NAME: name}, "ownerReferences": [{}]},
+                    "spec": {"nodeName": "node-1"},
+                    "status": {"phase": "Pending"},
+                }
+                for name in self.pulling
+            ]
+            + list(self.bare.values())
+        )
 
     def delete_pod(self, namespace: str, name: str) -> None:
         del self.bare[name]
@@ -170,13 +183,27 @@ def test_a_pending_placeholder_is_never_renewed() -> None:
     assert applied.deleted == () and list(kube.jobs) == [name]
 
 
-def test_a_scale_down_takes_the_youngest_running_first() -> None:
+def test_a_scale_down_takes_the_oldest_running_first() -> None:
     kube = FakeKube()
     old, young, middle = (
         created(kube, slot=s, at=NOW - age) for s, age in ((0, 900), (1, 60), (2, 300))
     )
     applied = placeholders(kube).apply(SPEC, target=1, now=NOW)
-    assert applied.deleted == (young, middle) and list(kube.jobs) == [old]
+    assert applied.deleted == (old, middle) and list(kube.jobs) == [young]
+
+
+def test_a_scale_down_frees_unbound_then_warm_nodes_before_nodes_still_pulling() -> None:
+    """A node freed mid-pull takes the next real pod, which then waits for the pull while
+    warm nodes stay held (docs/findings.md): warm nodes are freed first."""
+    kube = FakeKube()
+    pulling_old, pulling_young, unbound, warm = (
+        created(kube, slot=s, at=NOW - age, running=False)
+        for s, age in enumerate((200, 100, 50, 900))
+    )
+    kube.pulling |= {pulling_old, pulling_young}
+    kube.running.add(warm)
+    applied = placeholders(kube).apply(SPEC, target=1, now=NOW)
+    assert applied.deleted == (unbound, warm, pulling_young) and list(kube.jobs) == [pulling_old]
 
 
 def test_slots_left_by_a_smaller_target_are_not_refilled_past_it() -> None:

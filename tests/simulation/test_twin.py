@@ -116,6 +116,28 @@ class Toggle:
         return Decision(0, protect=view.now >= T0 + self.protect_from)
 
 
+class Steps:
+    """Prewarm ``gpus`` from each ``(second, gpus)`` step on."""
+
+    name = "steps"
+
+    def __init__(self, *steps: tuple[float, int]) -> None:
+        self.steps = steps
+
+    def decide(self, view: TwinView) -> Decision:
+        return Decision(([g for at, g in self.steps if view.now >= T0 + at] or [0])[-1])
+
+
+def test_a_scale_down_frees_the_warm_node_not_the_one_still_pulling() -> None:
+    """As the actuator does: the placeholder on the pulled node goes first, so the job that
+    arrives next lands warm instead of waiting for the second node's pull."""
+    steps = Steps((0, 8), (1200, 16), (1380, 8))
+    record = run(trace((1390, 600, 8)), steps)
+    assert waits(record) == [0.0]
+    cold = run(trace((1390, 600, 8)), steps, warm_image=False)  # nothing to pull: oldest goes
+    assert [p[1] - T0 for p in cold.placeholders if p[0] == T0] == [1380]
+
+
 def test_empty_nodes_are_consolidated_unless_protected() -> None:
     free = run(trace((0, 600, 8)), end=3600)
     ((_, removed, _),) = free.nodes

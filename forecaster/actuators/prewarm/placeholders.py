@@ -26,6 +26,8 @@
   exits at once - the node keeps the image, the placeholder runs ``pause``.
 * Placeholders occupy numbered slots ``0..target-1`` (label ``forecaster.io/slot``): a restart
   or a retried tick fills only empty slots, so there are never duplicates.
+* A scale-down deletes, in this order, placeholders with no node yet, those on warm nodes and
+  last those on nodes still pulling, so a node freed for real work is ready for it.
 * Placeholders that ended without being preempted (expired, renewed, scaled down) are wasted
   prewarm; their GPU-hours are reported for the waste budget.
 """
@@ -122,7 +124,8 @@ class Placeholders:
     def apply(self, spec: PlaceholderSpec, *, target: int, now: int) -> Applied:
         """Converge the pool to ``target`` live placeholders; see the module docstring."""
         jobs = self.jobs(spec.pool)
-        running = self._running_jobs(spec.pool)
+        standing = self._pod_standing(spec.pool)
+        running = {name for name, at in standing.items() if at == _WARM}
         wasted = 0.0
         used = 0
         deleted: list[str] = []
@@ -145,8 +148,7 @@ class Placeholders:
                 deleted.append(self.delete(job))
             else:
                 live.append(job)
-        # scale down: pending ones first (they hold no node yet), then the youngest
-        live.sort(key=lambda j: (_name(j) in running, -_created_at(j, default=now)))
+        live.sort(key=lambda j: _scale_down_order(j, standing, now))
         while len(live) > target:
             job = live.pop(0)
             wasted += _gpus(job) * max(0, now - _created_at(job, default=now)) / 3600
@@ -179,13 +181,17 @@ class Placeholders:
                 removed.append(_name(pod))
         return removed
 
-    def _running_jobs(self, pool: str) -> set[str]:
-        """Names of the pool's placeholder Jobs whose pod is Running (holds a node)."""
+    def _pod_standing(self, pool: str) -> dict[str, int]:
+        """Per placeholder Job of the pool with a pod bound to a node: ``_WARM`` once the pod
+        is Running (its init containers have pulled the images), else ``_PULLING``. A Job
+        missing here has no pod on a node yet."""
         pods = self.kube.list_pods(namespace=self.namespace, labels=lbl.placeholder_selector(pool))
         return {
-            p["metadata"]["labels"].get(lbl.JOB_NAME, "")
+            p["metadata"]["labels"].get(lbl.JOB_NAME, ""): (
+                _WARM if p.get("status", {}).get("phase") == "Running" else _PULLING
+            )
             for p in pods
-            if p.get("status", {}).get("phase") == "Running"
+            if p.get("status", {}).get("phase") == "Running" or p.get("spec", {}).get("nodeName")
         }
 
     def delete(self, job: Job) -> str:
@@ -265,6 +271,25 @@ def placeholder_pod_spec(spec: PlaceholderSpec, *, priority_class: str) -> PodSp
             ),
         ]
     return pod
+
+
+_UNBOUND, _WARM, _PULLING = 0, 1, 2
+"""Where a placeholder's pod stands, in the order a scale-down deletes them."""
+
+
+def _scale_down_order(job: Job, standing: dict[str, int], now: int) -> tuple[int, int]:
+    """Which placeholders a scale-down deletes first: those with no node yet (they hold
+    nothing; the youngest first), then those on warm nodes (the oldest first, nearest their
+    renewal), and last those on nodes still pulling (the youngest first).
+
+    Why warm before pulling: a freed node takes the next pod that fits, and kube-scheduler
+    preempts a placeholder only when no node fits. Freeing a node mid-pull after a burst sent
+    announced jobs to wait on that pull while warm nodes stayed held (docs/findings.md,
+    "Announced jobs over 30 s: bound to a node still pulling").
+    """
+    at = standing.get(_name(job), _UNBOUND)
+    created = _created_at(job, default=now)
+    return at, created if at == _WARM else -created
 
 
 def _puller(name: str, image: str, command: list[str]) -> Container:
