@@ -225,9 +225,10 @@ def _static(
 
 def at_gpu_hours(static: Sequence[dict[str, Any]], gpu_hours: float) -> dict[str, float] | None:
     """The static curve's compared metrics and K (``gpus``) at ``gpu_hours``, linearly
-    interpolated between the two swept K around it; None outside the sweep."""
+    interpolated between the two swept K around it (a one-K sweep answers at its own
+    GPU-hours); None outside the sweep."""
     rows = sorted(static, key=lambda m: float(m["gpu_hours"]))
-    for low, high in itertools.pairwise(rows):
+    for low, high in itertools.pairwise(rows[:1] + rows):  # (first, first) first: one K works
         x0, x1 = float(low["gpu_hours"]), float(high["gpu_hours"])
         if x0 <= gpu_hours <= x1:
             share = 0.0 if x1 == x0 else (gpu_hours - x0) / (x1 - x0)

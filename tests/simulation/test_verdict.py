@@ -102,6 +102,16 @@ def test_a_point_outside_the_sweep_is_not_judged_by_extrapolation() -> None:
     assert "does not reach the chosen point's GPU-hours" in v.reason
 
 
+def test_a_one_k_sweep_judges_a_point_at_its_own_gpu_hours() -> None:
+    assert at_gpu_hours(STATIC[1:2], 104) == {
+        "share_waiting_over_5min": 0.15,
+        "mean_wait_s": 80,
+        "p95_wait_s": 360,
+        "gpus": 8,
+    }
+    assert at_gpu_hours(STATIC[1:2], 105) is None
+
+
 def test_ratios_of_zero() -> None:
     assert ratio(0, 0) == 1.0
     assert ratio(1, 0) == float("inf")
