@@ -1809,8 +1809,8 @@ MUTATIONS = (
     Mutation(
         "a scale-down frees a node still pulling before a warm one",
         "forecaster/actuators/prewarm/placeholders.py",
-        '                _WARM if p.get("status", {}).get("phase") == "Running" else _PULLING',
-        "                _PULLING",
+        "                    _WARM if running else _PULLING",
+        "                    _PULLING",
         (
             "tests/actuators/test_placeholder_lifecycle.py::test_a_scale_down_frees_unbound_then_warm_nodes_before_nodes_still_pulling",
         ),

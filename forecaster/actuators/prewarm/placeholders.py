@@ -125,7 +125,6 @@ class Placeholders:
         """Converge the pool to ``target`` live placeholders; see the module docstring."""
         jobs = self.jobs(spec.pool)
         standing = self._pod_standing(spec.pool)
-        running = {name for name, at in standing.items() if at == _WARM}
         wasted = 0.0
         used = 0
         deleted: list[str] = []
@@ -134,7 +133,7 @@ class Placeholders:
         for job in sorted(jobs, key=lambda j: _created_at(j, default=now)):  # oldest first
             age = now - _created_at(job, default=now)
             ended = _ended(job)
-            is_running = _name(job) in running
+            is_running = standing.get(_name(job)) == _WARM
             due = is_running and age >= spec.ttl_seconds - spec.renew_before_seconds
             if ended is not None or age >= spec.ttl_seconds:
                 if ended == "preempted":
@@ -186,13 +185,14 @@ class Placeholders:
         is Running (its init containers have pulled the images), else ``_PULLING``. A Job
         missing here has no pod on a node yet."""
         pods = self.kube.list_pods(namespace=self.namespace, labels=lbl.placeholder_selector(pool))
-        return {
-            p["metadata"]["labels"].get(lbl.JOB_NAME, ""): (
-                _WARM if p.get("status", {}).get("phase") == "Running" else _PULLING
-            )
-            for p in pods
-            if p.get("status", {}).get("phase") == "Running" or p.get("spec", {}).get("nodeName")
-        }
+        standing = {}
+        for pod in pods:
+            running = pod.get("status", {}).get("phase") == "Running"
+            if running or pod.get("spec", {}).get("nodeName"):
+                standing[pod["metadata"]["labels"].get(lbl.JOB_NAME, "")] = (
+                    _WARM if running else _PULLING
+                )
+        return standing
 
     def delete(self, job: Job) -> str:
         """Delete one of our placeholder Jobs (never one without our label); its name."""
