@@ -523,8 +523,8 @@ MUTATIONS = (
     Mutation(
         "a buffer's own headroom counted as spare",
         "forecaster/actuators/observe/observer.py",
-        "    placeholders += buffer_gpus",
-        "    placeholders += 0",
+        "        prewarm_gpus=placeholders + buffer_gpus,",
+        "        prewarm_gpus=placeholders,",
         ("tests/actuators/test_backends.py",),
     ),
     Mutation(
@@ -1831,6 +1831,53 @@ MUTATIONS = (
         "        if not pulls:",
         (
             "tests/simulation/test_twin.py::test_a_scale_down_frees_the_warm_node_not_the_one_still_pulling",
+        ),
+    ),
+    Mutation(
+        "a placeholder whose node is launching is deleted at the next scale-down",
+        "forecaster/core/planner.py",
+        "    if not flying or kept <= needed:",
+        "    if True:",
+        (
+            "tests/core/test_planner.py::test_placeholders_whose_nodes_are_launching_are_kept_until_the_nodes_are_up",
+            "tests/simulation/test_twin.py::test_a_placeholder_whose_node_is_launching_is_kept_so_the_node_comes_up_warm",
+        ),
+    ),
+    Mutation(
+        "a launching node a real pod waits for is counted as our placeholder's",
+        "forecaster/core/cluster.py",
+        "        unclaimed = max(0, self.launching_gpus - self.pending_gpus)",
+        "        unclaimed = self.launching_gpus",
+        (
+            "tests/core/test_planner.py::test_placeholders_whose_nodes_are_launching_are_kept_until_the_nodes_are_up",
+        ),
+    ),
+    Mutation(
+        "a handed-off pool drops the announced work it was told of",
+        "forecaster/core/planner.py",
+        "    gpus = sum(i.gpus for i in due if not i.in_history)\n    wanted",
+        "    gpus = 0\n    wanted",
+        (
+            "tests/core/test_notice.py::test_a_handed_off_pool_still_covers_trusted_announced_work_and_only_that",
+        ),
+    ),
+    Mutation(
+        "a handed-off pool prewarms a distrusted source's work",
+        "forecaster/core/planner.py",
+        "    due = _trusted_due(snap, window_seconds=item.window_seconds,"
+        " distrusted=item.distrusted)\n    gpus",
+        "    due = _trusted_due(snap, window_seconds=item.window_seconds, distrusted={})\n    gpus",
+        (
+            "tests/core/test_notice.py::test_a_handed_off_pool_still_covers_trusted_announced_work_and_only_that",
+        ),
+    ),
+    Mutation(
+        "a handed-off pool escapes the shared budgets",
+        "forecaster/core/planner.py",
+        "    sharing = (Mode.PREDICTIVE, Mode.HANDED_OFF, Mode.RECOVERING)",
+        "    sharing = (Mode.PREDICTIVE,)",
+        (
+            "tests/core/test_notice.py::test_a_handed_off_pool_still_covers_trusted_announced_work_and_only_that",
         ),
     ),
     Mutation(

@@ -112,6 +112,8 @@ class PoolSnapshot:
     announced_running: tuple[tuple[str, str, int], ...] = ()
     """(source, item key, GPUs) of the bound pods of announced work: linked to the notice each
     item gave, in GPU-hours (``core.notice_use``). Empty in replay: the twin counts no pods."""
+    unbound_placeholder_gpus: int = 0
+    """Of ``prewarm_gpus``, placeholder GPUs whose pods have no node yet (waiting for one)."""
     signals: tuple[tuple[str, float], ...] = ()
     """Readings of the registered signal readers, ``(name, value)`` in registration order
     (``app.signals``): on the status page, and for a plan rule that reads one (``signal``)."""
@@ -129,6 +131,14 @@ class PoolSnapshot:
     def real_demand_gpus(self) -> int:
         """GPUs real pods ask for now (running + pending)."""
         return self.running_gpus + self.pending_gpus
+
+    @property
+    def in_flight_placeholder_gpus(self) -> int:
+        """Unbound placeholder GPUs that nodes already launching will take: launching capacity
+        no pending real pod claims (real pods are scheduled first). Deleting these placeholders
+        does not stop the launch - the node would come up empty, its image not pulled."""
+        unclaimed = max(0, self.launching_gpus - self.pending_gpus)
+        return min(self.unbound_placeholder_gpus, unclaimed)
 
     @property
     def spare_gpus(self) -> int:

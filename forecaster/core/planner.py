@@ -10,8 +10,11 @@ Per pool (see ``PoolPlan``):
 1. *Needed* = P95 demand at the lead time minus what real pods already ask for and minus spare
    capacity that is up or coming, rounded **up** to whole placeholders, never negative; at
    least the pool's ``floor_gpus`` (a constant warm floor under the forecast).
-2. Mode overrides: handed-off or recovering pools get 0 (reactive scaling owns them), and so
-   does every pool while the on-call kill switch is on (``halted``); on stale
+   While nodes launch for unbound placeholders, the pool keeps its bound placeholders and
+   those until the nodes are up (deleting them would not stop the launch: ``_in_flight_kept``).
+2. Mode overrides: handed-off or recovering pools get only the trusted announced work due
+   (reactive scaling owns the forecast's part), and every pool gets 0 while the on-call kill
+   switch is on (``halted``); on stale
    data nothing new is prewarmed - existing prewarm is held for ``hold_seconds``, then 0.
    While Karpenter cannot launch the pool's nodes (``launch_problem``), nothing new either:
    more pending placeholders would not launch, and only prewarm on Ready nodes is warm.
@@ -160,8 +163,9 @@ def plan(
             for item in inputs
         ]
     drafts = [_draft(item, now=now) for item in inputs]
-    # handed-off/recovering pools act too (they withdraw); only predictive ones spend budget
-    acting = [d for d in drafts if d.source.mode is Mode.PREDICTIVE and not _observe_only(d)]
+    # handed-off/recovering pools act too: they withdraw, or cover announced work on budget
+    sharing = (Mode.PREDICTIVE, Mode.HANDED_OFF, Mode.RECOVERING)
+    acting = [d for d in drafts if d.source.mode in sharing and not _observe_only(d)]
     for d in drafts:
         if d not in acting:
             d.target = d.cap  # 0 unless forecast-only: then what it would do within its own caps
@@ -221,13 +225,14 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
     if item.mode is Mode.HALTED:
         return _Draft(item, needed, 0, [*reasons, "kill switch on: prewarm 0, nothing new"])
     if item.mode in (Mode.HANDED_OFF, Mode.RECOVERING):
-        return _Draft(
-            item,
-            needed,
-            0,
-            [*reasons, f"{item.mode.value}: reactive scaling owns the pool, prewarm 0"],
-        )
-    cap = _held(needed, item, age=now - forecast.data_end, reasons=reasons)
+        wanted = _announced_only(item, reasons)
+        if not wanted:
+            return _Draft(item, needed, 0, reasons)
+    else:
+        wanted = _in_flight_kept(needed, snap, unit, reasons)
+    cap = _held(wanted, item, age=now - forecast.data_end, reasons=reasons)
+    if item.mode is not Mode.PREDICTIVE:  # stale data holds the existing only up to the due
+        cap = min(cap, wanted)
     cap = _cap(cap, policy.max_prewarm_gpus, unit, "pool max_prewarm_gpus", reasons)
     cap = _cap(cap, _limit_room(policy, snap, reasons), unit, "NodePool GPU limit", reasons)
     if snap.kueue is not None:  # work that quota would hold back needs no warm node
@@ -235,6 +240,43 @@ def _draft(item: PoolInput, *, now: int) -> _Draft:
         room = snap.kueue.admissible_gpus + sum(i.gpus for i in held if i.in_history)
         cap = _cap(cap, room, unit, f"Kueue {snap.kueue.scope} quota", reasons)
     return _Draft(item, needed, cap, reasons)
+
+
+def _announced_only(item: PoolInput, reasons: list[str]) -> int:
+    """A handed-off (or recovering) pool's prewarm: the trusted sources' announced work due
+    within the window, less spare - never the forecast. The hand-off judged the forecast of
+    unannounced work (``core.error_budget``); announced work has its own trust rule
+    (``core.notice``), so reactive scaling owns the rest of the pool, not this."""
+    snap, unit = item.snapshot, item.policy.placeholder_size_gpus
+    due = _trusted_due(snap, window_seconds=item.window_seconds, distrusted=item.distrusted)
+    gpus = sum(i.gpus for i in due if not i.in_history)
+    wanted = max(0, math.ceil((gpus - snap.spare_gpus) / unit - 1e-9)) * unit
+    mode = item.mode.value
+    if not wanted:
+        reasons.append(f"{mode}: reactive scaling owns the pool, prewarm 0")
+    else:
+        reasons.append(
+            f"{mode}: reactive scaling owns the pool's forecast; announced work due"
+            f" ({gpus} GPUs, {snap.spare_gpus} spare) is still covered: {wanted}"
+        )
+    return wanted
+
+
+def _in_flight_kept(needed: int, snap: PoolSnapshot, unit: int, reasons: list[str]) -> int:
+    """``needed``, or more while nodes launch for our unbound placeholders: deleting those
+    placeholders does not stop the launch, and freeing a bound one instead lets the unbound
+    one bind there - either way a node comes up empty with its image not pulled, and the
+    work the prewarm was for lands on it cold. So the pool keeps every bound placeholder and
+    those the launching nodes will take until they are up; a later tick scales down."""
+    flying = snap.in_flight_placeholder_gpus
+    kept = (snap.prewarm_gpus - snap.unbound_placeholder_gpus + flying) // unit * unit
+    if not flying or kept <= needed:
+        return needed
+    reasons.append(
+        f"{flying} GPUs of placeholders wait for nodes already launching: keeping {kept} until"
+        " those nodes are up (else they come up empty and cold)"
+    )
+    return kept
 
 
 def _held(needed: int, item: PoolInput, *, age: int, reasons: list[str]) -> int:

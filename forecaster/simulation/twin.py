@@ -362,6 +362,7 @@ class Twin:
             kueue=self._kueue_room(),
             announced=self._announced(),
             announced_real_gpus=self.requested_announced,
+            unbound_placeholder_gpus=self.cfg.gpus_per_node * len(self.pending_placeholders),
             signals=tuple((s.name, float(s.read(self))) for s in self.cfg.signals),
         )
 

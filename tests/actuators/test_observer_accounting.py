@@ -114,6 +114,7 @@ def test_our_placeholders_add_up_per_node_and_pending_ones_hold_launching_nodes(
     )
     assert s.ready_placeholder_gpus == 8
     assert (s.allocatable_gpus, s.launching_gpus) == (8, 8)
+    assert s.unbound_placeholder_gpus == 8 and s.in_flight_placeholder_gpus == 8
     assert s.prewarm_gpus == 16
     assert s.held_gpus == 16  # node a (only ours on it) and the launching node b
     assert s.running_gpus == 0 and s.pending_gpus == 0

@@ -82,6 +82,37 @@ def test_a_distrusted_sources_items_are_left_out_and_said() -> None:
     assert decision.pools[0].target_gpus == 16
 
 
+def test_a_handed_off_pool_still_covers_trusted_announced_work_and_only_that() -> None:
+    """The hand-off judged the forecast; announced work has its own trust rule. A handed-off
+    (or recovering) pool prewarms the trusted items due, less spare - never the forecast - on
+    the shared budgets; a distrusted source's items, or none due, give 0."""
+    snap = snapshot(running_gpus=16, allocatable_gpus=20, announced=(item(gpus=24),))
+    budgets = Budgets(64, 1000, 1000, 3600)
+    for mode in (Mode.HANDED_OFF, Mode.RECOVERING):
+        handed = PoolInput(policy(), snap, forecast(200.0), mode, window_seconds=WINDOW)
+        pool = plan([handed], budgets=budgets, spent_gpu_hours_last_day=0, now=NOW).pools[0]
+        assert pool.mode is mode and pool.target_gpus == 24  # 24 due - 4 spare, whole 8s
+        assert not pool.protect_nodepool
+        assert any(
+            "announced work due (24 GPUs, 4 spare) is still covered" in r for r in pool.reasons
+        )
+        cut = dataclasses.replace(handed, distrusted={"cronjob": "precision 0.25"})
+        assert (
+            plan([cut], budgets=budgets, spent_gpu_hours_last_day=0, now=NOW).pools[0].target_gpus
+            == 0
+        )
+        later = dataclasses.replace(handed, window_seconds=0)  # nothing due yet
+        assert (
+            plan([later], budgets=budgets, spent_gpu_hours_last_day=0, now=NOW).pools[0].target_gpus
+            == 0
+        )
+    tight = Budgets(8, 1000, 1000, 3600)  # the shared caps hold for a handed-off pool too
+    handed = PoolInput(policy(), snap, forecast(200.0), Mode.HANDED_OFF, window_seconds=WINDOW)
+    assert (
+        plan([handed], budgets=tight, spent_gpu_hours_last_day=0, now=NOW).pools[0].target_gpus == 8
+    )
+
+
 def test_an_item_that_leaves_by_its_latest_start_came_one_that_stays_past_it_did_not() -> None:
     ledger = NoticeLedger()
     came, late = item("came"), item("late")

@@ -2,8 +2,9 @@
 
 Properties: no cap is ever exceeded (per-pool max, NodePool limit, total GPUs, cost per hour,
 GPU-hours per day with commitment), targets are whole placeholders and never negative, handed-off
-and recovering pools get 0, forecast-only pools never act, stale data beyond the hold gives 0 and
-within it never more than what exists, and a larger forecast never shrinks that pool's target.
+and recovering pools get no more than the announced work due, forecast-only pools never act,
+stale data beyond the hold gives 0 and within it never more than what exists, and a larger
+forecast never shrinks that pool's target.
 Caps are charged whole nodes (a 1-GPU placeholder on an 8-GPU node bills 8 GPUs). Cases: the
 worked example, each cap with its reason, an unlimited NodePool refused, the opt-in NodePool
 pause only with a target.
@@ -18,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
-from forecaster.core.planner import Mode, PoolInput, billed_gpus, plan
+from forecaster.core.notice import AnnouncedItem
+from forecaster.core.planner import Mode, PoolInput, announced_gpus, billed_gpus, plan
 from forecaster.core.policy import Budgets, PoolPolicy
 from tests.factories import NOW, forecast, policy, snapshot
 
@@ -173,6 +175,7 @@ def pool_inputs(draw: st.DrawFn, name: str) -> PoolInput:
         floor_gpus=draw(st.sampled_from([0, 0, 8, 13, 64])),
     )
     alloc = draw(st.integers(0, 400))
+    prewarm = draw(st.integers(0, 100))
     snap = PoolSnapshot(
         pool=name,
         observed_at=NOW,
@@ -180,13 +183,21 @@ def pool_inputs(draw: st.DrawFn, name: str) -> PoolInput:
         launching_gpus=draw(st.integers(0, 64)),
         running_gpus=draw(st.integers(0, alloc)),
         pending_gpus=draw(st.integers(0, 100)),
-        prewarm_gpus=draw(st.integers(0, 100)),
+        prewarm_gpus=prewarm,
         nodepool_limit_gpus=draw(st.one_of(st.none(), st.integers(0, 600))),
+        unbound_placeholder_gpus=draw(st.integers(0, prewarm)),
+        announced=tuple(
+            AnnouncedItem(name, 8, pods, False, NOW + start, NOW + start + 600, "cronjob", "k")
+            for pods, start in draw(
+                st.lists(st.tuples(st.integers(0, 8), st.integers(0, 1200)), max_size=2)
+            )
+        ),
     )
     p95 = draw(st.floats(0, 2000, allow_nan=False))
     age = draw(st.integers(0, 5000))
     mode = draw(st.sampled_from(list(Mode)))
-    return PoolInput(pol, snap, forecast(p95, pool=name, data_end=NOW - age), mode)
+    window = draw(st.sampled_from([0, 900]))
+    return PoolInput(pol, snap, forecast(p95, pool=name, data_end=NOW - age), mode, window)
 
 
 budget_strategy = st.builds(
@@ -234,8 +245,12 @@ def test_no_cap_is_ever_exceeded(scenario: tuple[list[PoolInput], Budgets, float
             assert pool.target_gpus + in_use <= snap.nodepool_limit_gpus
         elif snap.nodepool_limit_gpus is None and not pol.allow_unlimited_nodepool:
             assert pool.target_gpus == 0
-        if item.mode in (Mode.HANDED_OFF, Mode.RECOVERING):
-            assert pool.target_gpus == 0 and not pool.protect_nodepool
+        if item.mode in (Mode.HANDED_OFF, Mode.RECOVERING):  # announced work only
+            due = announced_gpus(snap, window_seconds=item.window_seconds)
+            assert (
+                pool.target_gpus <= -(-due // pol.placeholder_size_gpus) * pol.placeholder_size_gpus
+            )
+            assert not pool.protect_nodepool
         if pol.forecast_only:
             assert not pool.acts and not pool.protect_nodepool
         if pool.protect_nodepool:
@@ -289,6 +304,24 @@ def test_only_predictive_pools_get_prewarm_the_actuator_just_carries_it_out(
     ).pools
     assert pool_plan.acts and pool_plan.target_gpus == 0 and pool_plan.placeholders == 0
     assert not pool_plan.protect_nodepool
+
+
+def test_placeholders_whose_nodes_are_launching_are_kept_until_the_nodes_are_up() -> None:
+    """Deleting an unbound placeholder does not stop its node's launch, and freeing a bound one
+    lets the unbound one bind there: a node would come up empty and cold. While nodes launch
+    for unbound placeholders, the target keeps the bound ones and those the nodes will take."""
+    flying = snapshot(prewarm_gpus=24, unbound_placeholder_gpus=16, launching_gpus=8)
+    assert flying.in_flight_placeholder_gpus == 8
+    kept = one(36.0, snap=flying)  # the forecast asks for nothing now
+    assert kept.needed_gpus == 0 and kept.target_gpus == 16  # 8 bound + 8 in flight
+    assert any("8 GPUs of placeholders wait for nodes already launching" in r for r in kept.reasons)
+    claimed = dataclasses.replace(flying, pending_gpus=8)  # a real pod takes that node first
+    assert claimed.in_flight_placeholder_gpus == 0 and one(36.0, snap=claimed).target_gpus == 0
+    landed = dataclasses.replace(flying, launching_gpus=0)  # the nodes are up: scale down
+    assert one(36.0, snap=landed).target_gpus == 0
+    assert one(80.0, snap=flying).target_gpus == one(80.0, snap=landed).target_gpus  # a floor
+    stale = one(36.0, snap=flying, data_end=NOW - 5000)
+    assert stale.target_gpus == 0  # stale beyond the hold: nothing is kept
 
 
 def test_empty_nodes_are_not_spare_a_placeholder_keeps_them() -> None:

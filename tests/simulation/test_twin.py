@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 from forecaster.core.actions import AUTOSCALER_HELD
+from forecaster.core.cluster import DemandForecast
 from forecaster.core.jobs import JobTrace
+from forecaster.core.planner import Mode
 from forecaster.core.policy import Budgets, PoolPolicy, prewarm_window_seconds
 from forecaster.simulation.metrics import measure
 from forecaster.simulation.policies import (
@@ -136,6 +138,38 @@ def test_a_scale_down_frees_the_warm_node_not_the_one_still_pulling() -> None:
     assert waits(record) == [0.0]
     cold = run(trace((1390, 600, 8)), steps, warm_image=False)  # nothing to pull: oldest goes
     assert [p[1] - T0 for p in cold.placeholders if p[0] == T0] == [1380]
+
+
+class PlannedSteps:
+    """The daemon's planner on the twin's snapshot, with a forecast of ``gpus`` from each
+    ``(second, gpus)`` step on."""
+
+    name = "planned-steps"
+
+    def __init__(self, *steps: tuple[float, int]) -> None:
+        self.steps = steps
+        self.planner = PlannedPrewarm(
+            pool_policy(allow_unlimited_nodepool=True),
+            Budgets(max_total_prewarm_gpus=64, max_prewarm_gpu_hours_per_day=1e6,
+                    max_cost_per_hour=1e6, commitment_seconds=3600),
+        )  # fmt: skip
+
+    def decide(self, view: TwinView) -> Decision:
+        gpus = ([g for at, g in self.steps if view.now >= T0 + at] or [0])[-1]
+        now = int(view.now)
+        level = DemandForecast("a", gpus, gpus, now - 60, "steps", 0.95)
+        return self.planner.decide(view.snapshot(), level, mode=Mode.PREDICTIVE, now=now)[0]
+
+
+def test_a_placeholder_whose_node_is_launching_is_kept_so_the_node_comes_up_warm() -> None:
+    """The forecast rises for one tick: a node launches for the placeholder. Kept until the
+    node is up, the placeholder pulls the image there, and the job that comes before the
+    node is consolidated starts at once; deleted at the next tick, the node comes up empty and
+    cold and the job waits for the pull."""
+    record = run(trace((1600, 600, 8)), PlannedSteps((1200, 8), (1260, 0)))
+    assert waits(record) == [0.0]
+    ((created, ended, *_),) = record.placeholders
+    assert (created - T0, ended - T0) == (1200, 1320)  # kept past 1260, until its node was up
 
 
 def test_empty_nodes_are_consolidated_unless_protected() -> None:

@@ -259,7 +259,6 @@ def _snapshot(
         paused=paused_until is not None,
         unclaimed_launching=max(0, capacity[False] - tally.pending), buffer_gpus=buffer_gpus,
     )  # fmt: skip
-    placeholders += buffer_gpus  # buffer headroom holds no pods: it is our prewarm, not spare
     podless = sum(
         _allocatable(n, resource) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
     )
@@ -272,7 +271,7 @@ def _snapshot(
         launching_gpus=capacity[False],
         running_gpus=tally.running,
         pending_gpus=tally.pending,
-        prewarm_gpus=placeholders,
+        prewarm_gpus=placeholders + buffer_gpus,  # buffer headroom holds no pods: ours, not spare
         nodepool_limit_gpus=limit,
         stranded_gpus=stranded,
         empty_gpus=empty,
@@ -287,6 +286,7 @@ def _snapshot(
         ),
         recent_images=tally.recent_images(),
         announced_real_gpus=tally.of_announced,
+        unbound_placeholder_gpus=ours_on.get("", 0),
         announced_running=tally.announced_running(),
         arrivals=tally.arrivals(),
     )
