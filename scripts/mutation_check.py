@@ -1881,6 +1881,20 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "a JobSet stage is due only after its upstream's slowest earlier run",
+        "forecaster/actuators/notice/jobsets.py",
+        "    soonest, slowest = min(mine) + min(before), min(mine) + max(before)",
+        "    soonest, slowest = min(mine) + max(before), min(mine) + max(before)",
+        ("tests/actuators/test_notice_jobsets.py::test_the_upstreams_earlier_runs_set_the_eta",),
+    ),
+    Mutation(
+        "a JobSet stage slower than its fastest earlier run counts as not coming",
+        "forecaster/actuators/notice/jobsets.py",
+        "    soonest, slowest = min(mine) + min(before), min(mine) + max(before)",
+        "    soonest, slowest = min(mine) + min(before), min(mine) + min(before)",
+        ("tests/actuators/test_notice_jobsets.py::test_the_upstreams_earlier_runs_set_the_eta",),
+    ),
+    Mutation(
         "a pending workload no timed quota covers is announced anyway",
         "forecaster/actuators/notice/kueue_pending.py",
         "        if free < need:\n            break",

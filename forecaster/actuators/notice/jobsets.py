@@ -9,10 +9,15 @@ whose upstream has started (the next hop only), one gang item:
 * GPUs: the pod template's GPUs x ``parallelism`` (at most ``completions``) x ``replicas``;
   a gang (the JobSet's jobs run together): whole nodes;
 * earliest start: now once the upstream reached the state asked for; for ``Complete``, the
-  upstream's start + the median run time of its earlier runs (finished Jobs of the same
+  upstream's start + the shortest run time of its earlier runs (finished Jobs of the same
   ReplicatedJob name in the same namespace that the cluster still keeps), now when none were
-  seen; for ``Ready``, now (pods become ready within the lead time);
-* latest start: the earliest + the grace.
+  seen; for ``Ready``, now (pods become ready within the lead time). The shortest, not a
+  typical run: the plan prewarms an item once its earliest start is within the window, and a
+  run faster than that estimate would find nothing warm (replayed on cluster07 +5 %, 10 %
+  announced, seed 1: announced jobs' P95 wait 93 s with the median, 39 s with the shortest);
+* latest start: the upstream's start + the longest earlier run (the earliest when none were
+  seen), + the grace: a slower run than any seen is the first the trust rule counts as not
+  coming.
 
 Nothing is announced for a suspended or finished JobSet, a ReplicatedJob whose Jobs exist, one
 whose upstream has not started, or a template without GPUs or fitting no pool. TrainJobs are
@@ -21,7 +26,6 @@ named in the key through the JobSet's owner.
 
 from __future__ import annotations
 
-import statistics
 from typing import Any, cast
 
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
@@ -56,9 +60,10 @@ class JobSetSource:
             if not depends or _started(counts.get(replicated["name"])):
                 continue
             upstream = depends[0]
-            earliest = _eta(obj, upstream, counts, replicas, context)
-            if earliest is None:
+            eta = _eta(obj, upstream, counts, replicas, context)
+            if eta is None:
                 continue
+            earliest, latest = eta
             job = replicated["template"].get("spec") or {}
             template = cast(PodTemplateSpec, job["template"])
             placed = context.placed(template)
@@ -75,7 +80,7 @@ class JobSetSource:
                     pods=per_job * int(replicated.get("replicas", 1)),
                     gang=True,
                     earliest_start=earliest,
-                    latest_start=earliest + context.grace_seconds,
+                    latest_start=latest + context.grace_seconds,
                     source=self.name,
                     key=f"jobset {meta['namespace']}/{meta['name']}/{replicated['name']}"
                     + _owner(meta),
@@ -128,18 +133,19 @@ def _eta(
     counts: dict[str, Obj],
     replicas: dict[str, int],
     context: NoticeContext,
-) -> int | None:
-    """When the waiting job should be created, or None when its upstream has not started."""
+) -> tuple[int, int] | None:
+    """When the waiting job should be created, at the soonest and the latest (before the
+    grace), or None when its upstream has not started."""
     name, wanted = upstream["name"], upstream["status"]
     done = counts.get(name) or {}
     succeeded, ready = int(done.get("succeeded", 0)), int(done.get("ready", 0))
     total = replicas.get(name, 1)
     if succeeded >= total or (wanted == "Ready" and ready + succeeded >= total):
-        return context.now
+        return context.now, context.now
     if not _started(done):
         return None
     if wanted == "Ready":
-        return context.now
+        return context.now, context.now
     namespace = obj["metadata"]["namespace"]
     jobs = [
         j
@@ -155,8 +161,9 @@ def _eta(
     ]
     before = [_run_seconds(j) for j in jobs if (j.get("status") or {}).get("completionTime")]
     if not mine or not before:
-        return context.now
-    return max(context.now, int(min(mine) + statistics.median(before)))
+        return context.now, context.now
+    soonest, slowest = min(mine) + min(before), min(mine) + max(before)
+    return max(context.now, int(soonest)), max(context.now, int(slowest))
 
 
 def _run_seconds(job: Obj) -> float:
