@@ -169,6 +169,10 @@ def scenario(
     service.reconcile()  # second tick: the state ConfigMap is updated
     state = service.daemon.reconciler.state.pool(POOL)
     state.budget = dataclasses.replace(state.budget, mode=Mode.HANDED_OFF)
+    for resource in ("jobsets", "cronjobs"):  # the announced work has run: nothing left to cover
+        for obj in api.objects(resource):
+            meta = obj["metadata"]
+            api.store.objects.pop((resource, meta.get("namespace", ""), meta["name"]), None)
     nodepool = api.objects("nodepools")[0]
     if settings.planning.protect_nodepools and not settings.dry_run:  # Argo CD edits it
         nodepool["spec"]["disruption"]["consolidateAfter"] = "7m"  # (restore: an Event)
