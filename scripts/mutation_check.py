@@ -51,6 +51,24 @@ MUTATIONS = (
         ),
     ),
     Mutation(
+        "the prewarm held for an item that came is counted to its latest start, not its coming",
+        "forecaster/core/notice.py",
+        "                until = now if came else held.item.latest_start",
+        "                until = held.item.latest_start",
+        (
+            "tests/core/test_notice.py::test_an_item_that_leaves_by_its_latest_start_came_one_that_stays_past_it_did_not",
+        ),
+    ),
+    Mutation(
+        "the prewarm held for items that came is charged as the source's waste",
+        "forecaster/core/notice.py",
+        "            if o.source == source and not o.came and o.at > now - TRUST_WINDOW_SECONDS",
+        "            if o.source == source and o.at > now - TRUST_WINDOW_SECONDS",
+        (
+            "tests/core/test_notice.py::test_an_item_that_leaves_by_its_latest_start_came_one_that_stays_past_it_did_not",
+        ),
+    ),
+    Mutation(
         "a source that could not be read gives a verdict on its items",
         "forecaster/core/notice.py",
         "            if readable is not None and held.item.source not in readable:",

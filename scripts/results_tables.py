@@ -92,8 +92,9 @@ NOTICE_HEADER = (
     "| trace | budget | announced | seeds | eval GPU-h | > 5 min vs static | mean wait vs static"
     " | P95 vs static | P95 vs reactive | announced >= lead: jobs, P95 wait"
     " | announced later: jobs, P95 wait | not announced: P95 wait"
-    " | items that came, last 7 days (GPU-h held for the rest) |"
-    "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    " | items that came, last 7 days (GPU-h held for the rest)"
+    " | held for announced items before their pods, of their GPU-h |"
+    "\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -133,7 +134,8 @@ def notice_rows(document: dict[str, Any]) -> list[str]:
             f"| {document['trace']} | +{budget} % | {_announced(mix, kind)} | {len(runs)}"
             f" | {_span(spent, '{:+.1%}')} | "
             + " | ".join(vs_static)
-            + f" | {_span(p95, '{:+.0%}')} | {ahead} | {later} | {unannounced} | {_came(runs)} |"
+            + f" | {_span(p95, '{:+.0%}')} | {ahead} | {later} | {unannounced} | {_came(runs)}"
+            f" | {_held(runs)} |"
         )
     return out
 
@@ -157,6 +159,16 @@ def _came(runs: list[dict[str, Any]]) -> str:
         held = _span([v["waste_gpu_hours_7d"] for v in verdicts], "{:.1f}")
         cells.append(f"{source} {came} ({held})")
     return ", ".join(cells)
+
+
+def _held(runs: list[dict[str, Any]]) -> str:
+    """The seeds' prewarm held for announced items before their pods came, as a share of the
+    GPU-hours those items ran (``simulation.declared_notice.NoticeHold``)."""
+    holds = [r.get("hold") for r in runs]
+    if not any(holds):
+        return "-"
+    shares = [h["held_gpu_hours"] / h["announced_gpu_hours"] if h else None for h in holds]
+    return _span(shares, "{:.1%}")
 
 
 def _group(runs: list[dict[str, Any]], index: int, *, jobs: bool = True) -> str:

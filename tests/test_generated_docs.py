@@ -117,12 +117,14 @@ def test_declared_notice_runs_become_a_row_per_budget_and_share_with_the_seeds_s
              "groups": [{"group": "ahead", "jobs": 90, "p95_wait_s": 5.0, "mean_wait_s": 1.0},
                         {"group": "later", "jobs": 0, "p95_wait_s": None, "mean_wait_s": None},
                         {"group": "none", "jobs": 300, "p95_wait_s": 250.0, "mean_wait_s": 1.0}],
-             "ledger": {"cronjob": {"precision_7d": 1.0, "waste_gpu_hours_7d": 0.0}}},
+             "ledger": {"cronjob": {"precision_7d": 1.0, "waste_gpu_hours_7d": 0.0}},
+             "hold": {"held_gpu_hours": 3.0, "announced_gpu_hours": 200.0, "withdrawn": 0}},
             {"budget": 5, "mix_percent": 30, "seed": 2, "metrics": metrics(1100, 0.04, 40, 240),
              "groups": [{"group": "ahead", "jobs": 80, "p95_wait_s": 7.0, "mean_wait_s": 1.0},
                         {"group": "later", "jobs": 4, "p95_wait_s": 60.0, "mean_wait_s": 1.0},
                         {"group": "none", "jobs": 310, "p95_wait_s": 290.0, "mean_wait_s": 1.0}],
-             "ledger": {"cronjob": {"precision_7d": 0.95, "waste_gpu_hours_7d": 2.5}}},
+             "ledger": {"cronjob": {"precision_7d": 0.95, "waste_gpu_hours_7d": 2.5}},
+             "hold": {"held_gpu_hours": 5.0, "announced_gpu_hours": 250.0, "withdrawn": 1}},
             {"budget": 10, "mix_percent": 30, "seed": 1, "metrics": metrics(1300, 0.0, 1, 9),
              "groups": []},
         ],
@@ -135,10 +137,11 @@ def test_declared_notice_runs_become_a_row_per_budget_and_share_with_the_seeds_s
     rows = [line for line in page.read_text().splitlines() if line.startswith("| toy |")]
     outside = "n/a (outside the sweep)"
     assert rows == [
-        "| toy | +5 % | none | 1 | +5.0% | 0.40x | 0.80x | 0.94x | -18% | - | - | - | - |",
+        "| toy | +5 % | none | 1 | +5.0% | 0.40x | 0.80x | 0.94x | -18% | - | - | - | - | - |",
         "| toy | +5 % | 30 % | 2 | +10.0% | 0.40x - 0.50x | 0.80x | 0.67x - 0.80x | -50% - -40%"
-        " | 80 - 90 jobs, 5 - 7 s | 4 jobs, 60 s | 250 - 290 s | cronjob 95% - 100% (0.0 - 2.5) |",
+        " | 80 - 90 jobs, 5 - 7 s | 4 jobs, 60 s | 250 - 290 s | cronjob 95% - 100% (0.0 - 2.5)"
+        " | 1.5% - 2.0% |",
         f"| toy | +10 % | 30 % | 1 | +30.0% | {outside} | {outside} | {outside} | -98%"
-        " | - | - | - | - |",
+        " | - | - | - | - | - |",
     ]
     assert results_tables.main([str(source), "--check", str(page)]) == 0

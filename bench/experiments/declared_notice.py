@@ -42,9 +42,11 @@ from forecaster.app.replay_policies import replay_policy
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
 from forecaster.simulation.declared_notice import (
+    NoticeHold,
     NoticeMix,
     NoticeWaits,
     declare,
+    notice_hold,
     notice_waits,
 )
 from forecaster.simulation.frontier import BUDGETS_PERCENT, KEYS, from_document, ratios
@@ -77,11 +79,13 @@ class Task:
 
 def replayed(
     task: Task, *, jobs: JobTrace, window: tuple[float, float]
-) -> tuple[ReplayMetrics, list[NoticeWaits], dict[str, Any]]:
-    """One replay (in a worker): the evaluation window's metrics, its waits by notice, and the
-    notice ledger's verdict per source over the replay's last 7 days (``ledger``)."""
+) -> tuple[ReplayMetrics, list[NoticeWaits], dict[str, Any], NoticeHold | None]:
+    """One replay (in a worker): the evaluation window's metrics, its waits by notice, the
+    notice ledger's verdict per source over the replay's last 7 days (``ledger``) and the
+    prewarm held for announced items before their pods came (``notice_hold``)."""
     policy = replay_policy("predictive", task.setup, jobs=jobs)
-    record = replay(jobs, policy, setup=task.setup).record
+    run = replay(jobs, policy, setup=task.setup)
+    record = run.record
     metrics = measure(
         record,
         window=window,
@@ -90,19 +94,21 @@ def replayed(
         handoffs=getattr(policy, "handoffs", 0),
     )
     mix = task.setup.twin.notice
-    groups = []
+    groups, hold = [], None
     if mix is not None:
         twin = task.setup.twin
+        declared = declare(jobs, mix)
+        hold = notice_hold(run.notice_ended, jobs, declared, window=window)
         groups = notice_waits(
             record.job_submit,
             record.job_start,
-            declare(jobs, mix),
+            declared,
             lead_seconds=twin.provision_seconds + twin.image_pull_seconds,
             window=window,
             end=record.end,
             placed=record.job_placed,
         )
-    return metrics, groups, ledger(policy, now=int(record.end))
+    return metrics, groups, ledger(policy, now=int(record.end)), hold
 
 
 def ledger(policy: object, *, now: int) -> dict[str, Any]:
@@ -174,7 +180,7 @@ def main() -> None:
     )
     static = [from_document(m) for m in frontier["static"]]
     reactive = frontier["reactive"]
-    for task, (m, groups, verdicts) in zip(tasks, results, strict=True):
+    for task, (m, groups, verdicts, hold) in zip(tasks, results, strict=True):
         ahead = groups[0] if groups else None
         print(
             f"+{task.budget} % MIX {task.mix_percent:2d} % seed {task.seed}:"
@@ -195,6 +201,13 @@ def main() -> None:
                 " for the rest"
                 for source, v in verdicts.items()
             )
+            + (
+                f"; held for announced items before their pods: {hold.held_gpu_hours:.0f} GPU-h,"
+                f" {hold.share:.1%} of their {hold.announced_gpu_hours:.0f} GPU-h"
+                f" ({hold.withdrawn} withdrawn)"
+                if hold is not None
+                else ""
+            )
         )
         if task.mix_percent == 0:
             print(f"    MIX none reproduces the frontier's row: {_same(m, chosen[task.budget])}")
@@ -208,8 +221,9 @@ def main() -> None:
                 "metrics": dataclasses.asdict(m),
                 "groups": [dataclasses.asdict(g) for g in groups],
                 "ledger": verdicts,
+                "hold": None if hold is None else dataclasses.asdict(hold),
             }
-            for task, (m, groups, verdicts) in zip(tasks, results, strict=True)
+            for task, (m, groups, verdicts, hold) in zip(tasks, results, strict=True)
         ]
         document = {
             "trace": mine.trace,

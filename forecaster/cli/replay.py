@@ -29,7 +29,7 @@ from forecaster.errors import ConfigError
 from forecaster.forecasting.registry import known_names
 from forecaster.service.clock import SystemClock
 from forecaster.settings import PoolSettings, Settings, load_settings
-from forecaster.simulation.declared_notice import declare, notice_waits
+from forecaster.simulation.declared_notice import declare, notice_hold, notice_waits
 from forecaster.simulation.frontier import FrontierInterrupted, frontier, parse_days, said
 from forecaster.simulation.pool import SimulatedPool
 from forecaster.simulation.replay import ReplayResult, ReplaySetup
@@ -488,7 +488,8 @@ def _notice_line(setup: ReplaySetup, jobs: JobTrace) -> str | None:
 
 def _print_notice_waits(results: list[ReplayResult], setup: ReplaySetup, jobs: JobTrace) -> None:
     """With declared notice: each policy's waits for jobs announced at least one lead time
-    ahead, announced later, and not announced."""
+    ahead, announced later, and not announced; for the daemon, the prewarm it held for
+    announced items before their pods came (``notice_hold``)."""
     mix = setup.twin.notice
     if mix is None:
         return
@@ -508,3 +509,10 @@ def _print_notice_waits(results: list[ReplayResult], setup: ReplaySetup, jobs: J
             for g in groups
         )
         print(f"{r.policy} (simulated notice): {said}")
+        if r.notice_ended:
+            hold = notice_hold(r.notice_ended, jobs, notice, window=(setup.warmup_end, setup.end))
+            print(
+                f"{r.policy} held for announced items before their pods came:"
+                f" {hold.held_gpu_hours:.1f} GPU-h, {hold.share:.1%} of the"
+                f" {hold.announced_gpu_hours:.1f} GPU-h they ran ({hold.withdrawn} withdrawn)"
+            )

@@ -108,7 +108,10 @@ TRUST_MIN_OUTCOMES = 4
 @dataclass(frozen=True)
 class Outcome:
     """How one announced item ended: it came (its pods were created by its latest start), or
-    it was withdrawn unused, having held ``held_gpu_hours`` since it first became due."""
+    it was withdrawn unused. Either way ``held_gpu_hours`` is the prewarm the plan held for it
+    while no pod of it existed: its GPUs from the reading it first became due to the reading
+    its pods came in (the cost of acting on notice), or to its latest start when it did not
+    come (the source's waste). At most what was held: caps may have cut the plan below it."""
 
     source: str
     pool: str
@@ -172,8 +175,9 @@ class NoticeLedger:
                 continue
             came = now <= held.item.latest_start
             hours = 0.0
-            if not came and held.due_since is not None:
-                hours = held.item.gpus * max(0, held.item.latest_start - held.due_since) / 3600
+            if held.due_since is not None:
+                until = now if came else held.item.latest_start
+                hours = held.item.gpus * max(0, until - held.due_since) / 3600
             notice = now - held.first_seen
             resolved.append(
                 Outcome(
@@ -231,7 +235,7 @@ class NoticeLedger:
         return sum(
             o.held_gpu_hours
             for o in self.outcomes
-            if o.source == source and o.at > now - TRUST_WINDOW_SECONDS
+            if o.source == source and not o.came and o.at > now - TRUST_WINDOW_SECONDS
         )
 
     def judged(self, status: SourceStatus, *, now: int) -> SourceStatus:

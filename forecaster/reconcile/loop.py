@@ -235,8 +235,14 @@ class Reconciler:
         return History(self.source, self.models, self.lookback_seconds, self.step_seconds)
 
     def _window(self, pool: str) -> int:
-        """The horizon the pool last planned for (0 before its first plan)."""
-        return self.tracks[pool].horizon_seconds or 0
+        """The horizon the pool last planned for; before its first plan the configured one
+        (the notice ledger follows items before the first plan: an item due then is held for
+        from that reading)."""
+        known = self.tracks[pool].horizon_seconds
+        if known is not None:
+            return known
+        runtime = next(r for r in self.pools if r.policy.pool == pool)
+        return runtime.horizon(None).horizon_seconds
 
     # ---- the operating point chosen at the last retrain (``reconcile.operating_points``) -----
     def policy_for(self, runtime: PoolRuntime) -> PoolPolicy:

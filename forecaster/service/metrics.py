@@ -188,6 +188,14 @@ class Metrics:
             ["pool", "source", "ahead"],
             registry=r,
         )
+        self.notice_held = Counter(
+            "forecaster_notice_held_gpu_hours",
+            "Prewarm GPU-hours held for announced items while none of their pods existed, from"
+            ' when each became due to its coming (came="true": the cost of acting on notice) or'
+            ' to its latest start (came="false": the source\'s waste), per pool and source',
+            ["pool", "source", "came"],
+            registry=r,
+        )
         self.notice_lead = Histogram(
             "forecaster_notice_lead_seconds",
             "Notice an announced item gave: from its first reading to its coming",
@@ -318,6 +326,9 @@ class Metrics:
             for source, gpus in totals.items():
                 self.announced.labels(pool=name, source=source).set(gpus)
         for ended in record.notice_ended:
+            self.notice_held.labels(
+                pool=ended.pool, source=ended.source, came=str(ended.came).lower()
+            ).inc(ended.held_gpu_hours)
             if ended.came:
                 ahead = "true" if ended.ahead else "false"
                 self.notice_came.labels(pool=ended.pool, source=ended.source, ahead=ahead).inc(

@@ -25,6 +25,7 @@ Static headroom reads nothing. Figures from such runs are *simulated notice*.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -45,6 +46,7 @@ from forecaster.actuators.notice.kueue_reserved import KUEUE, WORKLOADS
 from forecaster.actuators.observe.attribution import NodePoolShape, shape
 from forecaster.actuators.quantities import kube_timestamp
 from forecaster.core.jobs import JobTrace
+from forecaster.core.notice import Outcome
 from forecaster.simulation import queue_objects
 from forecaster.simulation.kueue_objects import flavor
 
@@ -463,3 +465,42 @@ def notice_waits(
         else:
             out.append(NoticeWaits(name, 0, float("nan"), float("nan")))
     return out
+
+
+@dataclass(frozen=True)
+class NoticeHold:
+    """The prewarm held for announced items while none of their pods existed, against the
+    GPU-hours those items' jobs ran (the issue's bound: at most 5 %)."""
+
+    held_gpu_hours: float
+    """The daemon's ledger: each item's GPUs from the reading it first became due (its
+    earliest start within the prewarm window) to the reading its pods came in, or to its
+    latest start when withdrawn (``core.notice.Outcome.held_gpu_hours``); items resolved in
+    the window. At most what was held: caps may have cut the plan below an item's GPUs."""
+    announced_gpu_hours: float
+    """GPUs x run time of the announced jobs submitted in the window."""
+    withdrawn: int
+    """Items that did not come (the twin announces only work that runs, so 0 unless an ETA
+    the JobSet source estimated ran past its latest start)."""
+
+    @property
+    def share(self) -> float:
+        """Held over run: what acting on the notice cost, as a share of the work it covered."""
+        return self.held_gpu_hours / self.announced_gpu_hours if self.announced_gpu_hours else 0.0
+
+
+def notice_hold(
+    outcomes: Iterable[Outcome],
+    jobs: JobTrace,
+    notice: DeclaredNotice,
+    *,
+    window: tuple[float, float],
+) -> NoticeHold:
+    """What the replay's daemon held for its announced items in ``window`` (``NoticeHold``)."""
+    inside = [o for o in outcomes if window[0] <= o.at < window[1]]
+    submitted = (jobs.submit >= window[0]) & (jobs.submit < window[1]) & (notice.kind != NONE)
+    return NoticeHold(
+        held_gpu_hours=sum(o.held_gpu_hours for o in inside),
+        announced_gpu_hours=float((jobs.gpus * jobs.duration)[submitted].sum()) / 3600,
+        withdrawn=sum(not o.came for o in inside),
+    )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.jobs import JobTrace
+from forecaster.core.notice import Outcome
 from forecaster.core.planner import Mode
 from forecaster.core.policy import Budgets, covering_horizon, prewarm_window_seconds
 from forecaster.core.series import DemandSeries
@@ -130,6 +131,9 @@ class Predictive:
         self.ports = ports
         self.models = models
         self.handoffs = 0
+        self.notice_ended: list[Outcome] = []
+        """Every announced item the daemon's ledger resolved, over the whole run (the ledger
+        itself keeps 8 days): what ``simulation.declared_notice.notice_hold`` sums."""
         self._has_data = False
 
     def decide(self, view: TwinView) -> Decision:
@@ -142,6 +146,7 @@ class Predictive:
                 return self.ports.decision
         self.ports.view = view
         record = self.reconciler.tick(int(view.now))
+        self.notice_ended += record.notice_ended
         self.handoffs += sum(
             1
             for _, t in record.transitions
@@ -244,6 +249,8 @@ class ReplayResult:
     policy: str
     metrics: ReplayMetrics
     record: TwinRecord
+    notice_ended: tuple[Outcome, ...] = ()
+    """The announced items the daemon resolved (a predictive policy's; others read none)."""
 
 
 def replay(
@@ -264,4 +271,4 @@ def replay(
         price_spot=setup.price_spot,
         handoffs=getattr(policy, "handoffs", 0),
     )
-    return ReplayResult(policy.name, metrics, record)
+    return ReplayResult(policy.name, metrics, record, tuple(getattr(policy, "notice_ended", ())))

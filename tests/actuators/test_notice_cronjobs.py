@@ -261,6 +261,10 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     assert came % POOL in metrics
     lead = 'forecaster_notice_lead_seconds_bucket{le="300.0",pool="%s",source="cronjob"} 1.0'
     assert lead % POOL in metrics
+    # due from its first reading, the daemon's first (it starts within the configured
+    # window): 16 GPUs held for 300 s
+    held = 'forecaster_notice_held_gpu_hours_total{came="true",pool="%s",source="cronjob"} %r'
+    assert held % (POOL, 16 * 300 / 3600) in metrics
     (cron, *_) = TestClient(create_app(daemon)).get("/api/v1/status").json()["notice_sources"]
     assert (cron["came_gpus_7d"], cron["ahead_gpus_7d"]) == (16, 0)
     assert cron["median_notice_seconds_7d"] == 300

@@ -123,6 +123,9 @@ def test_an_item_that_leaves_by_its_latest_start_came_one_that_stays_past_it_did
     (outcome,) = ledger.observe("a", [late], readable=None, now=NOW + 901, window_seconds=WINDOW)
     assert [(o.key, o.came) for o in ledger.outcomes] == [("came", True), ("late", False)]
     assert outcome.held_gpu_hours == 16 * 900 / 3600  # due since NOW (within the window)
+    # the run that came held its prewarm from NOW until its pods came: the cost of the notice,
+    # not waste
+    assert ledger.outcomes[0].held_gpu_hours == 16 * 300 / 3600
     assert ledger.precision("cronjob", now=NOW + 901) == (0.5, 2)
     assert ledger.waste_gpu_hours("cronjob", now=NOW + 901) == 4.0
 

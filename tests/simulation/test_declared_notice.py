@@ -25,6 +25,7 @@ from forecaster.simulation.declared_notice import (
     NoticeMix,
     TwinObjects,
     declare,
+    notice_hold,
     notice_waits,
 )
 from forecaster.simulation.replay import replay
@@ -131,6 +132,32 @@ def test_declared_notice_warms_the_bursts_the_forecast_cannot_see() -> None:
         waits[mix is not None] = float(np.mean((record.job_start - record.job_submit)[in_burst]))
     assert waits[True] <= 30  # warm: the preemption grace, no lead time
     assert waits[False] >= 120  # cold: new nodes and their image pull
+
+
+def test_announced_prewarm_is_held_from_the_window_not_from_the_announcement() -> None:
+    """Each run announced a day ahead is held for from the reading it first falls in the
+    prewarm window (the forecast horizon) to the reading its pods came in - not for the day it
+    was known - and what that costs is measured against the GPU-hours the runs used."""
+    jobs, _ = bursts_after_a_trickle()
+    s = setup(2.5)
+    s = dataclasses.replace(s, twin=dataclasses.replace(s.twin, notice=NoticeMix(cron_share=1.0)))
+    run = replay(jobs, predictive(s), setup=s)
+    long_known = [o for o in run.notice_ended if o.notice_seconds >= 3600]
+    assert long_known and all(o.came for o in run.notice_ended)
+    window = s.horizon_seconds  # the daemon's prewarm window: its forecast horizon
+    for o in long_known:
+        # due from its schedule minute - window; came at the reading after its pods: the
+        # seconds past the minute, and up to a tick
+        assert window - 60 <= o.held_gpu_hours * 3600 / o.gpus <= window + 60 + 60, o
+    hold = notice_hold(
+        run.notice_ended, jobs, declare(jobs, NoticeMix(cron_share=1.0)),
+        window=(s.warmup_end, s.end),
+    )  # fmt: skip
+    inside = (jobs.submit >= s.warmup_end) & (jobs.submit < s.end)
+    assert hold.announced_gpu_hours == pytest.approx(
+        float((jobs.gpus * jobs.duration)[inside].sum()) / 3600
+    )
+    assert hold.withdrawn == 0 and 0.05 < hold.share < 0.12  # 20-minute jobs, ~11 min held
 
 
 def test_waits_are_split_by_the_notice_the_plan_had() -> None:
