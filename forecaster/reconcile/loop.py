@@ -34,7 +34,7 @@ from forecaster.core.actions import ActuationReport, Halt, commands
 from forecaster.core.budget import record_spend, spent_last_day
 from forecaster.core.cluster import Observation, PoolSnapshot
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, SloPolicy, Transition
-from forecaster.core.notice import NoticeLedger, Outcome
+from forecaster.core.notice import NoticeLedger
 from forecaster.core.operating_point import OperatingPoint, following_the_points
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
@@ -124,9 +124,7 @@ class Reconciler:
             assert self._planned is not None and snapshots is not None  # checked by ``_quiet``
             self.last = kept(self._planned, snapshots, now, budgets=self._budgets())
             return self.last
-        ended: tuple[Outcome, ...] = ()
-        if act and snapshots:
-            ended = follow_notice(self.notice_ledger, snapshots, now, self._window)
+        ended = follow_notice(self.notice_ledger, snapshots or {}, now, self._window) if act else ()
         distrusted = self.notice_ledger.distrusted(now=now)
         inputs, views, scored, transitions = [], {}, {}, []
         for runtime in self.pools:
@@ -235,14 +233,9 @@ class Reconciler:
         return History(self.source, self.models, self.lookback_seconds, self.step_seconds)
 
     def _window(self, pool: str) -> int:
-        """The horizon the pool last planned for; before its first plan the configured one
-        (the notice ledger follows items before the first plan: an item due then is held for
-        from that reading)."""
-        known = self.tracks[pool].horizon_seconds
-        if known is not None:
-            return known
+        """The horizon the pool last planned for; before its first plan, the configured one."""
         runtime = next(r for r in self.pools if r.policy.pool == pool)
-        return runtime.horizon(None).horizon_seconds
+        return self.tracks[pool].horizon_seconds or runtime.horizon(None).horizon_seconds
 
     # ---- the operating point chosen at the last retrain (``reconcile.operating_points``) -----
     def policy_for(self, runtime: PoolRuntime) -> PoolPolicy:
