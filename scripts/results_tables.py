@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from forecaster.core.operating_point import point_label
+from forecaster.simulation.declared_notice import NoticeHold
 from forecaster.simulation.frontier import BUDGETS_PERCENT, from_document, interpolate
 from forecaster.simulation.metrics import ReplayMetrics
 
@@ -167,7 +168,7 @@ def _held(runs: list[dict[str, Any]]) -> str:
     holds = [r.get("hold") for r in runs]
     if not any(holds):
         return "-"
-    shares = [h["held_gpu_hours"] / h["announced_gpu_hours"] if h else None for h in holds]
+    shares = [NoticeHold(**h).share if h else None for h in holds]
     return _span(shares, "{:.1%}")
 
 

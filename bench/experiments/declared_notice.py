@@ -201,13 +201,7 @@ def main() -> None:
                 " for the rest"
                 for source, v in verdicts.items()
             )
-            + (
-                f"; held for announced items before their pods: {hold.held_gpu_hours:.0f} GPU-h,"
-                f" {hold.share:.1%} of their {hold.announced_gpu_hours:.0f} GPU-h"
-                f" ({hold.withdrawn} withdrawn)"
-                if hold is not None
-                else ""
-            )
+            + (f"; {hold.said()}" if hold is not None else "")
         )
         if task.mix_percent == 0:
             print(f"    MIX none reproduces the frontier's row: {_same(m, chosen[task.budget])}")

@@ -511,8 +511,4 @@ def _print_notice_waits(results: list[ReplayResult], setup: ReplaySetup, jobs: J
         print(f"{r.policy} (simulated notice): {said}")
         if r.notice_ended:
             hold = notice_hold(r.notice_ended, jobs, notice, window=(setup.warmup_end, setup.end))
-            print(
-                f"{r.policy} held for announced items before their pods came:"
-                f" {hold.held_gpu_hours:.1f} GPU-h, {hold.share:.1%} of the"
-                f" {hold.announced_gpu_hours:.1f} GPU-h they ran ({hold.withdrawn} withdrawn)"
-            )
+            print(f"{r.policy} {hold.said()}")

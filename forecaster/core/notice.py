@@ -111,7 +111,8 @@ class Outcome:
     it was withdrawn unused. Either way ``held_gpu_hours`` is the prewarm the plan held for it
     while no pod of it existed: its GPUs from the reading it first became due to the reading
     its pods came in (the cost of acting on notice), or to its latest start when it did not
-    come (the source's waste). At most what was held: caps may have cut the plan below it."""
+    come (the source's waste). An upper bound on what the plan held: the ledger charges the
+    item's GPUs whether or not caps, or a pool that did not act, cut the plan below them."""
 
     source: str
     pool: str

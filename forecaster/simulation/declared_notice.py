@@ -476,7 +476,8 @@ class NoticeHold:
     """The daemon's ledger: each item's GPUs from the reading it first became due (its
     earliest start within the prewarm window) to the reading its pods came in, or to its
     latest start when withdrawn (``core.notice.Outcome.held_gpu_hours``); items resolved in
-    the window. At most what was held: caps may have cut the plan below an item's GPUs."""
+    the window. An upper bound on what was held: caps, or a pool that did not act (no model
+    yet), are not deducted."""
     announced_gpu_hours: float
     """GPUs x run time of the announced jobs submitted in the window."""
     withdrawn: int
@@ -487,6 +488,14 @@ class NoticeHold:
     def share(self) -> float:
         """Held over run: what acting on the notice cost, as a share of the work it covered."""
         return self.held_gpu_hours / self.announced_gpu_hours if self.announced_gpu_hours else 0.0
+
+    def said(self) -> str:
+        """One line for a replay's or a bench's output."""
+        return (
+            f"held for announced items before their pods came: {self.held_gpu_hours:.1f} GPU-h,"
+            f" {self.share:.1%} of the {self.announced_gpu_hours:.1f} GPU-h they ran"
+            f" ({self.withdrawn} withdrawn)"
+        )
 
 
 def notice_hold(
