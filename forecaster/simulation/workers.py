@@ -61,8 +61,8 @@ def run_each(
     started yet start by ``rank`` (lowest first; then by index): the long ones and the links of
     a chain first, so the short ones fill the workers at the end instead of a long one running
     alone. The first error raised by a task is raised here, and tasks not started yet are
-    never started. Ctrl-C raises ``Interrupted`` with what finished; the workers are stopped,
-    not waited for."""
+    never started. Ctrl-C raises ``Interrupted`` with what finished; the workers are stopped
+    (terminated), not waited for."""
     tasks = list(tasks)
 
     def finish(index: int, result: Result, count: int) -> list[Task]:
@@ -143,7 +143,10 @@ def _in_processes(
         if interrupted:  # a replay runs for minutes: stop the workers rather than wait
             for child in set(multiprocessing.active_children()) - others:
                 child.terminate()
-        pool.shutdown(wait=not interrupted, cancel_futures=True)
+        # Wait even when interrupted (the workers are gone, so it is quick): a manager thread
+        # still closing its pipe when the interpreter exits races exit's own write to it, and
+        # CPython 3.11 then prints an ``OSError: Bad file descriptor`` traceback.
+        pool.shutdown(wait=True, cancel_futures=True)
         listener.stop()
 
 

@@ -5,6 +5,7 @@ caller's log (and not what the caller quieted) - in worker processes as in the c
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from pathlib import Path
 
@@ -94,8 +95,11 @@ def sleeps(seconds: float) -> float:
 def test_ctrl_c_stops_the_pools_workers_and_leaves_the_callers_own_children_alone() -> None:
     """Interrupted (Ctrl-C while it waits, here raised by the progress callback after the first
     result): what finished is kept, the workers are stopped - and a process the caller started
-    before, not one of the pool's, still runs."""
+    before, not one of the pool's, still runs. The pool's manager thread has ended by then: left
+    running, it races the interpreter's exit to close the pipe exit writes to, and the replay CLI
+    ended its Ctrl-C with an ``OSError: Bad file descriptor`` traceback (CI caught it once)."""
     import multiprocessing
+    from concurrent.futures.process import _ExecutorManagerThread
 
     mine = multiprocessing.get_context("spawn").Process(target=time.sleep, args=(60,))
     mine.start()
@@ -107,6 +111,8 @@ def test_ctrl_c_stops_the_pools_workers_and_leaves_the_callers_own_children_alon
         with pytest.raises(Interrupted) as stopped:
             run_each(sleeps, [0.0, 30.0, 30.0], workers=2, done=interrupt)
         assert list(stopped.value.finished.values()) == [0.0]
+        managers = [t for t in threading.enumerate() if isinstance(t, _ExecutorManagerThread)]
+        assert not managers, "the pool's manager thread outlived the interrupt"
         mine.join(timeout=2)  # a terminated process needs a moment to be reaped (CI caught that)
         assert mine.exitcode is None, "the caller's own child was terminated"
     finally:
