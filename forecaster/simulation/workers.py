@@ -143,9 +143,8 @@ def _in_processes(
         if interrupted:  # a replay runs for minutes: stop the workers rather than wait
             for child in set(multiprocessing.active_children()) - others:
                 child.terminate()
-        # Wait even when interrupted (the workers are gone, so it is quick): a manager thread
-        # still closing its pipe when the interpreter exits races exit's own write to it, and
-        # CPython 3.11 then prints an ``OSError: Bad file descriptor`` traceback.
+        # waited for even then (quick: no workers): left closing its pipe at exit, the pool's
+        # manager thread raced CPython 3.11's exit hook (an OSError traceback on Ctrl-C)
         pool.shutdown(wait=True, cancel_futures=True)
         listener.stop()
 
