@@ -56,7 +56,11 @@ LOOKAHEAD_SECONDS = 3600
 planning windows are shorter, so plans and precision are unchanged; pipeline notice must not
 exceed it)."""
 EARLIER_RUNS = 20
-"""Finished initializer Jobs kept per pipeline (what the JobSet source estimates ETAs from)."""
+"""Earlier pipeline submissions whose finished initializer Jobs the twin keeps (what the JobSet
+source estimates ETAs from): one Job each - a submission's jobs share one run time, so its
+others would change no estimate - where a cluster keeps every finished Job until its JobSet is
+deleted. Kept by job, not by submission, one burst of 20 one-GPU pipelines filled the window
+with a single run time, and the next pipeline's ETA was that run's."""
 _CPU_POD = {"restartPolicy": "Never", "containers": [{"name": "init", "image": "replay"}]}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -224,6 +228,9 @@ class TwinObjects:
         self.resource = resource
         self.now = 0.0
         self._pipeline = np.flatnonzero(notice.kind == PIPELINE)
+        ahead = jobs.submit[self._pipeline] - notice.announce_at[self._pipeline]
+        first = np.concatenate(([True], np.abs(np.diff(ahead)) > 1e-6)) if ahead.size else ahead > 0
+        self._runs = self._pipeline[first]  # one pipeline job per submission (its notice draw)
         self._queued = np.flatnonzero(notice.kind == QUEUE)
 
     def pools(self) -> list[NodePoolShape]:
@@ -377,8 +384,8 @@ class TwinObjects:
 
     def _initializer_jobs(self) -> list[Obj]:
         """The running initializers of visible pipelines and the last finished ones."""
-        done_upto = int(np.searchsorted(self.jobs.submit[self._pipeline], self.now, side="right"))
-        finished = self._pipeline[max(0, done_upto - EARLIER_RUNS) : done_upto]
+        done_upto = int(np.searchsorted(self.jobs.submit[self._runs], self.now, side="right"))
+        finished = self._runs[max(0, done_upto - EARLIER_RUNS) : done_upto]
         jobs = [self._initializer(int(j), finished=True) for j in finished]
         visible = self._visible(PIPELINE, LOOKAHEAD_SECONDS)
         jobs += [self._initializer(j, finished=False) for j in visible]

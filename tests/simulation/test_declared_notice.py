@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.notice.base import read_notice
+from forecaster.actuators.notice.base import GRACE_SECONDS, read_notice
 from forecaster.actuators.observe.attribution import shape
 from forecaster.cli import main
+from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
 from forecaster.simulation.declared_notice import (
     CRON,
@@ -276,3 +277,22 @@ def test_queued_jobs_stay_in_the_twins_histories_cron_and_pipeline_jobs_do_not()
         PIPELINE: {True},
         QUEUE: {False},
     }
+
+
+def test_a_burst_of_pipelines_is_one_earlier_run_not_the_whole_window() -> None:
+    """The JobSet source's ETA is the fastest earlier run. A submission of 30 one-GPU pipelines
+    (one run time: their jobs share a fate) must not fill the twin's kept runs on its own, or
+    the next pipeline's ETA is that run's alone: here the 14-minute burst, where a 2-minute run
+    came before it (on main before this, 2 of the 4 runs that missed the 30 s bound)."""
+    fast, slow, later = T0 + 1000.0, T0 + 5000.0, T0 + 9000.0
+    submit = np.array([fast] + [slow + i for i in range(30)] + [later])
+    jobs = JobTrace(submit, np.full(submit.size, 600.0), np.ones(submit.size, dtype=np.int64))
+    ahead = np.array([120.0] + [840.0] * 30 + [600.0])
+    notice = DeclaredNotice(np.full(submit.size, PIPELINE, dtype=np.int8), submit - ahead)
+    objects = TwinObjects(jobs, notice, pool="gpu", gpus_per_node=8)
+    now = int(later - 500)  # the last pipeline's initializer has run 100 s
+    objects.now = now
+    items = read_notice(objects, NOTICE_SOURCES, pools=objects.pools(), now=now).items["gpu"]
+    # started 100 s ago: due in 20 s after the fastest (120 s) run, at the latest after the slowest
+    assert [i.earliest_start - now for i in items] == [120 - 100]
+    assert [i.latest_start - now for i in items] == [840 - 100 + GRACE_SECONDS]
