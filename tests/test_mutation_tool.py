@@ -4,13 +4,25 @@ nobody could kill, or - worse - kills no test earned."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 
 from bench.mutation.equivalent import EQUIVALENT
-from bench.mutation.paths import PRISTINE
+from bench.mutation.paths import PRISTINE, TEST_GROUP
 from bench.mutation.report import stale
+from bench.mutation.run import finished
 from bench.mutation.scope import SCOPE, kept
-from bench.mutation.select_tests import BUDGET_VARIABLE, chosen_tests, mutated_lines, within
+from bench.mutation.select_tests import (
+    BUDGET_VARIABLE,
+    chosen_tests,
+    mutated_lines,
+    run_pytest,
+    within,
+)
 from bench.mutation.skips import logging_lines, scoped
 
 MODULE = "forecaster/core/budget.py"
@@ -119,3 +131,69 @@ def test_an_equivalent_listing_no_surviving_mutant_meets_is_reported_stale() -> 
     assert listing not in stale([met], done={listing.module})
     assert others and set(others) <= set(stale([met], done={listing.module}))
     assert stale([], done=set()) == []  # an unfinished module's listings are not judged yet
+
+
+SLEEPER = "import time; time.sleep(120)"
+
+
+def _spawn_in_new_session(marker: str) -> str:
+    """Python source that starts a sleeper in its own session, writes its pid to ``marker`` and
+    sleeps: a test command (cosmic-ray starts one that way) or the tests it runs."""
+    return (
+        "import subprocess, sys, time\n"
+        f"p = subprocess.Popen([sys.executable, '-c', {SLEEPER!r}], start_new_session=True)\n"
+        f"open({marker!r}, 'w').write(str(p.pid))\n"
+        "time.sleep(120)\n"
+    )
+
+
+def _gone(pid: int) -> bool:
+    """Dead or a zombie waiting for its reaper: nothing left running."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return True
+        if state in ("Z", "X"):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _written(path: Path) -> int:
+    deadline = time.monotonic() + 30
+    while not (path.exists() and path.read_text()):
+        assert time.monotonic() < deadline, f"{path} never written"
+        time.sleep(0.05)
+    return int(path.read_text())
+
+
+def test_a_mutants_tests_stop_at_their_limit_and_leave_nothing_running(tmp_path: Path) -> None:
+    """An endless mutant ran its pytest for 33 minutes after the tool was stopped: the tests are
+    now killed at their own limit, with everything they started, counted as a kill."""
+    started = time.monotonic()
+    command = [sys.executable, "-c", _spawn_in_new_session(str(tmp_path / "child"))]
+    command[-1] = command[-1].replace("start_new_session=True", "start_new_session=False")
+    assert run_pytest(command, tmp_path, dict(os.environ), limit=3) == 1
+    assert time.monotonic() - started < 20
+    assert _gone(_written(tmp_path / "child"))
+    assert not (tmp_path / TEST_GROUP).exists()
+
+
+def test_a_stopped_run_kills_cosmic_ray_and_the_mutants_tests_in_their_own_session(
+    tmp_path: Path,
+) -> None:
+    """cosmic-ray starts the test command in a new session, so killing cosmic-ray's process
+    group alone leaves the tests running; a stop (Ctrl-C, the time box) kills both."""
+    cosmic_ray = subprocess.Popen(
+        [sys.executable, "-c", _spawn_in_new_session(str(tmp_path / TEST_GROUP))],
+        start_new_session=True,
+    )
+    tests = _written(tmp_path / TEST_GROUP)
+    stopped = threading.Event()
+    stopped.set()
+    assert not finished(cosmic_ray, tmp_path, time.monotonic() + 60, stopped)
+    assert cosmic_ray.returncode is not None
+    assert _gone(tests)
+    assert not (tmp_path / TEST_GROUP).exists()

@@ -12,6 +12,7 @@ RESULT = ROOT / "docs" / "results" / "mutation.json"
 # inside each working copy
 PRISTINE = Path(".pristine")
 TESTS_MAP = Path(".tests-map.json")
+TEST_GROUP = Path(".test-group")  # the process group of the mutant's pytest, while it runs
 
 # what a working copy holds (a `git archive` of HEAD: the run judges a commit)
 COPIED = (

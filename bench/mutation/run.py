@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -39,16 +38,20 @@ from pathlib import Path
 from cosmic_ray.work_db import WorkDB, use_db
 from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
-from bench.mutation.paths import COPIED, PRISTINE, RESULT, ROOT, STATE, TESTS_MAP
+from bench.mutation.paths import COPIED, PRISTINE, RESULT, ROOT, STATE, TEST_GROUP, TESTS_MAP
 from bench.mutation.report import judge, publish
 from bench.mutation.scope import SCOPE, SHARDS, kept
-from bench.mutation.select_tests import BUDGET_VARIABLE
+from bench.mutation.select_tests import (
+    BUDGET_VARIABLE,
+    CONFIRM_TIMEOUT_SECONDS,
+    MUTANT_TIMEOUT_SECONDS,
+    kill_group,
+)
 from bench.mutation.skips import logging_lines, scoped
 from bench.mutation.tests_map import build, merged
 
 SESSIONS = STATE / "sessions"
-MUTANT_TIMEOUT_SECONDS = 240  # its tests take ~15 s; past this it loops forever
-CONFIRM_TIMEOUT_SECONDS = 3600  # every covering test of a survivor
+POLL_SECONDS = 1.0  # how soon a stopped run (Ctrl-C, the time box) kills what it started
 COSMIC_RAY = (sys.executable, "-m", "bench.mutation.cli")  # with our DropCall operator
 
 
@@ -229,14 +232,38 @@ def _execute(
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        try:
-            process.wait(timeout=remaining)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        if not finished(process, copy, deadline, stopped):
             stopped.set()
             return
         print(f"mutation: {module} done ({pending(module)} pending)", flush=True)
+
+
+def finished(
+    process: subprocess.Popen[bytes], copy: Path, deadline: float, stopped: threading.Event
+) -> bool:
+    """Wait for a ``cosmic-ray exec``; at the deadline or when stopped, kill it and the mutant's
+    tests (their own process group: cosmic-ray starts the test command in a new session, so
+    killing cosmic-ray's group alone left an endless mutant's pytest running) and say so."""
+    while not stopped.is_set() and time.monotonic() < deadline:
+        try:
+            process.wait(timeout=POLL_SECONDS)
+            return True
+        except subprocess.TimeoutExpired:
+            continue
+    kill_group(process.pid)
+    process.wait()
+    stop_tests(copy)
+    return False
+
+
+def stop_tests(copy: Path) -> None:
+    """Kill the mutant's tests running in ``copy``, if any (the group ``select_tests`` named)."""
+    try:
+        group = int((copy / TEST_GROUP).read_text())
+    except (FileNotFoundError, ValueError):
+        return
+    kill_group(group)
+    (copy / TEST_GROUP).unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -276,8 +303,15 @@ def main(argv: list[str] | None = None) -> int:
         ]
         for worker in workers:
             worker.start()
-        for worker in workers:
-            worker.join()
+        try:
+            for worker in workers:
+                worker.join()
+        except KeyboardInterrupt:
+            stopped.set()  # each worker kills its mutant and the mutant's tests within a second
+            for worker in workers:
+                worker.join()
+            print("mutation: interrupted; the mutants not finished stay pending", flush=True)
+            return 130
         print(
             f"mutation: ran {time.monotonic() - started:.0f} s of a {args.minutes:.0f}-minute box"
         )

@@ -13,17 +13,24 @@ fastest tests that fit a time budget run (``within``); ``run --confirm`` runs th
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from bench.mutation.paths import PRISTINE, TESTS_MAP
+from bench.mutation.paths import PRISTINE, TEST_GROUP, TESTS_MAP
 
 PYTEST_NO_TESTS = 5
 PYTEST_USAGE_ERROR = 4
+MUTANT_TIMEOUT_SECONDS = 240  # cosmic-ray's limit; its tests take ~15 s, past this it loops
+CONFIRM_TIMEOUT_SECONDS = 3600  # every covering test of a survivor
+# pytest is stopped here first, so it never outlives this command: cosmic-ray kills only the
+# command's process group, and pytest runs in its own (``run_pytest``)
+OWN_MARGIN_SECONDS = 30
 # A mutant gets the fastest covering tests that fit in this many seconds of test time: a line
 # of the planner is run by 160 tests (10 minutes), most of them whole reconcile loops. A
 # survivor of the budget is run against every covering test by ``run --confirm``.
@@ -101,18 +108,40 @@ def main() -> int:
     if not any(test.startswith(FUZZ) for test in tests):
         plugins += ["-p", "no:schemathesis"]  # about 2 s of every run, for one test file
     env = {k: v for k, v in os.environ.items() if k != BUDGET_VARIABLE}
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-x", *plugins, *tests],
-        cwd=copy,
-        env=env,
-        check=False,
+    limit = (MUTANT_TIMEOUT_SECONDS if budget > 0 else CONFIRM_TIMEOUT_SECONDS) - OWN_MARGIN_SECONDS
+    returncode = run_pytest(
+        [sys.executable, "-m", "pytest", "-q", "-x", *plugins, *tests], copy, env, limit
     )
-    if result.returncode == PYTEST_NO_TESTS:
+    if returncode == PYTEST_NO_TESTS:
         return 0
-    if result.returncode == PYTEST_USAGE_ERROR:
+    if returncode == PYTEST_USAGE_ERROR:
         print("select-tests: SELECTION-ERROR pytest could not take the selection")
         return 0  # a survivor to look at, not a kill nobody earned
-    return result.returncode
+    return returncode
+
+
+def run_pytest(command: list[str], copy: Path, env: dict[str, str], limit: float) -> int:
+    """Run ``command`` in its own process group, named in ``copy/TEST_GROUP`` while it runs so
+    that a stopped mutation run can kill it (``run.stop_tests``); killed after ``limit`` seconds.
+
+    A timeout is a kill, as cosmic-ray counts its own: a mutant that makes a loop endless."""
+    process = subprocess.Popen(command, cwd=copy, env=env, start_new_session=True)
+    group = copy / TEST_GROUP
+    group.write_text(str(process.pid))
+    try:
+        return process.wait(timeout=limit)
+    except subprocess.TimeoutExpired:
+        print(f"select-tests: TIMEOUT after {limit:.0f} s, counted as killed", flush=True)
+        return 1
+    finally:
+        kill_group(process.pid)  # what the tests started and left, or all of it on a timeout
+        process.wait()
+        group.unlink(missing_ok=True)
+
+
+def kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
+        os.killpg(group, signal.SIGKILL)
 
 
 if __name__ == "__main__":
