@@ -87,7 +87,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         OBSERVER,
         NUMBER,
-        "stranded += max(0, _allocatable(node) - used_on.get(name, 0))",
+        "stranded += max(0, _allocatable(node, resource) - used_on.get(name, 0))",
         "the default of used_on.get: a busy node has a pod on it, and every pod on a node adds"
         " its GPUs to used_on, so the key is always there",
         mutated=r"used_on\.get\(name, -?1\)",
@@ -95,7 +95,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         OBSERVER,
         NUMBER,
-        "per_node = max((_allocatable(n) for n in own), default=0)",
+        "per_node = max((_allocatable(n, resource) for n in own), default=0)",
         "the default applies only to a pool with no nodes, whose launching GPUs are 0: the"
         " min(unclaimed_launching, ...) it feeds is 0 whatever the node size",
     ),
@@ -188,13 +188,6 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         "at = self.last.at if self.last else 0",
         "the default is the day's end only before the first tick, when the trail it bounds is"
         " still empty: the spend is zero whatever day is asked",
-    ),
-    Equivalent(
-        OBSERVER,
-        "core/ReplaceTrueWithFalse",
-        "for pod, home in zip(pods, homes, strict=True):",
-        "_attribute returns one home per pod, so the lengths are always equal and strict never"
-        " fires; it guards a future edit, not a behaviour",
     ),
     Equivalent(
         "forecaster/actuators/nodepools.py",

@@ -78,6 +78,15 @@ def test_one_leader_renewal_and_takeover(api: KubeApiDouble) -> None:
     assert lease["spec"]["holderIdentity"] == "replica-b" and lease["spec"]["leaseTransitions"] == 1
     ca.advance(1)
     assert not a.try_acquire_or_renew()
+    cb.advance(5)
+    assert b.try_acquire_or_renew()  # a renewal is no transition: the count is kept
+    (lease,) = api.objects("leases", NS)
+    assert lease["spec"]["leaseTransitions"] == 1
+    b.release()
+    ca.advance(1)
+    assert a.try_acquire_or_renew()  # taken back: a second transition
+    (lease,) = api.objects("leases", NS)
+    assert (lease["spec"]["holderIdentity"], lease["spec"]["leaseTransitions"]) == ("replica-a", 2)
 
 
 @pytest.mark.parametrize("skew", [12, 60, 3600, -3600])

@@ -120,6 +120,11 @@ def test_our_placeholders_add_up_per_node_and_pending_ones_hold_launching_nodes(
     assert s.running_gpus == 0 and s.pending_gpus == 0
 
 
+def test_with_every_placeholder_bound_none_is_in_flight() -> None:
+    s = snap([node("a"), node("b", ready=False)], [pod("p1", 8, on="a", labels=OURS)])
+    assert s.unbound_placeholder_gpus == 0 and s.in_flight_placeholder_gpus == 0
+
+
 def test_a_pending_placeholder_without_a_launching_node_holds_nothing_yet() -> None:
     s = snap([node("a")], [pod("real", 8, on="a"), pod("p", 8, labels=OURS)])
     assert s.held_gpus == 0

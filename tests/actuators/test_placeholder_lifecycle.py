@@ -174,6 +174,12 @@ def test_the_job_manifest_keeps_what_bounds_it() -> None:
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
+    # nothing to pull: no init container, no scratch volume - the pod starts at once
+    assert "initContainers" not in pod and "volumes" not in pod
+    pulling = PlaceholderSpec(pool="gpu", gpus=8, pull_images=("ml/train:1",))
+    job = placeholder_job(pulling, namespace=NS, priority_class="p", slot=0, now=NOW)
+    inits = job["spec"]["template"]["spec"]["initContainers"]
+    assert [c["image"] for c in inits] == [pulling.helper_image, "ml/train:1"]
 
 
 def test_a_pending_placeholder_is_never_renewed() -> None:

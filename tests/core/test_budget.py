@@ -124,3 +124,11 @@ def test_day_buckets_match_a_plain_tally_whatever_order_the_clock_gives(
         assert [b for b, _ in buckets] == sorted(tally)
         expected = sum(v for b, v in tally.items() if at + probe - DAY < b <= at + probe)
         assert gpu_hours_last_day(buckets, at=at + probe) == pytest.approx(expected)
+
+
+def test_after_a_clock_step_back_the_day_ending_at_a_bucket_start_includes_that_bucket() -> None:
+    """Asked for a day ending at ``at`` with later buckets kept (the clock stepped back), the
+    bucket starting at ``at`` is in it, as it is when nothing stepped back."""
+    buckets: DayBuckets = ((T, 1.0), (T + BUCKET_SECONDS, 2.0), (T + 2 * BUCKET_SECONDS, 4.0))
+    assert gpu_hours_last_day(buckets, at=T + BUCKET_SECONDS) == pytest.approx(3.0)
+    assert gpu_hours_last_day(buckets[:2], at=T + BUCKET_SECONDS) == pytest.approx(3.0)
