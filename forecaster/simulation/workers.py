@@ -17,6 +17,8 @@ import logging
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from logging.handlers import QueueHandler, QueueListener
@@ -166,9 +168,22 @@ def _worker_started(
     """Log through ``records`` at the caller's ``level`` and named loggers' ``levels``; one BLAS
     thread per worker (the workers are the parallelism, as the CLI's own limit)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the caller's to handle
+    threading.Thread(target=_exit_with, args=(os.getppid(),), daemon=True).start()
     root = logging.getLogger()
     root.handlers[:] = [QueueHandler(records)]
     root.setLevel(level)
     for name, named in (levels or {}).items():
         logging.getLogger(name).setLevel(named)
     threadpool_limits(limits=1)
+
+
+PARENT_CHECK_SECONDS = 1.0
+
+
+def _exit_with(parent: int) -> None:
+    """End this worker once ``parent`` is gone. A caller killed outright (``kill``, the OOM
+    killer: no Ctrl-C handling runs) leaves its workers to the init process, and each went on
+    with its replay - minutes of a core nobody would read - before noticing the broken pipe."""
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(1)

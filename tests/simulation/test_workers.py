@@ -5,6 +5,9 @@ caller's log (and not what the caller quieted) - in worker processes as in the c
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -167,3 +170,43 @@ def test_tasks_start_by_rank_and_so_do_those_follow_adds() -> None:
     )  # fmt: skip
     chain, fillers = [3, 5, 6], [0, 1, 2]
     assert max(seen.index(i) for i in chain) < min(seen.index(i) for i in fillers), seen
+
+
+CALLER = """
+import sys
+from forecaster.simulation.workers import run_each
+from tests.simulation.test_workers import writes_pid_and_sleeps
+run_each(writes_pid_and_sleeps, [sys.argv[1] + "/a", sys.argv[1] + "/b"], workers=2)
+"""
+
+
+def writes_pid_and_sleeps(path: str) -> None:
+    Path(path).write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+def test_workers_end_soon_after_their_caller_is_killed(tmp_path: Path) -> None:
+    """A caller killed outright runs no cleanup: its workers must notice on their own, not
+    replay on for minutes."""
+    caller = subprocess.Popen([sys.executable, "-c", CALLER, str(tmp_path)])
+    try:
+        deadline = time.monotonic() + 60
+        while not all((tmp_path / n).exists() and (tmp_path / n).read_text() for n in "ab"):
+            assert time.monotonic() < deadline, "the workers never started"
+            time.sleep(0.1)
+        workers = [int((tmp_path / n).read_text()) for n in "ab"]
+    finally:
+        caller.kill()
+        caller.wait()
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in workers):
+        assert time.monotonic() < deadline, "a worker outlived its killed caller by 10 s"
+        time.sleep(0.1)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
