@@ -19,8 +19,9 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from contextlib import contextmanager
 from logging.handlers import QueueHandler, QueueListener
 from multiprocessing.queues import Queue
 from typing import Any, TypeVar
@@ -128,7 +129,7 @@ def _in_processes(
         submit()
         pending = set(futures)
         while pending:
-            ended, pending = wait(pending, return_when=FIRST_COMPLETED)
+            ended, pending = _next_done(pending)
             for future in sorted(ended, key=futures.__getitem__):
                 index, result = futures[future], future.result()  # a failure stops the rest
                 finished[index] = result
@@ -149,6 +150,36 @@ def _in_processes(
         # manager thread raced CPython 3.11's exit hook (an OSError traceback on Ctrl-C)
         pool.shutdown(wait=True, cancel_futures=True)
         listener.stop()
+
+
+POLL_SECONDS = 0.5
+
+
+def _next_done(pending: set[Future[Result]]) -> tuple[set[Future[Result]], set[Future[Result]]]:
+    """``wait`` for the first to finish, with Ctrl-C raised only after it returns."""
+    with _ctrl_c_as_flag() as pressed:
+        ended, still = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+    if pressed.is_set():
+        raise KeyboardInterrupt
+    return ended, still
+
+
+@contextmanager
+def _ctrl_c_as_flag() -> Iterator[threading.Event]:
+    """Ctrl-C (SIGINT) sets the flag instead of raising where it lands. Raised inside
+    ``concurrent.futures.wait``, KeyboardInterrupt can leave a future's lock held (it takes
+    them one by one); the pool's shutdown then waits on that lock forever (a Ctrl-C test hung
+    CI for 27 minutes). Outside the main thread, where no signal is delivered, a flag never set.
+    """
+    pressed = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield pressed
+        return
+    before = signal.signal(signal.SIGINT, lambda signum, frame: pressed.set())
+    try:
+        yield pressed
+    finally:
+        signal.signal(signal.SIGINT, before)
 
 
 def _levels() -> dict[str, int]:
