@@ -160,6 +160,9 @@ def _next_done(pending: set[Future[Result]]) -> tuple[set[Future[Result]], set[F
     with _ctrl_c_as_flag() as pressed:
         ended, still = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
     if pressed.is_set():
+        handler = signal.getsignal(signal.SIGINT)  # the caller's (the CLI quiets its log)
+        if callable(handler):
+            handler(signal.SIGINT, None)
         raise KeyboardInterrupt
     return ended, still
 
