@@ -24,6 +24,7 @@ from bench.mutation.select_tests import (
     within,
 )
 from bench.mutation.skips import logging_lines, scoped
+from tests.support.processes import running
 
 MODULE = "forecaster/core/budget.py"
 OWN = "tests/core/test_budget.py::test_x"  # the module's own package's tests come first
@@ -148,17 +149,13 @@ def _spawn_in_new_session(marker: str) -> str:
 
 
 def _gone(pid: int) -> bool:
-    """Dead or a zombie waiting for its reaper: nothing left running."""
+    """Not running within 10 s."""
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state in ("Z", "X"):
-            return True
+    while running(pid):
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.1)
-    return False
+    return True
 
 
 def _written(path: Path) -> int:

@@ -16,6 +16,7 @@ import pytest
 
 from forecaster.errors import ModelError
 from forecaster.simulation.workers import Interrupted, run_each, usable_cpus
+from tests.support.processes import running
 
 
 def square(task: tuple[int, Path, bool]) -> int:
@@ -199,14 +200,6 @@ def test_workers_end_soon_after_their_caller_is_killed(tmp_path: Path) -> None:
         caller.kill()
         caller.wait()
     deadline = time.monotonic() + 10
-    while any(_running(pid) for pid in workers):
+    while any(running(pid) for pid in workers):
         assert time.monotonic() < deadline, "a worker outlived its killed caller by 10 s"
         time.sleep(0.1)
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
