@@ -695,10 +695,9 @@ MUTATIONS = (
     ),
     Mutation(
         "our placeholders count as arrivals (the plan would chase its own prewarm)",
-        "forecaster/actuators/observe/observer.py",
-        '            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus\n'
-        "            continue",
-        '            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus',
+        "forecaster/actuators/observe/pod_tally.py",
+        '.get(node_name or "", 0) + gpus\n            continue',
+        '.get(node_name or "", 0) + gpus',
         ("tests/actuators/test_observed_signals.py",),
     ),
     Mutation(
@@ -717,7 +716,7 @@ MUTATIONS = (
     ),
     Mutation(
         "placeholders pull images that other teams' pods pulled with a secret",
-        "forecaster/actuators/observe/observer.py",
+        "forecaster/actuators/observe/pod_tally.py",
         'if age < ARRIVAL_WINDOWS_SECONDS[-1] and not pod["spec"].get("imagePullSecrets"):',
         "if age < ARRIVAL_WINDOWS_SECONDS[-1]:",
         (
@@ -1132,16 +1131,16 @@ MUTATIONS = (
     ),
     Mutation(
         "the daemon exports announced work as unannounced demand",
-        "forecaster/actuators/observe/observer.py",
-        "        of_announced += gpus if is_announced else 0",
-        "        of_announced += 0",
+        "forecaster/actuators/observe/pod_tally.py",
+        "    tally.of_announced += gpus if is_announced else 0",
+        "    tally.of_announced += 0",
         (
             "tests/actuators/test_notice_cronjobs.py::test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exists",
         ),
     ),
     Mutation(
         "announced pods are counted as new arrivals",
-        "forecaster/actuators/observe/observer.py",
+        "forecaster/actuators/observe/pod_tally.py",
         "age < window and uid in self.unannounced)",
         "age < window)",
         (
@@ -1290,7 +1289,7 @@ MUTATIONS = (
     ),
     Mutation(
         "a look-alike placeholder (our role label, not our managed-by) is not counted as demand",
-        "forecaster/actuators/observe/observer.py",
+        "forecaster/actuators/observe/pod_tally.py",
         "        pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER\n        and pod_labels",
         "        pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER\n        or pod_labels",
         (
@@ -1404,8 +1403,8 @@ MUTATIONS = (
     Mutation(
         "uninstall skips the backends the cluster serves",
         "forecaster/app/cleanup.py",
-        "    for backend in backends:\n        backend.uninstall(undone)",
-        "    for backend in backends[:0]:\n        backend.uninstall(undone)",
+        "    _each(undone, backends, lambda backend: backend.uninstall(undone))",
+        "    _each(undone, {}, lambda backend: backend.uninstall(undone))",
         (
             "tests/seams/test_toy_backend.py::test_doctor_lists_it_and_cleanup_and_expiry_withdraw_it_without_a_config",
         ),
@@ -1557,9 +1556,9 @@ MUTATIONS = (
     ),
     Mutation(
         "a pool's demand is counted in NVIDIA GPUs whatever its resource",
-        "forecaster/actuators/observe/observer.py",
-        "        gpus = pod_gpus(pod, resource)",
-        "        gpus = pod_gpus(pod)",
+        "forecaster/actuators/observe/pod_tally.py",
+        "            pod_gpus(pod, resource), node_units=node_units",
+        "            pod_gpus(pod), node_units=node_units",
         (
             "tests/actuators/test_accelerators.py::test_each_pool_counts_plans_and_prewarms_in_its_own_resource",
         ),
@@ -1585,8 +1584,8 @@ MUTATIONS = (
     Mutation(
         "notice items of a MIG/AMD/Neuron template are counted in NVIDIA GPUs",
         "forecaster/actuators/notice/base.py",
-        "        per_pod = pod_gpus(template, self.resource_of(pool))",
-        "        per_pod = pod_gpus(template)",
+        "        per_pod = self.fits(pool, pod_gpus(template, self.resource_of(pool)))",
+        "        per_pod = self.fits(pool, pod_gpus(template))",
         ("tests/actuators/test_accelerators.py",),
     ),
     Mutation(
@@ -1804,12 +1803,12 @@ MUTATIONS = (
     ),
     Mutation(
         "pending pods of announced work count as GPU-hours run",
-        "forecaster/actuators/observe/observer.py",
-        "        if node_name:\n            running += gpus\n            busy.add(node_name)\n"
-        "            if announcement is not None:\n",
-        "        if announcement is not None:\n            running_announced[announcement] = 8\n"
-        "        if node_name:\n            running += gpus\n            busy.add(node_name)\n"
-        "            if False:\n",
+        "forecaster/actuators/observe/pod_tally.py",
+        "    if node_name:\n        tally.running += gpus\n        tally.busy.add(node_name)\n"
+        "        if announcement is not None:\n",
+        "    if announcement is not None:\n        tally.running_announced[announcement] = 8\n"
+        "    if node_name:\n        tally.running += gpus\n        tally.busy.add(node_name)\n"
+        "        if False:\n",
         (
             "tests/actuators/test_notice_gpu_hours.py::test_the_gpu_hours_of_a_run_announced_ahead_are_reported_per_pool_and_source",
         ),
@@ -1973,6 +1972,106 @@ MUTATIONS = (
         '        return phase in (None, "Pending") and "nvidia.com/gpu" in accelerators(pod)',
         (
             "tests/actuators/test_pod_watch.py::test_new_pending_gpu_pods_wake_the_loop_and_nothing_else_does",
+        ),
+    ),
+    Mutation(
+        "a notice object that raises our own error stops every source (isolation by type only)",
+        "forecaster/actuators/notice/base.py",
+        "        except Exception as exc:  # any object, however written, costs itself only",
+        "        except (KeyError, ValueError, TypeError, AttributeError) as exc:",
+        (
+            "tests/faults/test_tenant_objects.py::test_a_greedy_notice_object_leaves_every_pool_acting_and_pause_withdrawing[cronjobs-1Ki]",
+        ),
+    ),
+    Mutation(
+        "binary quantity suffixes read one power of 1024 short",
+        "forecaster/actuators/quantities.py",
+        '("KMGTPE".index(match["binary"][0]) + 1)',
+        '("KMGTPE".index(match["binary"][0]) + 0)',
+        ("tests/actuators/test_quantities.py",),
+    ),
+    Mutation(
+        "a request larger than a node is read as placeable",
+        "forecaster/actuators/quantities.py",
+        "    if node_units is not None and units > node_units:",
+        "    if False:",
+        (
+            "tests/actuators/test_quantities.py",
+            "tests/faults/test_tenant_objects.py::test_a_pending_pod_asking_1ki_gpus_is_passed_over_and_its_pool_plans",
+        ),
+    ),
+    Mutation(
+        "a pending pod larger than any node is counted as its pool's demand",
+        "forecaster/actuators/observe/pod_tally.py",
+        """        return fits_one_node(
+            pod_gpus(pod, resource), node_units=node_units, what="the pod", pool=pool
+        )""",
+        "        return pod_gpus(pod, resource)",
+        (
+            "tests/faults/test_tenant_objects.py::test_a_pending_pod_asking_1ki_gpus_is_passed_over_and_its_pool_plans",
+        ),
+    ),
+    Mutation(
+        "the kill switch withdraws nothing while the cluster cannot be observed",
+        "forecaster/reconcile/acting.py",
+        "    if actuator is None or (snapshots is None and halt is None):",
+        "    if actuator is None or snapshots is None:",
+        (
+            "tests/faults/test_tenant_objects.py::test_the_kill_switch_withdraws_even_when_the_cluster_cannot_be_observed",
+        ),
+    ),
+    Mutation(
+        "a notice read is not cut to its deadline (the client's timeout, retried, instead)",
+        "forecaster/actuators/kube.py",
+        "            timeout = max(0.05, min(timeout, left))",
+        "            timeout = timeout",
+        (
+            "tests/faults/test_tenant_objects.py::test_a_hanging_source_costs_its_deadline_once_then_backs_off",
+        ),
+    ),
+    Mutation(
+        "a source that ran out of time is asked again at every tick",
+        "forecaster/actuators/notice/base.py",
+        "        hung = {n: until for n, (_, until) in self._hung.items() if now < until}",
+        "        hung: dict[str, int] = {}",
+        (
+            "tests/faults/test_tenant_objects.py::test_a_hanging_source_costs_its_deadline_once_then_backs_off",
+        ),
+    ),
+    Mutation(
+        "expiry stops at buffers that cannot be listed, before any NodePool",
+        "forecaster/app/cleanup.py",
+        '        undone.attempt(f"prewarm backend {name}", run)',
+        "        run()",
+        (
+            "tests/faults/test_tenant_objects.py::test_buffers_that_cannot_be_listed_leave_every_nodepool_restored",
+        ),
+    ),
+    Mutation(
+        "backend discovery that fails stops expiry and uninstall",
+        "forecaster/app/cleanup.py",
+        '        undone.attempt(f"prewarm backend {name}", discover)',
+        "        discover()",
+        (
+            "tests/faults/test_tenant_objects.py::test_buffers_that_cannot_be_listed_leave_every_nodepool_restored",
+        ),
+    ),
+    Mutation(
+        "a damaged notice section of the state is read as empty (a cut source trusted again)",
+        "forecaster/reconcile/state.py",
+        "    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:\n"
+        '        raise StateFormatError(f"the persisted notice outcomes',
+        "    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:\n"
+        '        return ()\n        raise StateFormatError(f"the persisted notice outcomes',
+        ("tests/faults/test_fail_closed_state.py",),
+    ),
+    Mutation(
+        "a skipped object is said in an Event at every tick",
+        "forecaster/actuators/events.py",
+        "            >= SKIPPED_EVENT_EVERY_SECONDS\n",
+        "            >= 0\n",
+        (
+            "tests/faults/test_tenant_objects.py::test_a_greedy_notice_object_leaves_every_pool_acting_and_pause_withdrawing[podgroups-1Ki]",
         ),
     ),
 )

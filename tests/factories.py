@@ -16,8 +16,11 @@ from typing import Any
 import numpy as np
 
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.notice.base import NoticeReading, NoticeSource, read_notice
 from forecaster.actuators.observe.attribution import shape
+from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
+from forecaster.actuators.prewarm.placeholders import PlaceholderSpec
 from forecaster.app import build
 from forecaster.app.replay_policies import replay_policy
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
@@ -33,6 +36,7 @@ from forecaster.settings import Settings
 from forecaster.simulation.frontier import frontier
 from forecaster.simulation.replay import Predictive, ReplaySetup, RetrainSchedule
 from forecaster.simulation.twin import TwinConfig
+from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource
 
@@ -498,3 +502,98 @@ def small_frontier(*, continuation_gaps: tuple[float, ...] = ()) -> Any:
         frontier, static_knobs=(0, 32), predictive_knobs=(0.9,), floor_nodes=(0,),
         burst_knobs=(2.0,), continuation_gaps=continuation_gaps,
     )  # fmt: skip
+
+
+PAUSE_RECORD = "forecaster.io/original-disruption"
+POOL_LABEL = "karpenter.sh/nodepool"
+
+
+def held_since(api: KubeApiDouble, pools: list[str], buffered: list[str], *, since: int) -> Kube:
+    """Pause every NodePool of ``pools`` and hold a CapacityBuffer for each of ``buffered``,
+    all from ``since`` with one-hour deadlines: what expiry and uninstall undo."""
+    sim = ClusterSim(api)
+    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+    for name in pools:
+        sim.add_nodepool(name, limit_gpus=200)
+        NodePools(kube).protect(name, consolidate_after="30m", now=since, seconds=3600)
+    buffers = CapacityBuffers(kube, namespace=NS, priority_class="forecaster-placeholder")
+    for name in buffered:
+        buffers.apply(PlaceholderSpec(pool=name, gpus=8), replicas=2, now=since)
+    return kube
+
+
+def paused_nodepools(api: KubeApiDouble) -> set[str]:
+    """The NodePools carrying our pause record."""
+    return {
+        n["metadata"]["name"]
+        for n in api.objects("nodepools")
+        if PAUSE_RECORD in (n["metadata"].get("annotations") or {})
+    }
+
+
+def argo_workflow(name: str, *, pool: str, namespace: str, gpus: str = "8") -> dict[str, Any]:
+    """A running Argo DAG on ``pool`` whose GPU step (``gpus`` per pod) waits on a finished
+    CPU step: announced as due now."""
+    leaf = {
+        "nodeSelector": {"karpenter.sh/nodepool": pool},
+        "tolerations": [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}],
+    }
+    started = "2027-01-15T07:00:00Z"
+    tasks = [
+        {"name": "prep", "template": "prep"},
+        {"name": "train", "template": "train", "dependencies": ["prep"]},
+    ]
+    train = {"image": "train", "resources": {"requests": {GPU: gpus}, "limits": {GPU: gpus}}}
+    return {
+        "apiVersion": "argoproj.io/v1alpha1",
+        "kind": "Workflow",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {"workflows.argoproj.io/phase": "Running"},
+        },
+        "spec": {
+            "entrypoint": "main",
+            "templates": [
+                {"name": "main", "dag": {"tasks": tasks}},
+                {"name": "prep", "container": {"image": "prep"}, **leaf},
+                {"name": "train", "container": train, **leaf},
+            ],
+        },
+        "status": {
+            "phase": "Running",
+            "nodes": {
+                name: {
+                    "id": name,
+                    "name": name,
+                    "displayName": name,
+                    "type": "DAG",
+                    "phase": "Running",
+                    "templateName": "main",
+                    "startedAt": started,
+                },
+                f"{name}.prep": {
+                    "id": f"{name}.prep",
+                    "name": f"{name}.prep",
+                    "displayName": "prep",
+                    "type": "Pod",
+                    "phase": "Succeeded",
+                    "boundaryID": name,
+                    "templateName": "prep",
+                    "startedAt": started,
+                    "finishedAt": started,
+                },
+            },
+        },
+    }
+
+
+def podgroup(name: str, *, pool: str, namespace: str, gpus: str = "8") -> dict[str, Any]:
+    """A pending Volcano PodGroup of one pod asking ``gpus`` on ``pool`` (by its label)."""
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": namespace, "labels": {POOL_LABEL: pool}},
+        "spec": {"minMember": 1, "minResources": {GPU: gpus}},
+        "status": {"phase": "Pending"},
+    }

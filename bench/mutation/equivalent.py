@@ -29,6 +29,7 @@ class Equivalent:
 
 
 OBSERVER = "forecaster/actuators/observe/observer.py"
+POD_TALLY = "forecaster/actuators/observe/pod_tally.py"
 LEASES = "forecaster/actuators/coordination/leases.py"
 PLACEHOLDERS = "forecaster/actuators/prewarm/placeholders.py"
 BUFFERS = "forecaster/actuators/prewarm/capacitybuffers.py"
@@ -107,7 +108,7 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         mutated=r'ours_on\.get\("", -1\)',
     ),
     Equivalent(
-        OBSERVER,
+        POD_TALLY,
         NUMBER,
         "images[image] = images.get(image, 0) + gpus",
         "the default is added once to every image's count alike, and the counts are only used"

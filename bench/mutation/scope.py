@@ -71,10 +71,16 @@ SCOPE: dict[str, tuple[str, ...]] = {
     # the observer's accounting of the GPUs we hold (launching nodes, shared nodes)
     "forecaster/actuators/observe/observer.py": (
         "_ready",
-        "_is_placeholder",
         "_allocatable",
         "_node_gpus",
         "_snapshot",
+    ),
+    # ... and its count of each pool's pods (ours apart; another team's passed over alone)
+    "forecaster/actuators/observe/pod_tally.py": (
+        "is_placeholder",
+        "tally_pods",
+        "_count_real",
+        "_units",
         "_note_created",
     ),
     # the actuator's per-pool error gate

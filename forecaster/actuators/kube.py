@@ -4,6 +4,9 @@
 * 404 on a read -> ``None``; 409 -> ``ConflictError`` (callers re-read and retry);
   anything else -> ``ActuationError`` naming the verb and object, with the ApiException as cause.
 * 5xx, 429 and connection errors are retried with exponential backoff, a few times.
+* Inside ``within(seconds)`` (this thread), every request's timeout is cut to what is left and no
+  attempt starts past it: what the notice sources read through, so an API that hangs costs a
+  stated time per tick, not the timeout times the retries.
 * Every create, patch and replace carries ``fieldManager=forecaster`` (``managedFields`` then
   name exactly our fields, so Argo CD / Flux can be told to ignore them; docs/operations.md).
 * With ``dry_run`` no write leaves the process: it is logged as "dry-run: would ..." instead.
@@ -19,6 +22,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, cast
 
 import urllib3
@@ -542,9 +546,29 @@ class Kube:
             f"replace lease {namespace}/{body['metadata']['name']}",
         )
 
+    @contextmanager
+    def within(self, seconds: float) -> Iterator[None]:
+        """Every request made inside (on this thread) ends within ``seconds`` from now: its
+        timeout is cut to what is left, and no attempt or retry starts past it."""
+        before = getattr(self._local, "deadline", None)
+        ends = time.monotonic() + seconds
+        self._local.deadline = ends if before is None else min(before, ends)
+        try:
+            yield
+        finally:
+            self._local.deadline = before
+
     # ---- plumbing ------------------------------------------------------------------------
+    def _left(self) -> float | None:
+        """Seconds left before this thread's ``within`` deadline (None: no deadline)."""
+        deadline = getattr(self._local, "deadline", None)
+        return None if deadline is None else deadline - time.monotonic()
+
     def _opts(self) -> dict[str, Any]:
         timeout = getattr(self._local, "timeout", None) or self._timeout
+        left = self._left()
+        if left is not None:
+            timeout = max(0.05, min(timeout, left))
         return {"_preload_content": False, "_request_timeout": timeout}
 
     def _write_opts(self) -> dict[str, Any]:
@@ -590,6 +614,9 @@ class Kube:
 
     def _retrying(self, call: Callable[[], Any], what: str, *, guarded: bool = False) -> Any:
         for attempt in range(self._retries + 1):
+            left = self._left()
+            if left is not None and left <= 0:
+                raise ActuationError(f"{what}: not sent: past its deadline")
             try:
                 if guarded and self.guard is not None:
                     self._local.timeout = self._guarded_timeout(what)
@@ -597,18 +624,26 @@ class Kube:
             except ApiException as exc:
                 if exc.status == 409:
                     raise ConflictError(f"{what}: conflict: {_message(exc)}") from exc
-                if exc.status in _RETRYABLE and attempt < self._retries:
-                    time.sleep(self._backoff * 2**attempt)
+                if exc.status in _RETRYABLE and self._may_retry(attempt):
                     continue
                 raise ActuationError(f"{what}: HTTP {exc.status}: {_message(exc)}") from exc
             except (urllib3.exceptions.HTTPError, OSError) as exc:
-                if attempt < self._retries:
-                    time.sleep(self._backoff * 2**attempt)
+                if self._may_retry(attempt):
                     continue
                 raise ActuationError(f"{what}: API server unreachable: {exc}") from exc
             finally:
                 self._local.timeout = None
         raise AssertionError("unreachable")
+
+    def _may_retry(self, attempt: int) -> bool:
+        """Whether attempt ``attempt`` (from 0) may be followed by another, after its backoff:
+        not past the retries, nor past this thread's deadline."""
+        pause = self._backoff * 2**attempt
+        left = self._left()
+        if attempt >= self._retries or (left is not None and left <= pause):
+            return False
+        time.sleep(pause)
+        return True
 
     def _guarded_timeout(self, what: str) -> float:
         """The request timeout that ends inside our leadership, or ``NotLeaderError``."""

@@ -86,6 +86,8 @@ class Container(TypedDict, total=False):
     resources: ResourceRequirements
     securityContext: dict[str, Any]
     volumeMounts: list[dict[str, Any]]
+    restartPolicy: str
+    """Of an init container: ``Always`` makes it a sidecar (it runs beside the containers)."""
 
 
 class PodSpec(TypedDict, total=False):

@@ -23,8 +23,9 @@ from forecaster.actuators.actuator import Actuator, PoolActuation
 from forecaster.actuators.coordination.leases import LEASE_NAME, LEASE_SECONDS, LeaderElector
 from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
 from forecaster.actuators.coordination.state_store import ConfigMapStateStore
-from forecaster.actuators.events import Events
+from forecaster.actuators.events import Events, SkippedEvents
 from forecaster.actuators.kube import Kube
+from forecaster.actuators.manifests import ObjectReference
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.notice.base import NoticeReader
 from forecaster.actuators.notice.registry import SOURCES
@@ -165,13 +166,15 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
     ]
 
     resources = {p.name: p.resource for p in settings.pools}
+    node_units = {p.name: p.gpus_per_node for p in settings.pools}
     notice = NoticeReader(
         [SOURCES[name] for name in settings.notice.sources],
         grace_seconds=settings.notice.grace_seconds,
     )
+    skipped = SkippedEvents(kube, ph.namespace, _daemon_reference(settings))
 
     def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
-        return observe(
+        observation = observe(
             kube,
             pools=pools,
             now=now,
@@ -181,9 +184,21 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
             watched=watch,
             notice=notice,
             resources=resources,
+            node_units=node_units,
         )
+        skipped.report(observation.skipped, now=now)
+        return observation
 
     return observe_live
+
+
+def _daemon_reference(settings: Settings) -> ObjectReference:
+    """What our Events are about: the daemon's Pod (``POD_NAME``, set by the manifests), else
+    its state ConfigMap (a local run)."""
+    pod = os.environ.get("POD_NAME")
+    if pod:
+        return {"apiVersion": "v1", "kind": "Pod", "name": pod}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "name": settings.state_config_map}
 
 
 def build_reconciler(

@@ -8,6 +8,9 @@ any other, and neither needs a config that validates - the usual reason the daem
 config it refuses. Each object is undone on its own: one that cannot be (a damaged record, a
 NodePool that keeps answering 409, a buffer someone else owns) is reported on its own line and
 the rest proceed; the command then exits 1, so ``kube_job_failed`` and the shipped alert fire.
+Discovery and listing are isolated the same way, per backend and per kind: CapacityBuffers that
+cannot be listed (a 500, a 403, a hang) are one failed line, and every NodePool is still
+restored - and the other way round.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from forecaster.actuators.coordination.leases import CLEANUP_IDENTITY, fence
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.prewarm.base import PrewarmBackend
-from forecaster.actuators.prewarm.registry import served_backends
+from forecaster.actuators.prewarm.registry import make_backends, served_backends
 from forecaster.actuators.undo import Undone
 
 log = logging.getLogger(__name__)
@@ -59,12 +62,10 @@ def cleanup(
     )
     if wait:
         sleep(wait)
-    backends = _served(kube, namespace)
-    for backend in backends:
-        backend.uninstall(undone)
+    backends = _served(kube, namespace, undone)
+    _each(undone, backends, lambda backend: backend.uninstall(undone))
     _restore_nodepools(kube, undone, expired_before=None)
-    for backend in backends:
-        backend.settle(undone, sleep)
+    _each(undone, backends, lambda backend: backend.settle(undone, sleep))
     return undone
 
 
@@ -73,21 +74,48 @@ def expire(kube: Kube, *, namespace: str, now: int) -> Undone:
     zeroed; placeholders expire by themselves, Jobs with deadlines), NodePools past their pause
     deadline restored."""
     undone = Undone()
-    for backend in _served(kube, namespace):
-        backend.expire(undone, now=now)
+    _each(undone, _served(kube, namespace, undone), lambda backend: backend.expire(undone, now=now))
     _restore_nodepools(kube, undone, expired_before=now)
     return undone
 
 
-def _served(kube: Kube, namespace: str) -> list[PrewarmBackend]:
-    """Every registered backend the cluster serves (what it does not serve holds nothing)."""
-    return list(served_backends(kube, namespace, "")[0].values())
+def _served(kube: Kube, namespace: str, undone: Undone) -> dict[str, PrewarmBackend]:
+    """Every registered backend the cluster serves (what it does not serve holds nothing); one
+    whose discovery fails is a failed line of its own, and the others go on."""
+    served: dict[str, PrewarmBackend] = {}
+    for name, backend in make_backends(kube, namespace, "").items():
+
+        def discover(name: str = name, backend: PrewarmBackend = backend) -> None:
+            if backend.served() is None:
+                served[name] = backend
+
+        undone.attempt(f"prewarm backend {name}", discover)
+    return served
+
+
+def _each(
+    undone: Undone, backends: dict[str, PrewarmBackend], step: Callable[[PrewarmBackend], None]
+) -> None:
+    """``step`` on every backend, each on its own: one that fails (its list refused or hung)
+    is a failed line, and the others - and the NodePools after them - still go."""
+    for name, backend in backends.items():
+
+        def run(backend: PrewarmBackend = backend) -> None:
+            step(backend)
+
+        undone.attempt(f"prewarm backend {name}", run)
 
 
 def _restore_nodepools(kube: Kube, undone: Undone, *, expired_before: int | None) -> None:
-    """Every NodePool carrying our record, configured or not, each on its own."""
+    """Every NodePool carrying our record, configured or not, each on its own (a NodePool list
+    that fails is one failed line)."""
+    names: list[str] = []
+    undone.attempt(
+        "NodePools",
+        lambda: names.extend(kube.list_nodepool_names(annotated=labels.ORIGINAL_DISRUPTION)),
+    )
     nodepools = NodePools(kube)
-    for name in kube.list_nodepool_names(annotated=labels.ORIGINAL_DISRUPTION):
+    for name in names:
 
         def restore(name: str = name) -> str | None:
             if not nodepools.restore(name, expired_before=expired_before):
@@ -106,7 +134,8 @@ def _restore_nodepools(kube: Kube, undone: Undone, *, expired_before: int | None
 def still_held(kube: Kube, *, namespace: str) -> list[str]:
     """One line per pool with prewarm still held, and when each ends without us: what an
     operator needs after stopping a live run (``forecaster run --cluster``)."""
-    lines = [line for backend in _served(kube, namespace) for line in backend.still_held()]
+    served = served_backends(kube, namespace, "")[0]
+    lines = [line for backend in served.values() for line in backend.still_held()]
     if lines:
         lines.append("`forecaster cleanup` withdraws them now")
     return lines

@@ -85,6 +85,7 @@ def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
         now=now,
         grace_seconds=settings.notice.grace_seconds,
         resources={p.name: p.resource for p in settings.pools},
+        node_units={p.name: p.gpus_per_node for p in settings.pools},
     )
     lines = []
     for status in reading.statuses:
@@ -98,7 +99,15 @@ def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
         soonest = f"; soonest: {mine[0].key} ({mine[0].gpus} GPUs, {mine[0].pool})" if mine else ""
         problem = f"; {status.problem}" if status.problem else ""
         lines.append(f"notice {status.source}: {status.items} item(s) announced{soonest}{problem}")
+    for passed in reading.skipped[:MAX_SKIPPED_LINES]:
+        lines.append(f"notice: skipped {passed.kind} {passed.name}: {passed.message}")
+    if len(reading.skipped) > MAX_SKIPPED_LINES:
+        lines.append(f"notice: ... and {len(reading.skipped) - MAX_SKIPPED_LINES} more skipped")
     return lines
+
+
+MAX_SKIPPED_LINES = 5
+"""Skipped objects named by ``doctor`` (the rest counted): tenants decide how many there are."""
 
 
 def claim_lines(kube: Kube) -> list[str]:

@@ -219,6 +219,20 @@ def unobservable(pool: str, *, problem: str, now: int) -> PoolSnapshot:
 
 
 @dataclass(frozen=True)
+class Skipped:
+    """An object another team wrote that was passed over: unreadable, or asking more devices
+    per pod than one node of its pool holds (it can never be placed: no demand, no notice)."""
+
+    kind: str
+    """``pods``, ``cronjobs``, ``jobsets``..."""
+    name: str
+    """``namespace/name``."""
+    reason: str
+    """``exceeds-node`` or ``unreadable``."""
+    message: str
+
+
+@dataclass(frozen=True)
 class Unattributed:
     """Pending GPU pods of one namespace that no NodePool can serve, as Karpenter would judge."""
 
@@ -248,6 +262,8 @@ class Observation(dict[str, PoolSnapshot]):
     """Pods asking for devices through DRA claims, which no prewarm serves."""
     notice: tuple[SourceStatus, ...] = ()
     """How each notice source fared (installed, items, problem)."""
+    skipped: tuple[Skipped, ...] = ()
+    """Pods and notice objects passed over this time (each costs itself only)."""
 
 
 def quantile_label(quantile: float) -> str:

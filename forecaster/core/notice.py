@@ -75,7 +75,7 @@ class SourceStatus:
     """False: the cluster does not serve its API (or we may not read it); it costs nothing."""
     items: int = 0
     problem: str | None = None
-    """Why it could not be read this time (forbidden, a malformed object)."""
+    """Why it could not be read this time (forbidden, failing, out of time)."""
     precision: float | None = None
     """Share of its items resolved in the last 7 days that came (None: none resolved)."""
     resolved: int = 0
@@ -91,6 +91,9 @@ class SourceStatus:
     that lets prewarm be warm when the pods come)."""
     median_notice_seconds: float | None = None
     """Median time from an item's first reading to its coming, over the last 7 days."""
+    skipped: int = 0
+    """Its objects skipped this time (unreadable, or more per pod than a node holds): each
+    costs itself only, the source stays readable (``Observation.skipped`` names them)."""
 
 
 TRUST_WINDOW_SECONDS = 7 * 86400

@@ -30,7 +30,7 @@ import logging
 import math
 from collections.abc import Mapping, Sequence
 
-from forecaster.core.actions import ActuationReport, Halt, commands
+from forecaster.core.actions import ActuationReport, Halt
 from forecaster.core.budget import record_spend, spent_last_day
 from forecaster.core.cluster import Observation, PoolSnapshot
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, SloPolicy, Transition
@@ -41,6 +41,7 @@ from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.durations import DAY
 from forecaster.errors import ConflictError, ForecasterError
 from forecaster.reconcile import operating_points
+from forecaster.reconcile.acting import write_plan
 from forecaster.reconcile.forecast import History, forecast_pool, no_forecast, with_arrivals
 from forecaster.reconcile.observing import (
     HaltReader,
@@ -142,7 +143,7 @@ class Reconciler:
             now=now,
             halted=halt.reason if halt else None,
         )
-        report = self._act(decision, snapshots, now, errors) if act else None
+        report = self._act(decision, snapshots, now, errors, halt) if act else None
         if act and self._loaded:
             self._record(snapshots, now, errors, halted=halt is not None)
         if not act:
@@ -153,7 +154,7 @@ class Reconciler:
         observed = snapshots if isinstance(snapshots, Observation) else Observation()
         self.last = self._planned = TickRecord(
             now, decision, views, tuple(transitions), report, tuple(errors), halt,
-            observed.unattributed, scored,
+            observed.unattributed, scored, skipped=observed.skipped,
             notice=tuple(self.notice_ledger.judged(n, now=now) for n in observed.notice),
             notice_ended=ended, budgets=self._budgets(), claimed=observed.claimed,
             notice_pools=self.notice_ledger.by_pool(views, now=now),
@@ -287,12 +288,10 @@ class Reconciler:
         snapshots: Mapping[str, PoolSnapshot] | None,
         now: int,
         errors: list[TickError],
+        halt: Halt | None,
     ) -> ActuationReport | None:
-        report = None
-        if self.actuator is not None and snapshots is not None:
-            images = {name: snapshot.recent_images for name, snapshot in snapshots.items()}
-            report = self.actuator.apply(commands(decision, images=images), now=now)
-            errors.extend(TickError("actuate", pool, m) for pool, m in report.errors.items())
+        """The plan written (``reconcile.acting``: blind only to withdraw on the kill switch)."""
+        report = write_plan(self.actuator, decision, snapshots, now=now, halt=halt, errors=errors)
         for name, track in self.tracks.items():  # the error budget charges it next tick
             track.wasted_gpu_hours = report.wasted_gpu_hours.get(name, 0.0) if report else 0.0
         return report

@@ -91,6 +91,7 @@ def kept(
         actuation=report,
         evaluations={},
         unattributed=snapshots.unattributed if isinstance(snapshots, Observation) else (),
+        skipped=snapshots.skipped if isinstance(snapshots, Observation) else (),
         claimed=snapshots.claimed if isinstance(snapshots, Observation) else (),
         replanned=False,
         notice_ended=(),  # nothing was followed: the last tick's items are counted once

@@ -18,6 +18,7 @@ from forecaster.core.cluster import (
     DemandForecast,
     MeasuredLead,
     PoolSnapshot,
+    Skipped,
     Unattributed,
 )
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, Transition
@@ -161,6 +162,8 @@ class TickRecord:
     budgets: dict[str, ErrorBudgetState] = field(default_factory=dict)
     """Each configured pool's error budget after this tick (immutable): what the endpoint and
     the metrics read, from their own threads - never the loop's live state."""
+    skipped: tuple[Skipped, ...] = ()
+    """Pods and notice objects passed over at this tick's observation (each costs itself)."""
 
 
 @dataclass

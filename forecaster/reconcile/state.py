@@ -4,7 +4,8 @@ Per pool: the error-budget state (so a restart does not forget a hand-off in pro
 forecasts still waiting for their target time to be scored. Globally: the prewarm spend ledger
 (the GPU-hours/day budget must survive restarts too), the time of the last tick, and how the
 notice sources' announced items ended (a restart must not trust a source again that announced
-work that never came).
+work that never came). A notice section that is there but cannot be read fails the whole state
+closed, like a damaged ledger: read as empty, it would trust a source again that had been cut.
 Stored by a ``StateStore``: a ConfigMap in the cluster, or memory (dry-run, tests, replay).
 """
 
@@ -143,9 +144,9 @@ def _notice_dict(outcomes: tuple[Outcome, ...]) -> dict[str, Any]:
 
 
 def _notice_outcomes(data: Any) -> tuple[Outcome, ...]:
-    """Inverse of ``_notice_dict``; none saved (an older state) or unreadable: none, as after a
-    restart before they were kept - the sources start trusted, which costs at most prewarm."""
-    if not isinstance(data, dict):
+    """Inverse of ``_notice_dict``; none saved (an older state): none, as after a restart before
+    they were kept. Unreadable: ``StateFormatError`` (fail closed, see the module docstring)."""
+    if data is None:
         return ()
     try:
         sources, pools = list(data["sources"]), list(data["pools"])
@@ -154,8 +155,8 @@ def _notice_outcomes(data: Any) -> tuple[Outcome, ...]:
                     float(held), gpus=int(gpus), notice_seconds=int(notice), ahead=bool(ahead))
             for at, s, p, came, held, gpus, notice, ahead in _unpack(data["rows"])
         )  # fmt: skip
-    except (AttributeError, IndexError, KeyError, TypeError, ValueError):
-        return ()
+    except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
+        raise StateFormatError(f"the persisted notice outcomes are unreadable ({exc})") from exc
 
 
 def _in_flight_dict(flight: InFlight) -> dict[str, Any]:
@@ -170,8 +171,11 @@ def _in_flight_dict(flight: InFlight) -> dict[str, Any]:
 
 
 def _in_flight(data: Any) -> tuple[InFlight, ...]:
-    """Inverse of ``_in_flight_dict`` over a list; none saved (an older state) or unreadable:
-    none - their items are read again, their notice then measured from the restart."""
+    """Inverse of ``_in_flight_dict`` over a list; none saved (an older state): none - their
+    items are read again, their notice then measured from the restart. Unreadable:
+    ``StateFormatError`` (their held GPU-hours would go uncharged)."""
+    if data is None:
+        return ()
     try:
         return tuple(
             InFlight(
@@ -189,10 +193,12 @@ def _in_flight(data: Any) -> tuple[InFlight, ...]:
                 None if d["due_since"] is None else int(d["due_since"]),
                 int(d["first_seen"]),
             )
-            for d in data or ()
+            for d in data
         )
-    except (AttributeError, KeyError, TypeError, ValueError):
-        return ()
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise StateFormatError(
+            f"the persisted notice items in flight are unreadable ({exc})"
+        ) from exc
 
 
 MAX_NOTICE_LINKS = 500
@@ -207,15 +213,17 @@ def _use_dict(use: UseTotals) -> dict[str, Any]:
 
 
 def _use(data: Any) -> UseTotals:
-    """Inverse of ``_use_dict``; none saved (an older state) or unreadable: none - the last
-    7 days' notice figures start again."""
+    """Inverse of ``_use_dict``; none saved (an older state): none - the last 7 days' notice
+    figures start again. Unreadable: ``StateFormatError``."""
+    if data is None:
+        return UseTotals()
     try:
         return UseTotals(
             {(str(p), str(s), str(k), int(d)): float(v) for p, s, k, d, v in data["seconds"]},
             {(str(p), str(key)): (str(k), int(at)) for p, key, k, at in data["links"]},
         )
-    except (AttributeError, KeyError, TypeError, ValueError):
-        return UseTotals()
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise StateFormatError(f"the persisted notice use is unreadable ({exc})") from exc
 
 
 def _pool_dict(pool: PoolState) -> dict[str, Any]:

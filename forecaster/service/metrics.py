@@ -6,6 +6,7 @@ All series live in one ``CollectorRegistry`` per daemon (no global state), expor
 
 from __future__ import annotations
 
+from collections import Counter as Tally
 from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -141,6 +142,14 @@ class Metrics:
             "forecaster_unattributed_pending_gpus",
             "GPUs of pending pods no NodePool can serve, per namespace",
             ["namespace"],
+            registry=r,
+        )
+        self.skipped = Gauge(
+            "forecaster_skipped_objects",
+            "Pods and notice objects other teams wrote that the last observation passed over, by"
+            " kind and reason (exceeds-node: more per pod than one node of its pool holds, never"
+            " placeable; unreadable): each costs itself only",
+            ["kind", "reason"],
             registry=r,
         )
         self.claimed = Gauge(
@@ -363,6 +372,21 @@ class Metrics:
         self.arrived.labels(pool=pool).inc(fresh)
         self._counted[pool] = dict.fromkeys(uid for uid, _ in pods)
 
+    def _passed_over(self, record: TickRecord) -> None:
+        """What the tick's observation saw and plans nothing for: pending pods no NodePool
+        serves, objects skipped as unreadable or unplaceable, pods asking through DRA claims."""
+        self.unattributed.clear()
+        for lost in record.unattributed:
+            self.unattributed.labels(namespace=lost.namespace).set(lost.gpus)
+        self.skipped.clear()
+        for (kind, reason), count in Tally((s.kind, s.reason) for s in record.skipped).items():
+            self.skipped.labels(kind=kind, reason=reason).set(count)
+        self.claimed.clear()
+        for claimed in record.claimed:
+            self.claimed.labels(namespace=claimed.namespace, pool=claimed.pool or "").set(
+                claimed.pods
+            )
+
     def observe_tick(
         self,
         record: TickRecord,
@@ -375,14 +399,7 @@ class Metrics:
         self.duration.observe(seconds)
         self.last_tick.set(record.at)
         self.halted.set(1 if record.halt else 0)
-        self.unattributed.clear()
-        for lost in record.unattributed:
-            self.unattributed.labels(namespace=lost.namespace).set(lost.gpus)
-        self.claimed.clear()
-        for claimed in record.claimed:
-            self.claimed.labels(namespace=claimed.namespace, pool=claimed.pool or "").set(
-                claimed.pods
-            )
+        self._passed_over(record)
         self._notice(record)
         for error in record.errors:
             self.errors.labels(kind=error.kind).inc()

@@ -377,6 +377,7 @@ class Twin:
                 pools=self.objects.pools(),
                 now=int(self.now),
                 resources={self.cfg.pool: self.cfg.resource},
+                node_units={self.cfg.pool: self.cfg.gpus_per_node},
             )
             items += reading.items.get(self.cfg.pool, ())
         if self.workloads is not None:  # its admission check takes the notice, then the grace

@@ -508,10 +508,11 @@ def test_a_gitops_edit_during_the_pause_is_reported_by_the_tick(
     assert api.objects("nodepools")[0]["spec"]["disruption"]["consolidateAfter"] == "5m"
     (event,) = api.objects("events", NS)  # kubectl describe nodepool shows it
     assert event["type"] == "Warning" and event["reason"] == "RestoreConflict"
-    assert event["involvedObject"] == {
+    assert event["involvedObject"] == {  # in the Event's namespace: the API server wants it
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
         "name": POOL,
+        "namespace": NS,
     }
     assert event["message"] == report.errors[POOL]
 

@@ -137,8 +137,10 @@ def test_an_unreadable_cronjob_is_skipped_and_named(api: KubeApiDouble) -> None:
     api.put("cronjobs", nightly())
     reading = read(api)
     assert [i.key for i in reading.items[POOL]] == ["cronjob ml/nightly@2027-01-15T08:05:00Z"]
-    (status,) = reading.statuses
-    assert status.problem is not None and "ml/broken" in status.problem
+    (status,) = reading.statuses  # the source stays readable: one object costs itself only
+    assert status.problem is None and status.skipped == 1
+    (skipped,) = reading.skipped
+    assert (skipped.kind, skipped.name, skipped.reason) == ("cronjobs", "ml/broken", "unreadable")
 
 
 def test_a_cluster_not_serving_cronjobs_shows_the_source_not_installed(

@@ -20,6 +20,7 @@ from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.nodepools import FIELDS
 from forecaster.actuators.observe.observer import _snapshot
+from forecaster.actuators.observe.pod_tally import ClusterRead
 from forecaster.actuators.prewarm.buffer_backend import CapacityBufferBackend
 from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.quantities import timestamp_seconds
@@ -86,20 +87,25 @@ def snap(
     announced: frozenset[str] = frozenset(),
     paused: bool = False,
 ) -> PoolSnapshot:
-    return _snapshot(
-        PausedNodePool() if paused else NoNodePool(),  # type: ignore[arg-type]
-        POOL,
-        resource=GPU,
-        nodes=nodes,
-        pods=pods,
+    read = ClusterRead(
+        nodes=nodes,  # type: ignore[arg-type]
+        pods=pods,  # type: ignore[arg-type]
         homes=[POOL] * len(pods),
         node_pool={n["metadata"]["name"]: POOL for n in nodes},
         now=NOW,
-        buffer_gpus=buffer_gpus,
-        launch_problem=None,
         announced=lambda p: (
             ("cronjob", p["metadata"]["name"]) if p["metadata"]["name"] in announced else None
         ),
+    )
+    return _snapshot(
+        PausedNodePool() if paused else NoNodePool(),  # type: ignore[arg-type]
+        POOL,
+        read,
+        resource=GPU,
+        node_units=None,
+        buffer_gpus=buffer_gpus,
+        launch_problem=None,
+        passed=[],
     )
 
 

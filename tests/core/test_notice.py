@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
+
 from forecaster.core.notice import (
     DISTRUST_AFTER_SECONDS,
     TRUST_WINDOW_SECONDS,
@@ -14,7 +16,7 @@ from forecaster.core.notice import (
 )
 from forecaster.core.planner import Mode, PoolInput, announced_gpus, plan, planned_demand
 from forecaster.core.policy import Budgets
-from forecaster.reconcile.state import ServiceState
+from forecaster.reconcile.state import ServiceState, StateFormatError
 from tests.factories import NOW, forecast, policy, snapshot
 
 WINDOW = 900
@@ -211,4 +213,5 @@ def test_an_item_in_flight_at_a_restart_keeps_its_first_reading_and_its_held_pre
     assert not by_key["stage"].came  # still listed past its latest start
     assert by_key["stage"].held_gpu_hours == 16 * (NOW + 1200 - NOW) / 3600  # due since NOW
     unreadable = {"pools": {}, "ledger": {}, "notice_in_flight": [{"pool": 1}]}
-    assert ServiceState.from_dict(unreadable).notice_in_flight == ()  # read again, not fatal
+    with pytest.raises(StateFormatError):  # fails closed (tests/faults/test_fail_closed_state.py)
+        ServiceState.from_dict(unreadable)

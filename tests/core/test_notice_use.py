@@ -16,7 +16,7 @@ from forecaster.core.notice_use import (
     NoticeUse,
     spread,
 )
-from forecaster.reconcile.state import ServiceState
+from forecaster.reconcile.state import ServiceState, StateFormatError
 from tests.factories import NOW
 
 WINDOW = 900
@@ -90,8 +90,9 @@ def test_a_link_lasts_while_its_pods_run_and_a_restart_keeps_links_and_totals() 
     hours = restarted.use.gpu_hours("a", now=end + 1200)
     assert hours[("cronjob", AHEAD)] == pytest.approx(2 * 24 * 8 + 8 * 600 / 3600)
     assert ("cronjob", UNMEASURED) not in hours
-    older = {"pools": {}, "ledger": {}, "notice_use": {"seconds": [["a"]]}}
-    assert ServiceState.from_dict(older).notice_use.seconds == {}  # unreadable: start again
+    damaged = {"pools": {}, "ledger": {}, "notice_use": {"seconds": [["a"]]}}
+    with pytest.raises(StateFormatError):  # fails closed (tests/faults/test_fail_closed_state.py)
+        ServiceState.from_dict(damaged)
 
 
 def test_a_link_is_forgotten_a_day_after_its_pods_were_last_seen() -> None:

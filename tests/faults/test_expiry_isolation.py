@@ -16,11 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.nodepools import NodePools
-from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.cli import main
+from tests.factories import held_since, paused_nodepools
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 
@@ -35,33 +33,13 @@ def invalid_config(tmp_path: Path) -> Path:
     return path
 
 
-def held(api: KubeApiDouble, pools: list[str], buffered: list[str], *, since: int) -> Kube:
-    """Pause every NodePool of ``pools`` and hold a buffer for each of ``buffered``, all
-    from ``since`` with one-hour deadlines."""
-    sim = ClusterSim(api)
-    kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
-    for name in pools:
-        sim.add_nodepool(name, limit_gpus=200)
-        NodePools(kube).protect(name, consolidate_after="30m", now=since, seconds=3600)
-    buffers = CapacityBuffers(kube, namespace=NS, priority_class="forecaster-placeholder")
-    for name in buffered:
-        buffers.apply(PlaceholderSpec(pool=name, gpus=8), replicas=2, now=since)
-    return kube
-
-
-def paused(api: KubeApiDouble) -> set[str]:
-    return {
-        n["metadata"]["name"]
-        for n in api.objects("nodepools")
-        if PAUSE in (n["metadata"].get("annotations") or {})
-    }
-
-
 def test_one_expiry_run_undoes_all_it_can_and_exits_1_naming_the_rest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with KubeApiDouble(capacity_buffers=True) as api:
-        held(api, ["gpu-a", "gpu-b", "gpu-c"], ["gpu-a", "gpu-c"], since=int(time.time()) - 7200)
+        held_since(
+            api, ["gpu-a", "gpu-b", "gpu-c"], ["gpu-a", "gpu-c"], since=int(time.time()) - 7200
+        )
         api.faults.add("PATCH", "/nodepools/gpu-b$", status=409, times=10_000)  # for ever
         code = main(
             ["cleanup", "--expired", "--config", str(invalid_config(tmp_path)),
@@ -69,7 +47,7 @@ def test_one_expiry_run_undoes_all_it_can_and_exits_1_naming_the_rest(
         )  # fmt: skip
         out, err = capsys.readouterr()
         assert code == 1
-        assert paused(api) == {"gpu-b"}
+        assert paused_nodepools(api) == {"gpu-b"}
         assert [b["spec"]["replicas"] for b in api.objects("capacitybuffers", NS)] == [0, 0]
         assert "FAILED NodePool gpu-b: NodePool gpu-b: still conflicting" in err
         assert "1 object(s) could not be undone" in out
@@ -79,12 +57,12 @@ def test_a_damaged_record_does_not_stop_the_other_nodepools(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     with KubeApiDouble(capacity_buffers=True) as api:
-        held(api, ["gpu-a", "gpu-b", "gpu-c"], [], since=int(time.time()) - 7200)
+        held_since(api, ["gpu-a", "gpu-b", "gpu-c"], [], since=int(time.time()) - 7200)
         (first,) = [n for n in api.objects("nodepools") if n["metadata"]["name"] == "gpu-a"]
         first["metadata"]["annotations"][PAUSE] = "{not json"
         api.store.replace(("nodepools", "", "gpu-a"), first)
         code = main(["cleanup", "--expired", "--namespace", NS, "--kube-host", api.url])
-        assert code == 1 and paused(api) == {"gpu-a"}
+        assert code == 1 and paused_nodepools(api) == {"gpu-a"}
         assert "FAILED NodePool gpu-a: NodePool gpu-a: annotation" in capsys.readouterr().err
 
 
@@ -94,7 +72,7 @@ def test_uninstall_withdraws_a_pool_that_left_the_config(
     """The config names only gpu-a; gpu-old was removed from it while still prewarmed."""
     with KubeApiDouble(capacity_buffers=True) as api:
         now = int(time.time())
-        kube = held(api, ["gpu-a", "gpu-old"], ["gpu-old"], since=now)
+        kube = held_since(api, ["gpu-a", "gpu-old"], ["gpu-old"], since=now)
         ClusterSim(api).add_node("gpu-old")
         Placeholders(kube, namespace=NS, priority_class="forecaster-placeholder").apply(
             PlaceholderSpec(pool="gpu-old", gpus=8), target=2, now=now
@@ -102,7 +80,7 @@ def test_uninstall_withdraws_a_pool_that_left_the_config(
         path = tmp_path / "forecaster.yaml"
         path.write_text(json.dumps({"pools": [{"name": "gpu-a"}]}))
         assert main(["cleanup", "--config", str(path), "--kube-host", api.url]) == 0
-        assert paused(api) == set()
+        assert paused_nodepools(api) == set()
         assert api.objects("jobs", NS) == []
         assert api.objects("capacitybuffers", NS) == []  # zeroed, then deleted once drained
         out = capsys.readouterr().out

@@ -34,6 +34,7 @@ from forecaster.reconcile.state import (
     PendingForecast,
     PoolState,
     ServiceState,
+    StateFormatError,
 )
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
@@ -42,6 +43,7 @@ from tests.service.conftest import what_if_daemon
 from tests.service.fakes import POOL, T0
 
 NS = "forecaster"
+FRESH = ServiceState(last_tick=T0).to_dict()
 
 
 def daemon(tmp_path: Path, saved: Any) -> tuple[Daemon, MemoryStateStore]:
@@ -61,6 +63,10 @@ def daemon(tmp_path: Path, saved: Any) -> tuple[Daemon, MemoryStateStore]:
         ({"format_version": 2, "pools": {}, "ledger": {"buckets": 5}}, "ledger is unreadable"),
         ({"format_version": True, "pools": {}, "ledger": {}}, "is not a number"),
         ({}, "is empty"),
+        # a damaged notice section: read as empty it would trust a source that had been cut
+        ({**FRESH, "notice": {"sources": ["cronjob"], "rows": []}}, "notice outcomes are"),
+        ({**FRESH, "notice_in_flight": [{"pool": 1}]}, "notice items in flight are"),
+        ({**FRESH, "notice_use": {"seconds": [["a"]]}}, "notice use is unreadable"),
     ],
 )
 def test_an_untrusted_state_stops_prewarm_and_says_why(
@@ -246,14 +252,16 @@ def test_format_2_is_still_read() -> None:
     assert datetime.fromtimestamp(state.ledger.buckets[0][0], tz=UTC)
 
 
-def test_notice_verdicts_unreadable_or_from_before_they_were_kept_are_none() -> None:
-    """The rest of the state stands: at worst the sources start trusted, as before a restart
-    kept their verdicts."""
+def test_notice_verdicts_from_before_they_were_kept_are_none_and_damaged_ones_fail_closed() -> None:
+    """A state written before the verdicts were kept is read with none (the sources start
+    trusted, as before a restart kept them); a damaged notice section fails the state closed,
+    like a damaged ledger - read as empty, it would trust a source again that had been cut."""
     before = ServiceState(last_tick=T0).to_dict()
-    del before["notice"]  # written before the verdicts were kept
-    assert ServiceState.from_dict(before).notice == ()
+    del before["notice"], before["notice_in_flight"], before["notice_use"]
+    read = ServiceState.from_dict(before)
+    assert (read.notice, read.notice_in_flight, read.last_tick) == ((), (), T0)
     damaged = ServiceState(last_tick=T0).to_dict()
     row = {"s": 1, "t": [T0], "c": [[0], [3], [1], [0.0], [16], [60], [0]]}  # pool 3 of none
     damaged["notice"] = {"sources": ["cronjob"], "pools": [], "rows": row}
-    state = ServiceState.from_dict(damaged)
-    assert state.notice == () and state.last_tick == T0
+    with pytest.raises(StateFormatError, match="notice outcomes are unreadable"):
+        ServiceState.from_dict(damaged)

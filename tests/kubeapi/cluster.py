@@ -32,6 +32,8 @@ import math
 import re
 from typing import Any
 
+from kubernetes.utils.quantity import parse_quantity
+
 from tests.kubeapi.server import KubeApiDouble
 from tests.kubeapi.store import ApiError, Obj
 
@@ -48,14 +50,19 @@ def taint_for(resource: str) -> Obj:
 
 
 def pod_gpus(pod: Obj, resource: str = GPU) -> int:
-    """Units of ``resource`` a pod requests; a quantity the double cannot read counts as none."""
+    """Units of ``resource`` a pod requests, read as the API server reads quantities (``1Ki``
+    is 1024: the client library's parser, not the code under test's); one the double cannot
+    read counts as none."""
     total = 0
     for container in pod["spec"]["containers"]:
         resources = container.get("resources", {})
         value = resources.get("requests", {}).get(
             resource, resources.get("limits", {}).get(resource, 0)
         )
-        total += int(value) if str(value).isdigit() else 0
+        try:
+            total += max(0, int(parse_quantity(value)))
+        except (ValueError, ArithmeticError):
+            continue
     return total
 
 
@@ -163,6 +170,14 @@ class ClusterSim:
                 "spec": spec,
             },
         )
+
+    def running_pools(self, *names: str, limit_gpus: int = 200) -> None:
+        """NodePools of one Ready 8-GPU node each, running one 8-GPU job (``job-<pool>``)."""
+        for name in names:
+            self.add_nodepool(name, limit_gpus=limit_gpus)
+            self.add_node(name)
+            self.submit(f"job-{name}", name, 8)
+        self.step()
 
     def busy_pool(self, name: str, *, limit_gpus: int = 200) -> None:
         """A NodePool with two Ready 8-GPU nodes running two 8-GPU jobs (most tests' start)."""
@@ -703,6 +718,7 @@ class ClusterSim:
                 if active(p)
                 and not p["spec"].get("nodeName")
                 and p["spec"].get("nodeSelector", {}).get(POOL_LABEL) == name
+                and pod_gpus(p, resource) <= self.gpus_per_node  # no instance type fits more
             )
             pool_nodes = [n for n in nodes if n["metadata"]["labels"].get(POOL_LABEL) == name]
             launching = sum(

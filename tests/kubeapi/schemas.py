@@ -96,7 +96,22 @@ def validate(obj: dict[str, Any]) -> list[str]:
         kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
     except kubernetes_validate.ValidationError as exc:
         return [str(exc).splitlines()[0]]
-    return []
+    return _event_rules(obj)
+
+
+def _event_rules(obj: dict[str, Any]) -> list[str]:
+    """The API server's own check of a core/v1 Event with no ``eventTime`` (legacyValidateEvent
+    in pkg/apis/core/validation/events.go): its involvedObject's namespace must be its own
+    (empty only for an Event in ``default``)."""
+    if (obj.get("apiVersion"), obj.get("kind")) != ("v1", "Event") or obj.get("eventTime"):
+        return []
+    namespace = (obj.get("metadata") or {}).get("namespace", "")
+    involved = (obj.get("involvedObject") or {}).get("namespace", "")
+    if involved == namespace or (not involved and namespace == "default"):
+        return []
+    return [
+        f"involvedObject.namespace: Invalid value: {involved!r}: does not match event.namespace"
+    ]
 
 
 def _cel_rules(obj: dict[str, Any]) -> list[str]:

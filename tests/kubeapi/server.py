@@ -105,6 +105,8 @@ class Fault:
     status: int = 500
     times: int = 1
     delay_seconds: float = 0.0
+    skip: int = 0
+    """Matching requests let through before the fault starts (a list that works once)."""
 
 
 @dataclass
@@ -120,9 +122,10 @@ class Faults:
         status: int = 500,
         times: int = 1,
         delay_seconds: float = 0.0,
+        skip: int = 0,
     ) -> None:
         with self.lock:
-            self.rules.append(Fault(method, path, status, times, delay_seconds))
+            self.rules.append(Fault(method, path, status, times, delay_seconds, skip))
 
     def clear(self) -> None:
         with self.lock:
@@ -132,6 +135,9 @@ class Faults:
         with self.lock:
             for rule in self.rules:
                 if rule.times > 0 and rule.method in (method, "*") and re.search(rule.path, path):
+                    if rule.skip > 0:
+                        rule.skip -= 1
+                        return None
                     rule.times -= 1
                     return rule
         return None

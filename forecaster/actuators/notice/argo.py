@@ -81,12 +81,17 @@ class ArgoWorkflowSource:
     def marker(self, context: NoticeContext) -> PodMarker:
         """A pod of a step that waits on others (the steps this source announces), by the
         workflow label and the node-name annotation Argo puts on its pods."""
-        waiting = set()
+        waiting: set[tuple[object, object, str]] = set()
         for obj in context.objects.get(WORKFLOWS, []):
             meta, spec = obj.get("metadata"), obj.get("spec")
-            if isinstance(meta, dict) and isinstance(spec, dict):
-                for step in _dependent_steps(spec.get("templates") or []):
-                    waiting.add((meta.get("namespace"), meta.get("name"), step))
+            try:
+                steps = (
+                    _dependent_steps(spec.get("templates") or []) if isinstance(spec, dict) else ()
+                )
+            except Exception:  # one workflow's templates cost its own pods' marks only
+                continue
+            if isinstance(meta, dict):
+                waiting.update((meta.get("namespace"), meta.get("name"), step) for step in steps)
 
         def marks(pod: Pod) -> str | None:
             meta = pod.get("metadata") or {}

@@ -22,16 +22,23 @@ Adding a source: a module here with a class satisfying ``NoticeSource``, and its
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast, runtime_checkable
 
 from forecaster.accelerators import GPU
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
 from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of
-from forecaster.actuators.quantities import accelerators, pod_gpus
+from forecaster.actuators.quantities import (
+    UnplaceableError,
+    accelerators,
+    fits_one_node,
+    pod_gpus,
+)
+from forecaster.core.cluster import Skipped
 from forecaster.core.notice import AnnouncedItem, SourceStatus
-from forecaster.errors import ActuationError
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
@@ -42,6 +49,16 @@ sets no deadline)."""
 RECHECK_ABSENT_SECONDS = 600
 """A source whose API the cluster does not serve is asked again this often, not every tick:
 a cluster without Argo or Kueue pays one 404 per source per 10 minutes for them."""
+SOURCE_DEADLINE_SECONDS = 5.0
+"""What one source's reads may take in one tick (all its kinds, retries included): an API that
+hangs (an aggregated API down, a CRD's broken conversion webhook) costs this, not the client's
+timeout times its retries."""
+NOTICE_BUDGET_SECONDS = 20.0
+"""What reading every source may take in one tick, well under the daemon's stuck threshold
+(``service.scheduler``, 90 s): sources past it are skipped for the tick."""
+HANG_BACKOFF_SECONDS = (60, 120, 300, 600)
+"""A source that ran out of time is skipped this long (then longer, each time it does again);
+one good read resets it."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,8 @@ class NoticeContext:
     grace_seconds: int = GRACE_SECONDS
     resources: Mapping[str, str] = field(default_factory=dict)
     """Each pool's accelerator resource (``nvidia.com/gpu`` where not named)."""
+    node_units: Mapping[str, int] = field(default_factory=dict)
+    """Units of its resource one node of each pool holds: more per pod can never be placed."""
 
     def pool_of(self, template: PodTemplateSpec) -> str | None:
         """The pool Karpenter would launch this template's pods in (None: none fits)."""
@@ -138,8 +157,14 @@ class NoticeContext:
         pool = pool or self.pool_of(template)
         if pool is None:
             return None
-        per_pod = pod_gpus(template, self.resource_of(pool))
+        per_pod = self.fits(pool, pod_gpus(template, self.resource_of(pool)))
         return (pool, per_pod) if per_pod > 0 else None
+
+    def fits(self, pool: str, per_pod: int) -> int:
+        """``per_pod`` when one node of ``pool`` holds it, else ``UnplaceableError`` (the
+        object is skipped: no pod of it can ever run)."""
+        node = self.node_units.get(pool)
+        return fits_one_node(per_pod, node_units=node, what="its pod template", pool=pool)
 
 
 PodMarker = Callable[[Pod], str | None]
@@ -155,14 +180,23 @@ class NoticeSource(Protocol):
     kinds: tuple[ApiKind, ...]
 
     def announce(self, obj: Obj, context: NoticeContext) -> list[AnnouncedItem]:
-        """The items ``obj`` announces now; raises ``KeyError``/``ValueError``/``TypeError`` on
-        an object it cannot read (the reader skips and names it)."""
+        """The items ``obj`` announces now; may raise anything on an object it cannot read
+        (the reader skips and names it; no other object's items change)."""
         ...
 
     def marker(self, context: NoticeContext) -> PodMarker:
         """Which item of this source a pod is of (its items once their pods exist), from the
-        objects read this time; must not raise on a malformed pod or object."""
+        objects read this time; should not raise on a malformed pod or object (if it does,
+        the source marks nothing this time and says why)."""
         ...
+
+
+@runtime_checkable
+class Deadlined(Protocol):
+    """A lister that can bound every read made inside ``within(seconds)`` (the cluster's;
+    the twin's reads are in memory and take no deadline)."""
+
+    def within(self, seconds: float) -> AbstractContextManager[None]: ...
 
 
 @dataclass
@@ -174,11 +208,19 @@ class NoticeReading:
     markers: tuple[tuple[str, PodMarker], ...] = ()
     """(source, its marker) per source read this time: one not installed or not read marks
     nothing."""
+    skipped: tuple[Skipped, ...] = ()
+    """Objects skipped this time: unreadable, or asking more per pod than a node holds."""
+    timed_out: tuple[str, ...] = ()
+    """Sources that ran out of their time this tick (``SOURCE_DEADLINE_SECONDS``)."""
 
     def announcement(self, pod: Pod) -> tuple[str, str] | None:
-        """(source, item key) of the announced work ``pod`` is of; None: unannounced work."""
+        """(source, item key) of the announced work ``pod`` is of; None: unannounced work (a
+        marker that fails on this pod marks nothing: the pod is counted as unannounced)."""
         for source, marks in self.markers:
-            key = marks(pod)
+            try:
+                key = marks(pod)
+            except Exception:  # one pod must not stop the reading of the others
+                continue
             if key is not None:
                 return source, key
         return None
@@ -191,13 +233,25 @@ class NoticeReading:
 class NoticeReader:
     """``read_notice`` over a fixed set of sources, logging a source's problem once (when it
     appears or changes), not at every observation; a source found not installed is asked again
-    only after ``RECHECK_ABSENT_SECONDS`` (installing its CRDs is noticed within that)."""
+    only after ``RECHECK_ABSENT_SECONDS`` (installing its CRDs is noticed within that), and one
+    that ran out of time is skipped for ``HANG_BACKOFF_SECONDS`` (growing while it keeps doing
+    so): a hanging API costs its deadline once per backoff, not every tick."""
 
-    def __init__(self, sources: Sequence[NoticeSource], *, grace_seconds: int = GRACE_SECONDS):
+    def __init__(
+        self,
+        sources: Sequence[NoticeSource],
+        *,
+        grace_seconds: int = GRACE_SECONDS,
+        source_deadline_seconds: float = SOURCE_DEADLINE_SECONDS,
+        budget_seconds: float = NOTICE_BUDGET_SECONDS,
+    ):
         self.sources = tuple(sources)
         self.grace_seconds = grace_seconds
+        self.source_deadline_seconds = source_deadline_seconds
+        self.budget_seconds = budget_seconds
         self._problems: dict[str, str | None] = {}
         self._absent_until: dict[str, int] = {}
+        self._hung: dict[str, tuple[int, int]] = {}  # source -> (times in a row, skipped until)
 
     def read(
         self,
@@ -206,9 +260,11 @@ class NoticeReader:
         pools: Sequence[NodePoolShape],
         now: int,
         resources: Mapping[str, str] | None = None,
+        node_units: Mapping[str, int] | None = None,
     ) -> NoticeReading:
         absent = {n for n, until in self._absent_until.items() if now < until}
-        asked = [s for s in self.sources if s.name not in absent]
+        hung = {n: until for n, (_, until) in self._hung.items() if now < until}
+        asked = [s for s in self.sources if s.name not in absent and s.name not in hung]
         reading = read_notice(
             lister,
             asked,
@@ -216,13 +272,21 @@ class NoticeReader:
             now=now,
             grace_seconds=self.grace_seconds,
             resources=resources,
+            node_units=node_units,
+            source_deadline_seconds=self.source_deadline_seconds,
+            budget_seconds=self.budget_seconds,
         )
+        self._follow_hangs(reading, now=now)
         for status in reading.statuses:
             if not status.installed:
                 self._absent_until[status.source] = now + RECHECK_ABSENT_SECONDS
             else:
                 self._absent_until.pop(status.source, None)
         still = {s.name: SourceStatus(s.name, installed=False) for s in self.sources}
+        for name, until in hung.items():
+            still[name] = SourceStatus(
+                name, True, problem=f"ran out of time before; skipped until {until}"
+            )
         found = {status.source: status for status in reading.statuses}
         reading.statuses = tuple(found.get(s.name, still[s.name]) for s in self.sources)
         for status in reading.statuses:
@@ -235,6 +299,16 @@ class NoticeReader:
             self._problems[status.source] = status.problem
         return reading
 
+    def _follow_hangs(self, reading: NoticeReading, *, now: int) -> None:
+        """Back off the sources that ran out of time; forget those read again."""
+        for status in reading.statuses:
+            if status.source in reading.timed_out:
+                times = self._hung.get(status.source, (0, 0))[0]
+                wait = HANG_BACKOFF_SECONDS[min(times, len(HANG_BACKOFF_SECONDS) - 1)]
+                self._hung[status.source] = (times + 1, now + wait)
+            elif status.problem is None:
+                self._hung.pop(status.source, None)
+
 
 def read_notice(
     lister: ObjectLister,
@@ -244,46 +318,110 @@ def read_notice(
     now: int,
     grace_seconds: int = GRACE_SECONDS,
     resources: Mapping[str, str] | None = None,
+    node_units: Mapping[str, int] | None = None,
+    source_deadline_seconds: float = SOURCE_DEADLINE_SECONDS,
+    budget_seconds: float = NOTICE_BUDGET_SECONDS,
 ) -> NoticeReading:
     """Run every source over what the cluster serves (see the module docstring); each pool's
-    items in its accelerator resource (``resources``)."""
+    items in its accelerator resource (``resources``). Each source's reads end within
+    ``source_deadline_seconds`` and all of them within ``budget_seconds`` (where ``lister``
+    takes deadlines); whatever one source or one object does costs that source or object only.
+    """
     items: dict[str, list[AnnouncedItem]] = {}
-    statuses, markers = [], []
+    statuses, markers, skipped, timed_out = [], [], [], []
+    started = time.monotonic()
     for source in sources:
-        objects: dict[ApiKind, list[Obj]] = {}
-        served = True
-        try:
-            for kind in source.kinds:
-                found = kind.listed(lister)
-                if found is None:
-                    served = bool(objects)  # a context kind may be missing; the main one not
-                    break
-                objects[kind] = found
-                if not found:
-                    break  # nothing announces: no context needed
-        except ActuationError as exc:  # e.g. forbidden: no notice from it this time
-            statuses.append(SourceStatus(source.name, installed=True, problem=str(exc)))
+        left = budget_seconds - (time.monotonic() - started)
+        if left < min(1.0, source_deadline_seconds):
+            spent = f"not read this tick: the notice budget ({budget_seconds:g} s) is spent"
+            statuses.append(SourceStatus(source.name, installed=True, problem=spent))
             continue
-        if not served:
+        deadline = min(source_deadline_seconds, left)
+        listed = _listed(lister, source, deadline)
+        if isinstance(listed, str):
+            statuses.append(SourceStatus(source.name, installed=True, problem=listed))
+            if listed.startswith(_OUT_OF_TIME):
+                timed_out.append(source.name)
+            continue
+        if listed is None:
             statuses.append(SourceStatus(source.name, installed=False))
             continue
-        context = NoticeContext(pools, now, objects, grace_seconds, dict(resources or {}))
-        found_items, skipped = [], []
-        for obj in objects[source.kinds[0]]:
-            try:
-                found_items += source.announce(obj, context)
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                skipped.append(f"{_name(obj)}: {type(exc).__name__}: {exc}")
+        context = NoticeContext(
+            pools, now, listed, grace_seconds, dict(resources or {}), dict(node_units or {})
+        )
+        status, found_items, passed, marker = _announced(source, listed[source.kinds[0]], context)
         for item in found_items:
             items.setdefault(item.pool, []).append(item)
-        markers.append((source.name, source.marker(context)))
-        problem = f"skipped {len(skipped)} unreadable object(s): {skipped[0]}" if skipped else None
-        statuses.append(SourceStatus(source.name, True, len(found_items), problem))
+        if marker is not None:
+            markers.append((source.name, marker))
+        skipped += passed
+        statuses.append(status)
     return NoticeReading(
-        {pool: tuple(found) for pool, found in items.items()}, tuple(statuses), tuple(markers)
+        {pool: tuple(found) for pool, found in items.items()},
+        tuple(statuses),
+        tuple(markers),
+        tuple(skipped),
+        tuple(timed_out),
     )
 
 
+_OUT_OF_TIME = "ran out of time"
+
+
+def _announced(
+    source: NoticeSource, objects: list[Obj], context: NoticeContext
+) -> tuple[SourceStatus, list[AnnouncedItem], list[Skipped], PodMarker | None]:
+    """``source``'s status, items, skipped objects and marker over ``objects``: each object
+    that raises costs itself only; a marker that raises is the source's problem (None: it
+    marks nothing this time)."""
+    found, passed = [], []
+    for obj in objects:
+        try:
+            found += source.announce(obj, context)
+        except Exception as exc:  # any object, however written, costs itself only
+            passed.append(_skipped(source, obj, exc))
+    problem, marker = None, None  # a skipped object is no problem: the rest was read
+    try:
+        marker = source.marker(context)
+    except Exception as exc:  # its pods are then counted as unannounced, this time
+        problem = f"cannot mark its pods: {type(exc).__name__}: {exc}"
+    status = SourceStatus(source.name, True, len(found), problem, skipped=len(passed))
+    return status, found, passed, marker
+
+
+def _listed(
+    lister: ObjectLister, source: NoticeSource, deadline: float
+) -> dict[ApiKind, list[Obj]] | str | None:
+    """The objects of ``source``'s kinds by kind; None when its main kind is not served; the
+    problem when they cannot be read within ``deadline`` seconds (or at all)."""
+    bounded = lister.within(deadline) if isinstance(lister, Deadlined) else nullcontext()
+    began = time.monotonic()
+    objects: dict[ApiKind, list[Obj]] = {}
+    try:
+        with bounded:
+            for kind in source.kinds:
+                found = kind.listed(lister)
+                if found is None:
+                    # a context kind may be missing; the main one not
+                    return objects if objects else None
+                objects[kind] = found
+                if not found:
+                    break  # nothing announces: no context needed
+    except Exception as exc:  # e.g. forbidden, 500, a hang: no notice from it this time
+        took = time.monotonic() - began
+        if took >= deadline * 0.9:
+            return f"{_OUT_OF_TIME} ({took:.1f} s of {deadline:g} s): {exc}"
+        return str(exc) or type(exc).__name__
+    return objects
+
+
+def _skipped(source: NoticeSource, obj: Obj, exc: Exception) -> Skipped:
+    kind = source.kinds[0].plural
+    reason = "exceeds-node" if isinstance(exc, UnplaceableError) else "unreadable"
+    return Skipped(kind=kind, name=_name(obj), reason=reason, message=str(exc)[:300])
+
+
 def _name(obj: Obj) -> str:
-    meta = obj.get("metadata") or {}
-    return f"{meta.get('namespace', '')}/{meta.get('name', '?')}".lstrip("/")
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '?')}".lstrip("/")[:300]

@@ -77,6 +77,8 @@ class _Queue:
     free: int
     frees: tuple[tuple[float, int], ...]
     """(time, units) a running workload returns, soonest first."""
+    nominal: int
+    """Its nominal quota: a workload asking more is never admitted on it (nor waits in turn)."""
 
 
 class KueuePendingSource:
@@ -125,7 +127,7 @@ def _queues(cq: Obj, workloads: list[Obj], context: NoticeContext) -> list[_Queu
             continue
         frees = sorted(_running_ends(workloads, name, resource, now=context.now))
         free = quota.nominal_gpus - quota.used_gpus
-        out.append(_Queue(pool, resource, flavors, free, tuple(frees)))
+        out.append(_Queue(pool, resource, flavors, free, tuple(frees), quota.nominal_gpus))
     return out
 
 
@@ -160,7 +162,7 @@ def _running_ends(
             else _seen_end(seen.get(_local_queue(wl), []), started, now=now)
         )
         if end is not None:
-            ends.append((end, _units(wl, resource)))
+            ends.append((end, _readable_units(wl, resource)))
     return ends
 
 
@@ -196,6 +198,14 @@ def _local_queue(wl: Obj) -> tuple[str, str]:
     return (wl["metadata"].get("namespace", ""), wl["spec"].get("queueName", ""))
 
 
+def _readable_units(wl: Obj, resource: str) -> int:
+    """``_units``, or 0 for a workload that cannot be read: it takes no one's turn."""
+    try:
+        return _units(wl, resource)
+    except Exception:
+        return 0
+
+
 def _units(wl: Obj, resource: str) -> int:
     """Units of ``resource`` the workload's pod sets ask for, all pods."""
     return sum(
@@ -218,9 +228,9 @@ def _admitted_in_turn(
     for entry in pending:
         meta = entry.get("metadata") or {}
         wl = workloads.get((meta.get("namespace", ""), meta.get("name", "")))
-        need = _units(wl, queue.resource) if wl else 0
-        if wl is None or need <= 0:
-            continue  # not this pool's resource (or gone): it takes none of its quota
+        need = _readable_units(wl, queue.resource) if wl else 0
+        if wl is None or need <= 0 or need > queue.nominal:
+            continue  # not this pool's (gone, unreadable, or more than its whole quota)
         while free < need and frees:
             when, units = frees.pop(0)
             free, at = free + units, max(at, when)

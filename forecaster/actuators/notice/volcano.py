@@ -47,10 +47,11 @@ class VolcanoSource:
             return []
         resource = context.resource_of(pool)
         units = gpu_quantity((obj["spec"].get("minResources") or {}).get(resource, 0))
-        if units <= 0 or units > _room(obj, resource, context):
-            return []  # its queue cannot take it (whole: Volcano enqueues a gang or nothing)
         members = max(1, int(obj["spec"].get("minMember", 1)))
         pods, per_pod = (members, units // members) if units % members == 0 else (1, units)
+        context.fits(pool, per_pod)  # more per pod than a node holds: never placed, skipped
+        if units <= 0 or units > _room(obj, resource, context):
+            return []  # its queue cannot take it (whole: Volcano enqueues a gang or nothing)
         meta = obj["metadata"]
         created = int(timestamp_seconds(meta["creationTimestamp"]))
         return [
@@ -91,7 +92,12 @@ def _room(group: Obj, resource: str, context: NoticeContext) -> int:
     pending groups ask for."""
     name = group["spec"].get("queue") or "default"
     queue = next(
-        (q for q in context.objects.get(QUEUES, []) if q["metadata"]["name"] == name), None
+        (
+            q
+            for q in context.objects.get(QUEUES, [])
+            if isinstance(q.get("metadata"), dict) and q["metadata"].get("name") == name
+        ),
+        None,
     )
     if queue is None:
         return 1 << 30
@@ -100,17 +106,36 @@ def _room(group: Obj, resource: str, context: NoticeContext) -> int:
     if bound is None:
         return 1 << 30
     allocated = gpu_quantity(((queue.get("status") or {}).get("allocated") or {}).get(resource, 0))
+    capability = gpu_quantity(bound)
     ahead = sum(
-        gpu_quantity((g["spec"].get("minResources") or {}).get(resource, 0))
+        _asks(g, resource, name, capability)
         for g in context.objects.get(PODGROUPS, [])
-        if (g["spec"].get("queue") or "default") == name
-        and (g.get("status") or {}).get("phase", "Pending") == "Pending"
-        and _older(g, group)
+        if g is not group and _older(g, group)
     )
-    return gpu_quantity(bound) - allocated - ahead
+    return capability - allocated - ahead
+
+
+def _asks(group: Obj, resource: str, queue: str, capability: int) -> int:
+    """What a pending group of ``queue`` takes of it ahead of others: 0 for any other group,
+    one that cannot be read, or one larger than the queue's capability (Volcano never enqueues
+    it, and it holds up no one): another team's object costs itself only."""
+    try:
+        if (group["spec"].get("queue") or "default") != queue:
+            return 0
+        if (group.get("status") or {}).get("phase", "Pending") != "Pending":
+            return 0
+        units = gpu_quantity((group["spec"].get("minResources") or {}).get(resource, 0))
+    except Exception:
+        return 0
+    return units if units <= capability else 0
 
 
 def _older(a: Obj, b: Obj) -> bool:
     """Whether group ``a`` is before ``b`` in its queue (created earlier; then by name)."""
-    key = [(o["metadata"]["creationTimestamp"], o["metadata"]["name"]) for o in (a, b)]
+    try:
+        key = [
+            (str(o["metadata"]["creationTimestamp"]), str(o["metadata"]["name"])) for o in (a, b)
+        ]
+    except Exception:  # not readable: not ahead of anyone
+        return False
     return key[0] < key[1]

@@ -1,9 +1,15 @@
 """Read the cluster into ``core.cluster.PoolSnapshot``s: one node list and one pod list per tick
 (or, with a ``PodWatch`` in sync, its cache of other pods plus a list of our own).
 
-A malformed object (an unreadable GPU quantity, a NodePool or pod missing a field) makes only
-the pool it belongs to unobservable (``core.cluster.unobservable``: that pool withdraws and
-says why); the other pools are observed as usual. An API failure still fails the whole read.
+Objects other teams write are isolated per object: a pod whose GPU request cannot be read, or
+asks more than one node of its pool holds (``1Ki``, ``2T``: whole numbers the API server
+accepts), is passed over - a pending one is no demand, a bound one leaves its node busy - and
+named in ``Observation.skipped`` (a metric and a rate-limited Event); likewise a notice object
+(``actuators.notice.base``), whose source's failure costs only that source. A malformed object
+of ours or of the platform's (a NodePool's limit or pause record, a node) makes only the pool it
+belongs to unobservable (``core.cluster.unobservable``: that pool withdraws and says why); the
+other pools are observed as usual. An API failure of the nodes, pods or NodePools still fails
+the whole read.
 
 A pod belongs to a pool when it runs on one of the pool's nodes, or - still pending - when
 Karpenter would provision it from that NodePool: ``nodeSelector karpenter.sh/nodepool``, or
@@ -15,12 +21,10 @@ A pool whose NodeClaims Karpenter could not launch in the last ``LAUNCH_WINDOW_S
 (Warning Events ``InsufficientCapacityError`` on NodeClaims named ``<nodepool>-<suffix>``)
 carries a ``launch_problem``; ``ready_placeholder_gpus`` counts only prewarm on Ready nodes.
 
-``arrivals`` counts the GPUs of real pods of the pool created in the last 1, 5, 15 and 60
-minutes (``metadata.creationTimestamp`` of the pods listed: pending and running ones; pods that
-already finished are not in the list and not counted) - the fast signal of the arrivals model,
-fresher than any scrape. ``recent_images``: the images those pods of the last hour ran, most
-GPUs first, from pods with no ``imagePullSecrets`` only (a placeholder may pull them without
-anyone's credentials).
+A pool's pods are counted by ``pod_tally``: running and pending real work, announced or not,
+our placeholders by node, ``arrivals`` (GPUs of real pods created in the last 1, 5, 15 and 60
+minutes, of the pods listed - pods that already finished are not counted: the fast signal of
+the arrivals model, fresher than any scrape) and ``recent_images``.
 
 Free GPUs on Ready nodes that run real pods are reported as stranded
 (a whole-node job cannot use them); Ready nodes with no pod at all as empty (consolidation
@@ -43,8 +47,8 @@ NodePool's GPU limit comes from its ``spec.limits``.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from forecaster.accelerators import GPU
@@ -57,46 +61,37 @@ from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of,
 from forecaster.actuators.observe.claims import claimed_pods
 from forecaster.actuators.observe.kueue import KueueScope, read_rooms
 from forecaster.actuators.observe.lead import measure_lead
+from forecaster.actuators.observe.pod_tally import ClusterRead, is_placeholder, tally_pods
 from forecaster.actuators.observe.pod_watch import PodWatch, live_pods
 from forecaster.actuators.observe.signals import SignalReader, read_signals
 from forecaster.actuators.quantities import (
     MalformedObjectError,
     accelerators,
     gpu_quantity,
-    pod_gpus,
     timestamp_seconds,
 )
 from forecaster.core.cluster import (
-    ARRIVAL_WINDOWS_SECONDS,
     Observation,
     PoolSnapshot,
-    RecentArrivals,
+    Skipped,
     Unattributed,
     unobservable,
     whole_node_gpus,
 )
 from forecaster.core.kueue import KueueRoom
+from forecaster.core.notice import SourceStatus
+
+log = logging.getLogger(__name__)
 
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
 LAUNCH_WINDOW_SECONDS = 600
-MAX_RECENT_IMAGES = 5
 NO_CAPACITY = "InsufficientCapacityError"
-Announcement = Callable[[Pod], tuple[str, str] | None]
-"""(source, item key) of the announced work a pod is of (``NoticeReading.announcement``)."""
 
 
 def _ready(node: Node) -> bool:
     return any(
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in node.get("status", {}).get("conditions", [])
-    )
-
-
-def _is_placeholder(pod: Pod) -> bool:
-    pod_labels = pod["metadata"].get("labels") or {}
-    return (
-        pod_labels.get(lbl.MANAGED_BY) == lbl.MANAGER
-        and pod_labels.get(lbl.ROLE) == lbl.PLACEHOLDER
     )
 
 
@@ -155,10 +150,12 @@ def observe(
     watched: PodWatch | None = None,
     notice: NoticeReader | None = None,
     resources: Mapping[str, str] | None = None,
+    node_units: Mapping[str, int] | None = None,
 ) -> Observation:
     """Snapshots of every pool in ``pools``, each in its accelerator resource (``resources``,
     else GPUs): with what ``held`` holds for it with no pod of ours, Kueue's room (``kueue``),
-    ``watched``'s pods while in sync, the work ``notice``'s sources announce, ``signals``."""
+    ``watched``'s pods while in sync, the work ``notice``'s sources announce, ``signals``.
+    ``node_units``: what one node of each pool holds (a pod asking more is passed over)."""
     units = {pool: (resources or {}).get(pool, GPU) for pool in pools}
     nodes = kube.list_nodes(labels=lbl.NODEPOOL_LABEL)
     pods = live_pods(kube, watched)
@@ -170,39 +167,60 @@ def observe(
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
     rooms, kueue_problem = _kueue_rooms(kube, kueue)
     gated = {scope.pool for scope in kueue}
-    reading = (
-        notice.read(kube, pools=shapes, now=now, resources=units) if notice else NoticeReading()
-    )
+    sizes = dict(node_units or {})  # what one node of each pool holds
+    reading = _notice(notice, kube, pools=shapes, now=now, resources=units, node_units=sizes)
     snapshots = Observation()
     snapshots.unattributed = unattributed
     snapshots.claimed = claimed_pods(pods, node_pool=node_pool, shapes=shapes)
     snapshots.notice = reading.statuses
+    passed: list[Skipped] = list(reading.skipped)
+    read = ClusterRead(nodes, pods, homes, node_pool, now, reading.announcement)
     for pool in pools:
         try:
-            snapshots[pool] = _snapshot(
+            snapshot = _snapshot(
                 kube,
                 pool,
+                read,
                 resource=units[pool],
-                nodes=nodes,
-                pods=pods,
-                homes=homes,
-                node_pool=node_pool,
-                now=now,
+                node_units=sizes.get(pool),
                 buffer_gpus=sum(gpus.get(pool, 0) for gpus in held_gpus),
                 launch_problem=launches.get(pool),
-                announced=reading.announcement,
+                passed=passed,
             )
-            snapshots[pool] = dataclasses.replace(
-                snapshots[pool],
+            snapshot = dataclasses.replace(
+                snapshot,
                 announced=reading.items.get(pool, ()),
-                signals=readings.get(pool) or snapshots[pool].signals,
+                signals=readings.get(pool) or snapshot.signals,
             )
-            if pool in gated:
-                snapshots[pool] = _gated(snapshots[pool], rooms.get(pool), kueue_problem)
+            gate = _gated(snapshot, rooms.get(pool), kueue_problem) if pool in gated else None
+            snapshots[pool] = gate or snapshot
         except (MalformedObjectError, NodePoolConflictError, *_MALFORMED) as exc:  # not API ones
             problem = f"malformed object: {type(exc).__name__}: {exc}"
             snapshots[pool] = unobservable(pool, problem=problem, now=now)
+    snapshots.skipped = tuple(passed)
     return snapshots
+
+
+def _notice(
+    notice: NoticeReader | None,
+    kube: Kube,
+    *,
+    pools: list[NodePoolShape],
+    now: int,
+    resources: dict[str, str],
+    node_units: dict[str, int],
+) -> NoticeReading:
+    """The announced work; a reader that fails outright (a bug) costs notice only, this time."""
+    if notice is None:
+        return NoticeReading()
+    try:
+        return notice.read(kube, pools=pools, now=now, resources=resources, node_units=node_units)
+    except Exception as exc:  # the pools are still observed, as without notice
+        log.exception("reading notice failed; planning without it this tick")
+        problem = f"not read this tick: {type(exc).__name__}: {exc}"
+        return NoticeReading(
+            statuses=tuple(SourceStatus(s.name, True, problem=problem) for s in notice.sources)
+        )
 
 
 def _kueue_rooms(
@@ -233,25 +251,22 @@ def _gated(snapshot: PoolSnapshot, room: KueueRoom | None, problem: str | None) 
 def _snapshot(
     kube: Kube,
     pool: str,
+    read: ClusterRead,
     *,
     resource: str,
-    nodes: list[Node],
-    pods: list[Pod],
-    homes: list[str | None],
-    node_pool: dict[str, str],
-    now: int,
+    node_units: int | None,
     buffer_gpus: int,
     launch_problem: str | None,
-    announced: Announcement,
+    passed: list[Skipped],
 ) -> PoolSnapshot:
-    """One pool's snapshot; a malformed object raises (the caller isolates the pool)."""
-    own = [n for n in nodes if node_pool[n["metadata"]["name"]] == pool]
+    """One pool's snapshot; a malformed node or NodePool raises (the caller isolates the pool),
+    a pod another team wrote is passed over on its own (into ``passed``)."""
+    now, pods = read.now, read.pods
+    own = [n for n in read.nodes if read.node_pool[n["metadata"]["name"]] == pool]
     nodes_by_name, capacity = {n["metadata"]["name"]: n for n in own}, {True: 0, False: 0}
     for node in own:
         capacity[_ready(node)] += _allocatable(node, resource)
-    tally = _tally(
-        pool, resource, pods=pods, homes=homes, node_pool=node_pool, now=now, announced=announced
-    )
+    tally = tally_pods(pool, resource, read, node_units=node_units, passed=passed)
     used_on, ours_on, placeholders = tally.used_on, tally.ours_on, tally.placeholders
     paused_until, limit = _nodepool_facts(kube.get_nodepool(pool), resource)
     stranded, held = _node_gpus(
@@ -306,124 +321,6 @@ def _nodepool_facts(nodepool: NodePool | None, resource: str) -> tuple[int | Non
     return paused_until, limit
 
 
-@dataclass
-class _Tally:
-    """One pool's pods, counted: what ``_snapshot`` builds the pool's GPUs from."""
-
-    running: int
-    pending: int
-    placeholders: int
-    of_announced: int
-    created: list[tuple[float, int, str]]
-    """(age, GPUs, uid) of the pool's real pods."""
-    unannounced: set[str]
-    """uids of those not of announced work (the arrivals model's)."""
-    images: dict[str, int]
-    """image -> GPUs of the last hour's pods that ran it."""
-    used_on: dict[str, int]
-    ours_on: dict[str, int]
-    """our placeholders' GPUs per node ("" = still pending)."""
-    busy: set[str]
-    running_announced: dict[tuple[str, str], int]
-    """(source, item key) -> GPUs of the bound pods of that announced item."""
-
-    def announced_running(self) -> tuple[tuple[str, str, int], ...]:
-        """(source, item key, GPUs) of the bound pods of announced work, by item."""
-        return tuple((s, key, g) for (s, key), g in sorted(self.running_announced.items()))
-
-    def recent_images(self) -> tuple[str, ...]:
-        """The images the last hour's pods ran, most GPUs first (what placeholders pre-pull)."""
-        by_gpus = sorted(self.images, key=lambda image: (-self.images[image], image))
-        return tuple(by_gpus[:MAX_RECENT_IMAGES])
-
-    def arrivals(self) -> RecentArrivals:
-        """GPUs of unannounced pods created within each arrival window, and the pods."""
-        return RecentArrivals(
-            tuple(
-                sum(g for age, g, uid in self.created if age < window and uid in self.unannounced)
-                for window in ARRIVAL_WINDOWS_SECONDS
-            ),
-            tuple((uid, g) for age, g, uid in self.created if age < ARRIVAL_WINDOWS_SECONDS[-1]),
-        )
-
-
-def _tally(
-    pool: str,
-    resource: str,
-    *,
-    pods: list[Pod],
-    homes: list[str | None],
-    node_pool: dict[str, str],
-    now: int,
-    announced: Announcement,
-) -> _Tally:
-    """Count the pods of ``pool`` (on its nodes, or pending for it): real work by state and
-    notice, our placeholders by node."""
-    running = pending = placeholders = of_announced = 0
-    created: list[tuple[float, int, str]] = []  # (age, GPUs, uid) of the pool's real pods
-    unannounced: set[str] = set()  # uids of those not of announced work (the arrivals model's)
-    images: dict[str, int] = {}  # image -> GPUs of the last hour's pods that ran it
-    used_on: dict[str, int] = {}
-    ours_on: dict[str, int] = {}  # our placeholders' GPUs per node ("" = still pending)
-    busy: set[str] = set()
-    running_announced: dict[tuple[str, str], int] = {}
-    for pod, home in zip(pods, homes, strict=True):
-        node_name = pod["spec"].get("nodeName")
-        if (node_pool.get(node_name) if node_name else home) != pool:
-            continue
-        gpus = pod_gpus(pod, resource)
-        if node_name:
-            used_on[node_name] = used_on.get(node_name, 0) + gpus
-        if _is_placeholder(pod):
-            placeholders += gpus
-            ours_on[node_name or ""] = ours_on.get(node_name or "", 0) + gpus
-            continue
-        uid = _note_created(pod, gpus, now=now, created=created, images=images)
-        announcement = announced(pod)
-        is_announced = announcement is not None
-        if not is_announced and uid:
-            unannounced.add(uid)
-        if node_name:
-            running += gpus
-            busy.add(node_name)
-            if announcement is not None:
-                running_announced[announcement] = running_announced.get(announcement, 0) + gpus
-        elif not pod["spec"].get("schedulingGates"):  # gated pods (Kueue) start no node
-            pending += gpus
-        else:
-            continue
-        of_announced += gpus if is_announced else 0
-    return _Tally(
-        running, pending, placeholders, of_announced, created, unannounced, images, used_on,
-        ours_on, busy, running_announced,
-    )  # fmt: skip
-
-
-def _note_created(
-    pod: Pod,
-    gpus: int,
-    *,
-    now: int,
-    created: list[tuple[float, int, str]],
-    images: dict[str, int],
-) -> str | None:
-    """Count a real GPU pod's age (arrivals) and, within the hour, its images (prewarm pulls);
-    its uid when counted."""
-    meta = pod["metadata"]
-    stamp = meta.get("creationTimestamp")
-    if not stamp or not gpus:
-        return None
-    age = now - timestamp_seconds(stamp)
-    uid = meta.get("uid") or f"{meta.get('namespace')}/{meta.get('name')}"
-    created.append((age, gpus, uid))
-    if age < ARRIVAL_WINDOWS_SECONDS[-1] and not pod["spec"].get("imagePullSecrets"):
-        for container in pod["spec"].get("containers") or []:
-            image = container.get("image")
-            if image:
-                images[image] = images.get(image, 0) + gpus
-    return uid
-
-
 def _shapes(nodepools: list[NodePool]) -> list[NodePoolShape]:
     """Every readable NodePool's shape (a malformed one serves no pending pod here)."""
     shapes = []
@@ -451,7 +348,7 @@ def _attribute(
             try:
                 if home is None and accelerators(pod, resources):
                     home = nodepool_of(pod, shapes)
-                    if home is None and not _is_placeholder(pod):
+                    if home is None and not is_placeholder(pod):
                         seen = lost.setdefault(pod["metadata"].get("namespace", ""), [0, 0])
                         seen[0] += 1
                         seen[1] += sum(accelerators(pod, resources).values())
