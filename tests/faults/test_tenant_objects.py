@@ -289,7 +289,8 @@ def test_buffers_that_cannot_be_listed_leave_every_nodepool_restored(
         assert f"FAILED prewarm backend capacitybuffer: list capacitybuffers: HTTP {status}" in err
 
 
-def test_buffers_that_hang_leave_every_nodepool_restored() -> None:
+@pytest.mark.parametrize("command", ["expire", "uninstall"])
+def test_buffers_that_hang_leave_every_nodepool_restored(command: str) -> None:
     with KubeApiDouble(capacity_buffers=True) as api:
         held_since(api, ["gpu-a", "gpu-b"], ["gpu-a"], since=int(time.time()) - 7200)
         api.faults.add("GET", r"/capacitybuffers", delay_seconds=30, times=10_000)
@@ -300,7 +301,11 @@ def test_buffers_that_hang_leave_every_nodepool_restored() -> None:
             retries=1,
             backoff_seconds=0.01,
         )
-        undone = cleanup.expire(kube, namespace=NS, now=int(time.time()))
+        if command == "expire":
+            undone = cleanup.expire(kube, namespace=NS, now=int(time.time()))
+        else:
+            undone = cleanup.cleanup(kube, namespace=NS, sleep=lambda seconds: None)
         assert paused_nodepools(api) == set()
         (failed,) = undone.failed
         assert failed.startswith("prewarm backend capacitybuffer: list capacitybuffers")
+        assert "timed out" in failed or "unreachable" in failed
