@@ -2074,6 +2074,33 @@ MUTATIONS = (
             "tests/faults/test_tenant_objects.py::test_a_greedy_notice_object_leaves_every_pool_acting_and_pause_withdrawing[podgroups-1Ki]",
         ),
     ),
+    Mutation(
+        "a PodTemplate of our buffer's name that someone else wrote is used",
+        "forecaster/actuators/prewarm/capacitybuffers.py",
+        '        if (meta.get("labels") or {}).get(lbl.MANAGED_BY) != lbl.MANAGER:',
+        "        if False:",
+        (
+            "tests/actuators/test_buffer_template.py::test_a_foreign_template_of_our_name_is_refused_not_used",
+        ),
+    ),
+    Mutation(
+        "our buffer's PodTemplate keeps its old shape when the pool's nodes change",
+        "forecaster/actuators/prewarm/capacitybuffers.py",
+        "            self.kube.replace_pod_template(self.namespace, desired)",
+        "            pass",
+        (
+            "tests/actuators/test_buffer_template.py::test_a_pool_whose_nodes_change_gets_its_template_replaced_and_is_charged_the_new_size",
+        ),
+    ),
+    Mutation(
+        "a buffer is charged its first chunk size after the chunk changed",
+        "forecaster/actuators/prewarm/capacitybuffers.py",
+        "**({lbl.GPUS: str(spec.gpus)} if replicas else {})",
+        "**({})",
+        (
+            "tests/actuators/test_buffer_template.py::test_a_pool_whose_nodes_change_gets_its_template_replaced_and_is_charged_the_new_size",
+        ),
+    ),
 )
 
 

@@ -47,6 +47,7 @@ SCOPE: dict[str, tuple[str, ...]] = {
         "expired",
         "zero",
         "_ensure_template",
+        "_template",
         "_buffer",
         "_expires_at",
     ),

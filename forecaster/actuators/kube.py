@@ -473,6 +473,17 @@ class Kube:
             ),
         )
 
+    def replace_pod_template(self, namespace: str, body: PodTemplate) -> None:
+        """PUT ``body`` (carrying the ``resourceVersion`` it was read at: 409 if it changed)."""
+        name = body["metadata"]["name"]
+        self._write(
+            f"replace podtemplate {namespace}/{name}",
+            body,
+            lambda: self._core.replace_namespaced_pod_template(
+                name, namespace, body, **self._write_opts()
+            ),
+        )
+
     def get_pod_template(self, namespace: str, name: str) -> PodTemplate | None:
         return cast(
             "PodTemplate | None",

@@ -16,6 +16,9 @@ CREATED_AT = "forecaster.io/created-at"
 EXPIRES_AT = "forecaster.io/expires-at"
 ORIGINAL_DISRUPTION = "forecaster.io/original-disruption"
 FORMAT = "forecaster.io/format"
+TEMPLATE_HASH = "forecaster.io/template-hash"
+"""On a PodTemplate of ours: a digest of the pod template we wrote (the API server adds defaults
+to what it stores, so the stored spec is never compared as such)."""
 OBJECT_FORMAT = 1
 """The format of what we write (annotation ``FORMAT`` on our objects, ``"format"`` in the NodePool
 record; the state has its own ``format_version``). Absent means 1 (0.1.0 wrote none). A newer

@@ -24,6 +24,7 @@ import pytest
 
 from forecaster.actuators.coordination.model_configmaps import ModelConfigMaps
 from forecaster.actuators.kube import Kube, api_client
+from forecaster.actuators.labels import TEMPLATE_HASH
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
@@ -161,6 +162,13 @@ def scenario(
     service.daemon.reconciler.source = LiveSource(T0 - 2 * 86400, calm_history())
     service.renew()
     service.reconcile()
+    templates = [
+        ("podtemplates", "forecaster", t["metadata"]["name"])
+        for t in api.objects("podtemplates", "forecaster")
+    ]
+    for key in templates:  # as a version before the digest wrote it: the next tick replaces it
+        template = api.store.objects[key]
+        del template["metadata"]["annotations"][TEMPLATE_HASH]
     assert service.watch is not None  # watch_pods is on by default: one short watch
     service.watch.watch_seconds = 1
     service.watch.sync()

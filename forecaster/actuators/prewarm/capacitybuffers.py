@@ -2,9 +2,13 @@
 
 Per pool we own a PodTemplate ``forecaster-<pool>`` (the shape of one chunk: the same GPU request,
 NodePool selector and tolerations as a placeholder) and a CapacityBuffer of the same name that
-references it; prewarm is applied by merge-patching ``spec.replicas``. Karpenter (>= 1.14 with
-the CapacityBuffer gate) then keeps that many chunks of headroom itself. Detected at start-up
-with ``Kube.serves_capacity_buffers``.
+references it; prewarm is applied by merge-patching ``spec.replicas``. The PodTemplate is checked
+before every use: one of that name without our label is someone else's and is refused (an
+actuation error naming it: the buffer would hold whatever shape they wrote, charged as ours); one
+of ours whose shape no longer matches the pool (its GPUs per chunk, resource, images) is replaced,
+and the buffer's ``forecaster.io/gpus`` - what ``held_gpus`` charges per replica - follows it.
+Karpenter (>= 1.14 with the CapacityBuffer gate) then keeps that many chunks of headroom
+itself. Detected at start-up with ``Kube.serves_capacity_buffers``.
 
 A buffer has no TTL of its own, so every write stamps ``forecaster.io/expires-at`` (now + the
 placeholder TTL, renewed when less than half is left); past it, ``forecaster cleanup --expired``
@@ -15,11 +19,13 @@ never delete, because deleting a buffer on an idle cluster can leave Karpenter's
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 from typing import Any
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import ConflictError, Kube
-from forecaster.actuators.manifests import CapacityBuffer, PodTemplate
+from forecaster.actuators.manifests import CapacityBuffer, PodTemplate, PodTemplateSpec
 from forecaster.actuators.prewarm.placeholders import PlaceholderSpec, placeholder_pod_spec
 from forecaster.errors import ActuationError
 
@@ -62,15 +68,20 @@ class CapacityBuffers:
             return True
         if buffer["metadata"].get("labels", {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
             raise ActuationError(f"CapacityBuffer {self.namespace}/{name} exists but is not ours")
+        if replicas > 0:
+            self._ensure_template(spec)
         current = int(buffer["spec"].get("replicas", 0))
         left = _expires_at(buffer) - now
         same_limits = limits is None or buffer["spec"].get("limits") == limits
-        if current == replicas and same_limits and (replicas == 0 or left >= spec.ttl_seconds // 2):
+        same_chunk = (buffer["metadata"].get("annotations") or {}).get(lbl.GPUS) == str(spec.gpus)
+        renewed = replicas == 0 or left >= spec.ttl_seconds // 2
+        if current == replicas and same_limits and (same_chunk or replicas == 0) and renewed:
             return False
+        annotations = {lbl.EXPIRES_AT: expires, **({lbl.GPUS: str(spec.gpus)} if replicas else {})}
         patch: dict[str, Any] = {  # a merge patch
             "metadata": {
                 "resourceVersion": buffer["metadata"]["resourceVersion"],
-                "annotations": {lbl.EXPIRES_AT: expires},
+                "annotations": annotations,
             },
             "spec": {"replicas": replicas, **({"limits": limits} if limits else {})},
         }
@@ -140,25 +151,45 @@ class CapacityBuffers:
         return True
 
     def _ensure_template(self, spec: PlaceholderSpec) -> None:
+        """Our PodTemplate of ``spec``'s shape: created, or replaced when the shape changed;
+        someone else's of that name is refused (see the module docstring)."""
         name = buffer_name(spec.pool)
-        if self.kube.get_pod_template(self.namespace, name) is not None:
+        desired = self._template(spec)
+        current = self.kube.get_pod_template(self.namespace, name)
+        if current is None:
+            with contextlib.suppress(ConflictError):  # created meanwhile: checked next time
+                self.kube.create_pod_template(self.namespace, desired)
             return
-        template: PodTemplate = {
+        meta = current.get("metadata") or {}
+        if (meta.get("labels") or {}).get(lbl.MANAGED_BY) != lbl.MANAGER:
+            raise ActuationError(
+                f"PodTemplate {self.namespace}/{name} exists but is not ours (no label"
+                f" {lbl.MANAGED_BY}={lbl.MANAGER}): refusing to prewarm with a shape someone else"
+                " wrote; delete or rename it"
+            )
+        wanted = desired["metadata"]["annotations"][lbl.TEMPLATE_HASH]
+        if (meta.get("annotations") or {}).get(lbl.TEMPLATE_HASH) != wanted:
+            desired["metadata"]["resourceVersion"] = meta.get("resourceVersion", "")
+            self.kube.replace_pod_template(self.namespace, desired)
+
+    def _template(self, spec: PlaceholderSpec) -> PodTemplate:
+        """Our PodTemplate of one chunk of ``spec``, with the digest of its pod template."""
+        pod: PodTemplateSpec = {
+            "metadata": {"labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool}},
+            "spec": placeholder_pod_spec(spec, priority_class=self.priority_class),
+        }
+        digest = hashlib.sha256(json.dumps(pod, sort_keys=True).encode()).hexdigest()[:16]
+        return {
             "apiVersion": "v1",
             "kind": "PodTemplate",
             "metadata": {
-                "name": name,
+                "name": buffer_name(spec.pool),
                 "namespace": self.namespace,
                 "labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool},
-                "annotations": {lbl.FORMAT: str(lbl.OBJECT_FORMAT)},
+                "annotations": {lbl.FORMAT: str(lbl.OBJECT_FORMAT), lbl.TEMPLATE_HASH: digest},
             },
-            "template": {
-                "metadata": {"labels": {lbl.MANAGED_BY: lbl.MANAGER, lbl.POOL: spec.pool}},
-                "spec": placeholder_pod_spec(spec, priority_class=self.priority_class),
-            },
+            "template": pod,
         }
-        with contextlib.suppress(ConflictError):
-            self.kube.create_pod_template(self.namespace, template)
 
     def _buffer(self, spec: PlaceholderSpec, replicas: int, expires: str) -> CapacityBuffer:
         return {
