@@ -44,8 +44,8 @@ MUTATIONS = (
     Mutation(
         "an announced item that stayed past its latest start counts as come",
         "forecaster/core/notice.py",
-        "            came = now <= held.item.latest_start",
-        "            came = True",
+        "        return now <= item.latest_start\n\n    def _outcome(",
+        "        return True\n\n    def _outcome(",
         (
             "tests/core/test_notice.py::test_an_item_that_leaves_by_its_latest_start_came_one_that_stays_past_it_did_not",
         ),
@@ -53,8 +53,8 @@ MUTATIONS = (
     Mutation(
         "the prewarm held for an item that came is counted to its latest start, not its coming",
         "forecaster/core/notice.py",
-        "                until = now if came else held.item.latest_start",
-        "                until = held.item.latest_start",
+        "            until = now if came else held.item.latest_start",
+        "            until = held.item.latest_start",
         (
             "tests/core/test_notice.py::test_an_item_that_leaves_by_its_latest_start_came_one_that_stays_past_it_did_not",
         ),
@@ -71,8 +71,8 @@ MUTATIONS = (
     Mutation(
         "a source that could not be read gives a verdict on its items",
         "forecaster/core/notice.py",
-        "            if readable is not None and held.item.source not in readable:",
-        "            if False:",
+        "        if key in seen or (readable is not None and item.source not in readable):",
+        "        if key in seen:",
         ("tests/core/test_notice.py::test_a_source_not_read_this_time_gives_no_verdict",),
     ),
     Mutation(
@@ -1177,7 +1177,7 @@ MUTATIONS = (
     Mutation(
         "an item announced too late to prewarm counts as notice ahead of the lead time",
         "forecaster/core/notice.py",
-        "ahead=came and notice >= window_seconds,",
+        "ahead=came and notice >= window,",
         "ahead=came,",
         (
             "tests/core/test_notice.py::test_the_notice_each_item_came_with_is_measured_against_the_pools_window",
@@ -1767,7 +1767,7 @@ MUTATIONS = (
     Mutation(
         "an announced item that came is not linked to its pods: their GPU-hours lose its notice",
         "forecaster/core/notice.py",
-        "self.use.came(pool, held.item.key, ahead=notice >= window_seconds, at=now)",
+        "self.use.came(pool, held.item.key, ahead=notice >= window, at=now)",
         "pass",
         (
             "tests/core/test_notice_use.py::test_pods_count_their_gpu_hours_with_the_notice_their_item_gave",
@@ -1777,7 +1777,7 @@ MUTATIONS = (
     Mutation(
         "pods of an item announced too late count as announced ahead",
         "forecaster/core/notice.py",
-        "self.use.came(pool, held.item.key, ahead=notice >= window_seconds, at=now)",
+        "self.use.came(pool, held.item.key, ahead=notice >= window, at=now)",
         "self.use.came(pool, held.item.key, ahead=True, at=now)",
         (
             "tests/core/test_notice_use.py::test_pods_count_their_gpu_hours_with_the_notice_their_item_gave",
@@ -2099,6 +2099,52 @@ MUTATIONS = (
         "**({})",
         (
             "tests/actuators/test_buffer_template.py::test_a_pool_whose_nodes_change_gets_its_template_replaced_and_is_charged_the_new_size",
+        ),
+    ),
+    Mutation(
+        "an announced item counts as come when it leaves the reading, pods or not",
+        "forecaster/core/notice.py",
+        "        if present is not None and item.source in marking:",
+        "        if False:",
+        (
+            "tests/core/test_notice.py::test_an_item_comes_when_its_pods_come_not_when_it_leaves_the_reading",
+            "tests/faults/test_notice_judged_by_pods.py::test_a_cronjob_whose_runs_make_no_pod_is_judged_not_come_run_after_run",
+        ),
+    ),
+    Mutation(
+        "an item re-announced with a later deadline is held to the later one",
+        "forecaster/core/notice.py",
+        "            if before is not None and before.item.latest_start < read.latest_start:",
+        "            if False:",
+        (
+            "tests/core/test_notice.py::test_an_item_keeps_its_first_deadline_and_is_not_followed_again_once_ended",
+        ),
+    ),
+    Mutation(
+        "an item that ended is followed (and held) again when its source lists it again",
+        "forecaster/core/notice.py",
+        "            if key in self._ended:\n                continue",
+        "            if False:\n                continue",
+        (
+            "tests/core/test_notice.py::test_an_item_keeps_its_first_deadline_and_is_not_followed_again_once_ended",
+        ),
+    ),
+    Mutation(
+        "an item withdrawn as not come is planned again while its source lists it",
+        "forecaster/reconcile/observing.py",
+        "        _leave_out_ended(ledger, snapshots)",
+        "        pass",
+        (
+            "tests/faults/test_notice_judged_by_pods.py::test_a_jobset_stage_whose_initializer_never_finishes_is_withdrawn_once",
+        ),
+    ),
+    Mutation(
+        "the pods of an announced item are not seen as its coming",
+        "forecaster/actuators/observe/pod_tally.py",
+        "        tally.present.add(announcement)",
+        "        pass",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",
         ),
     ),
 )

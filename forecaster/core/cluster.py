@@ -112,6 +112,9 @@ class PoolSnapshot:
     announced_running: tuple[tuple[str, str, int], ...] = ()
     """(source, item key, GPUs) of the bound pods of announced work: linked to the notice each
     item gave, in GPU-hours (``core.notice_use``). Empty in replay: the twin counts no pods."""
+    announced_present: tuple[tuple[str, str], ...] = ()
+    """(source, item key) of the announced items whose pods exist on the pool now - pending,
+    gated or running: those items came (``core.notice.NoticeLedger``)."""
     unbound_placeholder_gpus: int = 0
     """Of ``prewarm_gpus``, placeholder GPUs whose pods have no node yet (waiting for one)."""
     signals: tuple[tuple[str, float], ...] = ()

@@ -91,6 +91,9 @@ class SourceStatus:
     that lets prewarm be warm when the pods come)."""
     median_notice_seconds: float | None = None
     """Median time from an item's first reading to its coming, over the last 7 days."""
+    marks_pods: bool = True
+    """It marks the pods of its items (``NoticeSource.marker``): its items come when their pods
+    do; False (Kueue, Volcano), when they leave its reading (``NoticeLedger``)."""
     skipped: int = 0
     """Its objects skipped this time (unreadable, or more per pod than a node holds): each
     costs itself only, the source stays readable (``Observation.skipped`` names them)."""
@@ -106,6 +109,9 @@ DISTRUST_AFTER_SECONDS = 86400
 hour (a cluster upgrade, a paused team) does not cut a source that is usually right."""
 TRUST_MIN_OUTCOMES = 4
 """Fewer resolved items than this: no verdict, the source is trusted."""
+ENDED_SECONDS = 86400
+"""An item that came or was withdrawn is not planned nor judged again for this long, however
+often its source announces it again (``NoticeLedger.ended``)."""
 
 
 @dataclass(frozen=True)
@@ -143,18 +149,33 @@ class InFlight:
 class NoticeLedger:
     """Follows every announced item from its first reading to its end, per source.
 
-    An item that leaves its source's reading by its latest start came (its Job or pods now
-    exist, so the source no longer announces it); one that leaves later, or is still announced
-    past it, did not. Items of a source that could not be read this time are left open (a
-    failed list is no verdict). The outcomes and the items in flight are persisted with the
-    daemon's state (``reconcile.state``, ``saved``/``restore``), so a restart keeps the
-    verdicts, each item's first reading and the prewarm held for it. ``use`` follows the pods of
-    the items that came, in GPU-hours (``core.notice_use``)."""
+    **An item comes when its pods come.** For a source that marks its pods (``marking``: the
+    CronJob, JobSet, Argo sources - ``NoticeSource.marker``), the item came when pods of its
+    Job / JobSet stage / step exist on the pool (``present``: pending, gated or running) by its
+    latest start, whether or not its source still lists it; one whose pods never came by then
+    did not come and is charged - leaving the reading is no verdict (a CronJob moves its
+    ``lastScheduleTime`` whether or not a pod is ever made: no quota, an admission refusal).
+    Pods Kueue gates (``schedulingGates``) count as come: they exist and hold quota; their node
+    comes when Kueue admits them. For a source that marks no pods (Kueue's reserved and pending
+    workloads, Volcano's PodGroups: their pods stay in the histories), an item that leaves the
+    reading by its latest start came - the workload was admitted, the group enqueued - as does
+    every item when pods are not known (``present`` None: the twin, where announced work always
+    comes). **An item keeps its first deadline**: a source that re-announces it later (a
+    JobSet stage with nothing to time it by, an Argo step whose status the user wrote) cannot
+    hold prewarm for ever - past its first latest start it is withdrawn and charged, and the
+    same key is not planned nor judged again for ``ENDED_SECONDS`` (``ended``).
+
+    Items of a source that could not be read this time are left open (a failed list is no
+    verdict). The outcomes and the items in flight are persisted with the daemon's state
+    (``reconcile.state``, ``saved``/``restore``), so a restart keeps the verdicts, each item's
+    first reading and the prewarm held for it. ``use`` follows the pods of the items that came,
+    in GPU-hours (``core.notice_use``)."""
 
     def __init__(self) -> None:
         self._open: dict[tuple[str, str], InFlight] = {}
         self.outcomes: list[Outcome] = []
         self.use = NoticeUse()
+        self._ended: dict[tuple[str, str], int] = {}  # (pool, key) -> when it came or went
 
     def observe(
         self,
@@ -164,41 +185,26 @@ class NoticeLedger:
         readable: frozenset[str] | None,
         now: int,
         window_seconds: float,
+        present: frozenset[tuple[str, str]] | None = None,
+        marking: frozenset[str] = frozenset(),
     ) -> list[Outcome]:
-        """Record this reading of ``pool``; returns the outcomes it resolved."""
-        seen = {}
-        for item in items:
-            if now > item.latest_start:
-                continue  # still listed past its latest start: resolved below as not come
-            seen[(pool, item.key)] = item
+        """Record this reading of ``pool``; returns the outcomes it resolved. ``present``:
+        (source, key) of the items whose pods exist on the pool now (None: not known);
+        ``marking``: the sources that mark their pods (see the class docstring)."""
+        seen = self._seen(pool, items, now=now)
         resolved = []
         for key, held in list(self._open.items()):
-            if key[0] != pool or key in seen:
+            if key[0] != pool:
                 continue
-            if readable is not None and held.item.source not in readable:
-                continue
-            came = now <= held.item.latest_start
-            hours = 0.0
-            if held.due_since is not None:
-                until = now if came else held.item.latest_start
-                hours = held.item.gpus * max(0, until - held.due_since) / 3600
-            notice = now - held.first_seen
-            resolved.append(
-                Outcome(
-                    held.item.source,
-                    pool,
-                    held.item.key,
-                    came,
-                    now,
-                    hours,
-                    gpus=held.item.gpus,
-                    notice_seconds=notice,
-                    ahead=came and notice >= window_seconds,
-                )
+            came = self._came(
+                key, held, seen, now=now, readable=readable, present=present, marking=marking
             )
+            if came is None:
+                continue
+            resolved.append(self._outcome(pool, held, came, now=now, window=window_seconds))
             del self._open[key]
-            if came:
-                self.use.came(pool, held.item.key, ahead=notice >= window_seconds, at=now)
+            seen.pop(key, None)
+            self._ended[key] = now
         for key, item in seen.items():
             due = item.due(now, within_seconds=window_seconds)
             before = self._open.get(key)
@@ -209,7 +215,78 @@ class NoticeLedger:
             )
         kept = now - TRUST_WINDOW_SECONDS - DISTRUST_AFTER_SECONDS  # the window, a day ago too
         self.outcomes = [o for o in self.outcomes if o.at > kept] + resolved
+        self._ended = {k: t for k, t in self._ended.items() if now - t < ENDED_SECONDS}
         return resolved
+
+    def ended(self, pool: str, key: str) -> bool:
+        """Whether ``key`` on ``pool`` ended lately - came (its pods are demand now) or was
+        withdrawn: its source may list it again, but it is not planned nor judged again."""
+        return (pool, key) in self._ended
+
+    def _seen(
+        self, pool: str, items: Iterable[AnnouncedItem], *, now: int
+    ) -> dict[tuple[str, str], AnnouncedItem]:
+        """This reading's items that may still come, each with its first deadline."""
+        seen = {}
+        for read in items:
+            key = (pool, read.key)
+            if key in self._ended:
+                continue  # judged already: announcing it again buys nothing
+            before = self._open.get(key)
+            item = read
+            if before is not None and before.item.latest_start < read.latest_start:
+                latest = before.item.latest_start  # its first deadline holds
+                item = dataclasses.replace(
+                    read, earliest_start=min(read.earliest_start, latest), latest_start=latest
+                )
+            if now <= item.latest_start:
+                seen[key] = item  # (still listed past it: resolved as not come)
+        return seen
+
+    def _came(
+        self,
+        key: tuple[str, str],
+        held: InFlight,
+        seen: dict[tuple[str, str], AnnouncedItem],
+        *,
+        now: int,
+        readable: frozenset[str] | None,
+        present: frozenset[tuple[str, str]] | None,
+        marking: frozenset[str],
+    ) -> bool | None:
+        """Whether the open item ``key`` came now (True), did not come (False) or is still
+        open (None), by the rules of the class docstring."""
+        item = held.item
+        if present is not None and item.source in marking:
+            if (item.source, item.key) in present:
+                return now <= item.latest_start
+            return False if now > item.latest_start else None
+        if key in seen or (readable is not None and item.source not in readable):
+            return None
+        return now <= item.latest_start
+
+    def _outcome(
+        self, pool: str, held: InFlight, came: bool, *, now: int, window: float
+    ) -> Outcome:
+        """The outcome of ``held`` ending now; a come item starts its use (``core.notice_use``)."""
+        hours = 0.0
+        if held.due_since is not None:
+            until = now if came else held.item.latest_start
+            hours = held.item.gpus * max(0, until - held.due_since) / 3600
+        notice = now - held.first_seen
+        if came:
+            self.use.came(pool, held.item.key, ahead=notice >= window, at=now)
+        return Outcome(
+            held.item.source,
+            pool,
+            held.item.key,
+            came,
+            now,
+            hours,
+            gpus=held.item.gpus,
+            notice_seconds=notice,
+            ahead=came and notice >= window,
+        )
 
     def saved(self) -> tuple[tuple[Outcome, ...], tuple[InFlight, ...], UseTotals]:
         """What a restart needs: the outcomes, the items in flight, the GPU-hours followed."""

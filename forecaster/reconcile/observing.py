@@ -79,14 +79,25 @@ def follow_notice(
     now: int,
     window_of: Callable[[str], int],
 ) -> tuple[Outcome, ...]:
-    """Record this reading's announced items and the GPUs their pods run (``NoticeLedger.use``);
-    log the ones that did not come; return every item that ended. The leader only: a
-    follower's verdicts would repeat the leader's."""
+    """Record this reading's announced items - each judged by its pods where the cluster's pods
+    are known - and the GPUs their pods run (``NoticeLedger.use``); log the ones that did not
+    come; return every item that ended, and leave out of ``snapshots`` (in place) the items that
+    ended but are still listed. The leader only: a follower's verdicts would repeat the
+    leader's."""
     readable = _readable_sources(snapshots)
+    observed = isinstance(snapshots, Observation)  # pods known (not the twin)
+    statuses = snapshots.notice if isinstance(snapshots, Observation) else ()
+    marking = frozenset(s.source for s in statuses if s.marks_pods)
     ended: list[Outcome] = []
     for name, snapshot in snapshots.items():
         for outcome in ledger.observe(
-            name, snapshot.announced, readable=readable, now=now, window_seconds=window_of(name)
+            name,
+            snapshot.announced,
+            readable=readable,
+            now=now,
+            window_seconds=window_of(name),
+            present=frozenset(snapshot.announced_present) if observed else None,
+            marking=marking,
         ):
             ended.append(outcome)
             if not outcome.came:
@@ -105,7 +116,18 @@ def follow_notice(
                 announced=snapshot.announced_running,
                 now=now,
             )
+    if isinstance(snapshots, Observation):
+        _leave_out_ended(ledger, snapshots)
     return tuple(ended)
+
+
+def _leave_out_ended(ledger: NoticeLedger, snapshots: Observation) -> None:
+    """Each pool's announced items less those that ended (came, or were withdrawn) and that
+    their source still lists: not planned again (``NoticeLedger.ended``)."""
+    for name, snapshot in list(snapshots.items()):
+        kept = tuple(i for i in snapshot.announced if not ledger.ended(name, i.key))
+        if len(kept) != len(snapshot.announced):
+            snapshots[name] = dataclasses.replace(snapshot, announced=kept)
 
 
 def _readable_sources(snapshots: Mapping[str, PoolSnapshot] | None) -> frozenset[str] | None:

@@ -151,6 +151,13 @@ def test_a_cluster_not_serving_cronjobs_shows_the_source_not_installed(
     assert not status.installed and status.items == 0
 
 
+def run_pods(api: KubeApiDouble, job: str, *, index: int = 0) -> None:
+    """A pod of ``job`` (a CronJob run's Job, by its name) on POOL, pending: the run came."""
+    created = ClusterSim(api).submit(f"{job}-{index}", POOL, 8)
+    created["metadata"]["ownerReferences"] = run_pod("p", job)["metadata"]["ownerReferences"]
+    api.store.replace(("pods", "ml", f"{job}-{index}"), created)
+
+
 def run_pod(name: str, job: str, namespace: str = "ml") -> Any:
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job, "uid": "u", "controller": True}
     return {"metadata": {"name": name, "namespace": namespace, "ownerReferences": [owner]}}
@@ -238,13 +245,9 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
     obj = api.objects("cronjobs", "ml")[0]
     obj["status"] = {"lastScheduleTime": "2027-01-15T08:05:00Z", "active": [{"name": "n-1"}]}
     api.store.replace(("cronjobs", "ml", "nightly"), obj)
-    sim = ClusterSim(api)
+    run = f"nightly-{(T0 + 300) // 60}"  # the 08:05 run's Job
     for i in range(2):  # the run's Job's pods: announced work, planned once, not learnt
-        created = sim.submit(f"nightly-29434085-{i}", POOL, 8)
-        created["metadata"]["ownerReferences"] = run_pod("p", "nightly-29434085")["metadata"][
-            "ownerReferences"
-        ]
-        api.store.replace(("pods", "ml", f"nightly-29434085-{i}"), created)
+        run_pods(api, run, index=i)
     record = daemon.reconcile(T0 + 300)
     assert record is not None
     snapshot = record.pools[POOL].snapshot
@@ -336,6 +339,10 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
             ran = datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             obj["status"] = {"lastScheduleTime": ran}
             api.store.replace(("cronjobs", "ml", "nightly"), obj)
+            for pod in api.objects("pods", "ml"):  # the last run's pod has finished
+                if pod["metadata"]["name"].startswith("nightly-"):
+                    api.store.objects.pop(("pods", "ml", pod["metadata"]["name"]))
+            run_pods(api, f"nightly-{now // 60}")  # this run's: it came
         record = at(now)
         status = record.notice[0]
         if status.precision is not None and status.precision >= 0.5:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from typing import Any
 
 import pytest
 
@@ -215,3 +216,62 @@ def test_an_item_in_flight_at_a_restart_keeps_its_first_reading_and_its_held_pre
     unreadable = {"pools": {}, "ledger": {}, "notice_in_flight": [{"pool": 1}]}
     with pytest.raises(StateFormatError):  # fails closed (tests/faults/test_fail_closed_state.py)
         ServiceState.from_dict(unreadable)
+
+
+MARKING = frozenset({"cronjob"})
+
+
+def follow(ledger: NoticeLedger, items: list[AnnouncedItem], now: int, present: Any = ()) -> Any:
+    """One reading of pool "a" whose pods are known: ``present`` (source, key) have pods."""
+    return ledger.observe(
+        "a",
+        items,
+        readable=frozenset({"cronjob", "kueue"}),
+        now=now,
+        window_seconds=WINDOW,
+        present=frozenset(present),
+        marking=MARKING,
+    )
+
+
+def test_an_item_comes_when_its_pods_come_not_when_it_leaves_the_reading() -> None:
+    """A source that marks its pods: leaving the reading is no verdict (a CronJob moves on
+    whether or not a pod is ever made); pods by the latest start are, listed or not."""
+    ledger = NoticeLedger()
+    run = item("run")  # due NOW + 300, latest NOW + 900
+    follow(ledger, [run], NOW)
+    assert follow(ledger, [], NOW + 300) == []  # left the reading: still open, no pod yet
+    (late,) = follow(ledger, [], NOW + 901)  # no pod by its latest start: did not come
+    assert not late.came and late.held_gpu_hours == 16 * 900 / 3600  # due from NOW to latest
+    other = item("other")
+    follow(ledger, [other], NOW)
+    (came,) = follow(ledger, [other], NOW + 400, present=[("cronjob", "other")])
+    assert came.came and came.notice_seconds == 400  # its pods came, still listed or not
+    assert ledger.ended("a", "other") and ledger.ended("a", "run")
+
+
+def test_a_source_that_marks_no_pods_or_unknown_pods_keep_the_reading_rule() -> None:
+    """Kueue's workloads (their pods stay unmarked) and the twin (pods not known): an item that
+    leaves the reading by its latest start came."""
+    ledger = NoticeLedger()
+    held = item("wl", source="kueue")
+    follow(ledger, [held], NOW)
+    (came,) = follow(ledger, [], NOW + 60)
+    assert came.came
+    twin = NoticeLedger()
+    twin.observe("a", [item("run")], readable=None, now=NOW, window_seconds=WINDOW)
+    (came,) = twin.observe("a", [], readable=None, now=NOW + 60, window_seconds=WINDOW)
+    assert came.came
+
+
+def test_an_item_keeps_its_first_deadline_and_is_not_followed_again_once_ended() -> None:
+    """Re-announced each tick with a later deadline (nothing to time it by, or a status its
+    owner wrote), it is withdrawn at its first deadline and charged once; listing it again
+    afterwards opens nothing."""
+    ledger = NoticeLedger()
+    for now in range(NOW, NOW + 601, 60):  # "due now" at every reading: latest = now + 600
+        assert follow(ledger, [item("stage", start=now)], now) == []
+    (gone,) = follow(ledger, [item("stage", start=NOW + 660)], NOW + 660)  # past NOW + 600
+    assert not gone.came and gone.held_gpu_hours == 16 * 600 / 3600
+    assert follow(ledger, [item("stage", start=NOW + 720)], NOW + 720) == []
+    assert ledger.saved()[1] == ()  # nothing in flight: it is not held again

@@ -29,6 +29,7 @@ from forecaster.core.notice import Outcome
 from forecaster.core.planner import Mode
 from forecaster.errors import ActuationError
 from forecaster.reconcile.state import (
+    FORMAT_VERSION,
     MAX_NOTICE_OUTCOMES,
     MemoryStateStore,
     PendingForecast,
@@ -58,6 +59,7 @@ def daemon(tmp_path: Path, saved: Any) -> tuple[Daemon, MemoryStateStore]:
     ("saved", "says"),
     [
         ({"format_version": 99, "pools": {}, "ledger": {}}, "newer than this version reads"),
+        ({**FRESH, "format_version": FORMAT_VERSION + 1}, "newer than this version reads"),
         ({"format_version": 3, "pools": [], "ledger": {}}, "lacks its pools or ledger"),
         ({"format_version": 3, "pools": {}, "ledger": "x"}, "lacks its pools or ledger"),
         ({"format_version": 2, "pools": {}, "ledger": {"buckets": 5}}, "ledger is unreadable"),

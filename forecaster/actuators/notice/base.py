@@ -385,7 +385,10 @@ def _announced(
         marker = source.marker(context)
     except Exception as exc:  # its pods are then counted as unannounced, this time
         problem = f"cannot mark its pods: {type(exc).__name__}: {exc}"
-    status = SourceStatus(source.name, True, len(found), problem, skipped=len(passed))
+    marks = bool(getattr(source, "marks_pods", True))
+    status = SourceStatus(
+        source.name, True, len(found), problem, skipped=len(passed), marks_pods=marks
+    )
     return status, found, passed, marker
 
 

@@ -85,6 +85,8 @@ class KueuePendingSource:
     """The ``kueue-pending`` notice source."""
 
     name: str = "kueue-pending"
+    marks_pods: bool = False
+    """Its items' pods stay in the histories: an item comes when it leaves the reading."""
     kinds: tuple[ApiKind, ...] = (PENDING, CLUSTER_QUEUES, WORKLOADS, FLAVORS)
 
     def announce(self, obj: Obj, context: NoticeContext) -> list[AnnouncedItem]:

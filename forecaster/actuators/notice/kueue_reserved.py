@@ -43,6 +43,8 @@ class KueueReservedSource:
     """The ``kueue`` notice source."""
 
     name: str = "kueue"
+    marks_pods: bool = False
+    """Its items' pods stay in the histories: an item comes when it leaves the reading."""
     kinds: tuple[ApiKind, ...] = (WORKLOADS, FLAVORS)
 
     def announce(self, obj: Obj, context: NoticeContext) -> list[AnnouncedItem]:

@@ -37,6 +37,8 @@ class VolcanoSource:
     """The ``volcano`` notice source."""
 
     name: str = "volcano"
+    marks_pods: bool = False
+    """Its items' pods stay in the histories: an item comes when it leaves the reading."""
     kinds: tuple[ApiKind, ...] = (PODGROUPS, QUEUES)
 
     def announce(self, obj: Obj, context: NoticeContext) -> list[AnnouncedItem]:

@@ -303,6 +303,7 @@ def _snapshot(
         announced_real_gpus=tally.of_announced,
         unbound_placeholder_gpus=ours_on.get("", 0),
         announced_running=tally.announced_running(),
+        announced_present=tuple(sorted(tally.present)),
         arrivals=tally.arrivals(),
     )
 

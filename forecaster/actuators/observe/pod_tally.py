@@ -13,7 +13,7 @@ without anyone's credentials).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.manifests import Node, Pod
@@ -75,6 +75,8 @@ class PodTally:
     busy: set[str]
     running_announced: dict[tuple[str, str], int]
     """(source, item key) -> GPUs of the bound pods of that announced item."""
+    present: set[tuple[str, str]] = field(default_factory=set)
+    """(source, item key) of every announced item with a pod here, in any state."""
 
     def announced_running(self) -> tuple[tuple[str, str, int], ...]:
         """(source, item key, GPUs) of the bound pods of announced work, by item."""
@@ -135,6 +137,8 @@ def _count_real(
     uid = _note_created(pod, gpus, now=now, created=tally.created, images=tally.images)
     announcement = announced(pod)
     is_announced = announcement is not None
+    if announcement is not None:
+        tally.present.add(announcement)
     if not is_announced and uid:
         tally.unannounced.add(uid)
     if node_name:
