@@ -37,7 +37,7 @@ MUTATIONS = (
     Mutation(
         "a distrusted notice source's items are planned anyway",
         "forecaster/core/planner.py",
-        "    return tuple(i for i in due if i.source not in distrusted)",
+        "    return tuple(i for i in due if i.trust_key not in distrusted)",
         "    return due",
         ("tests/core/test_notice.py::test_a_distrusted_sources_items_are_left_out_and_said",),
     ),
@@ -1421,8 +1421,8 @@ MUTATIONS = (
     Mutation(
         "a source below 0.5 now is cut though it was trusted earlier in the day",
         "forecaster/core/notice.py",
-        "            if all(self._below(source, at) for at in self._moments(source, now=now)):",
-        "            if self._below(source, now):",
+        "            if all(_below(mine, at) for at in _moments(mine, now=now)):",
+        "            if _below(mine, now):",
         (
             "tests/core/test_notice.py::test_below_half_precision_for_a_day_a_source_is_cut_and_restored_when_it_recovers",
         ),
@@ -2143,6 +2143,42 @@ MUTATIONS = (
         "forecaster/actuators/observe/pod_tally.py",
         "        tally.present.add(announcement)",
         "        pass",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",
+        ),
+    ),
+    Mutation(
+        "a namespace's cut items are matched by source: every namespace of it is cut",
+        "forecaster/core/planner.py",
+        "    return tuple(i for i in due if i.trust_key not in distrusted)",
+        "    return tuple(i for i in due if i.source not in distrusted)",
+        (
+            "tests/core/test_notice.py::test_a_namespaces_misses_cut_its_own_items_not_the_sources_in_another_namespace",
+        ),
+    ),
+    Mutation(
+        "trust is judged per source: one namespace's misses cut every namespace",
+        "forecaster/core/notice.py",
+        "        for key in sorted({o.trust_key for o in self.outcomes}):",
+        "        for key in sorted({o.source for o in self.outcomes}):",
+        (
+            "tests/core/test_notice.py::test_a_namespaces_misses_cut_its_own_items_not_the_sources_in_another_namespace",
+        ),
+    ),
+    Mutation(
+        "an announced item does not carry its object's namespace",
+        "forecaster/actuators/notice/base.py",
+        "            found += [_of_namespace(i, obj) for i in source.announce(obj, context)]",
+        "            found += source.announce(obj, context)",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",
+        ),
+    ),
+    Mutation(
+        "a restart forgets which namespace each notice outcome was of",
+        "forecaster/reconcile/state.py",
+        '        namespace=str(names[int(rest[0])] if rest else ""),',
+        '        namespace="",',
         (
             "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",
         ),

@@ -38,6 +38,14 @@ class AnnouncedItem:
     """Its pods stay in the histories the forecast learns (its source marks none, e.g. Kueue's
     reserved workloads: notice of seconds on work that is mostly unannounced): the plan raises
     the forecast's part to cover it - the larger of the two - instead of adding it on top."""
+    namespace: str = ""
+    """The namespace of the object that announced it: trust is judged per source and namespace
+    (``trust_key``), so one team's misses cut that team's items only."""
+
+    @property
+    def trust_key(self) -> str:
+        """What trust is judged on: ``source/namespace`` (the source alone without one)."""
+        return trust_key(self.source, self.namespace)
 
     def __post_init__(self) -> None:
         if self.gpus_per_pod < 0 or self.pods < 0:
@@ -94,6 +102,9 @@ class SourceStatus:
     marks_pods: bool = True
     """It marks the pods of its items (``NoticeSource.marker``): its items come when their pods
     do; False (Kueue, Volcano), when they leave its reading (``NoticeLedger``)."""
+    distrusted_namespaces: tuple[str, ...] = ()
+    """Namespaces whose items of this source are not planned now (their own precision stayed
+    below ``TRUST_THRESHOLD`` for a day): the source's other namespaces stay trusted."""
     skipped: int = 0
     """Its objects skipped this time (unreadable, or more per pod than a node holds): each
     costs itself only, the source stays readable (``Observation.skipped`` names them)."""
@@ -134,6 +145,18 @@ class Outcome:
     """From its first reading to its end (to a tick: the reading that no longer lists it)."""
     ahead: bool = False
     """It came with notice of at least the pool's prewarm window (its lead time)."""
+    namespace: str = ""
+    """Of the object that announced it (``AnnouncedItem.namespace``)."""
+
+    @property
+    def trust_key(self) -> str:
+        """What trust is judged on (``AnnouncedItem.trust_key``)."""
+        return trust_key(self.source, self.namespace)
+
+
+def trust_key(source: str, namespace: str) -> str:
+    """``source/namespace``, or the source alone for an item of no namespace."""
+    return f"{source}/{namespace}" if namespace else source
 
 
 @dataclass(frozen=True)
@@ -286,6 +309,7 @@ class NoticeLedger:
             gpus=held.item.gpus,
             notice_seconds=notice,
             ahead=came and notice >= window,
+            namespace=held.item.namespace,
         )
 
     def saved(self) -> tuple[tuple[Outcome, ...], tuple[InFlight, ...], UseTotals]:
@@ -322,6 +346,8 @@ class NoticeLedger:
     def judged(self, status: SourceStatus, *, now: int) -> SourceStatus:
         """``status`` with the source's precision, waste, trust and notice filled in."""
         value, count = self.precision(status.source, now=now)
+        cut = self.distrusted(now=now)
+        prefix = f"{status.source}/"
         came = [
             o
             for o in self.outcomes
@@ -332,7 +358,10 @@ class NoticeLedger:
             precision=value,
             resolved=count,
             waste_gpu_hours=self.waste_gpu_hours(status.source, now=now),
-            trusted=status.source not in self.distrusted(now=now),
+            trusted=status.source not in cut,
+            distrusted_namespaces=tuple(
+                k.removeprefix(prefix) for k in cut if k.startswith(prefix)
+            ),
             came_gpus=sum(o.gpus for o in came),
             ahead_gpus=sum(o.gpus for o in came if o.ahead),
             median_notice_seconds=(
@@ -367,31 +396,38 @@ class NoticeLedger:
         return out
 
     def distrusted(self, *, now: int) -> dict[str, str]:
-        """Sources whose items the plan leaves out now, with why: below ``TRUST_THRESHOLD``
-        (on at least ``TRUST_MIN_OUTCOMES`` items) at every moment of the last day."""
+        """Trust keys (``source/namespace``; a source alone for items of no namespace) whose
+        items the plan leaves out now, with why: below ``TRUST_THRESHOLD`` (on at least
+        ``TRUST_MIN_OUTCOMES`` items) at every moment of the last day. One team whose items do
+        not come cuts its own, never the source's items of another namespace."""
         out = {}
-        for source in sorted({o.source for o in self.outcomes}):
-            if all(self._below(source, at) for at in self._moments(source, now=now)):
-                value, count = self.precision(source, now=now)
-                out[source] = (
+        for key in sorted({o.trust_key for o in self.outcomes}):
+            mine = [o for o in self.outcomes if o.trust_key == key]
+            if all(_below(mine, at) for at in _moments(mine, now=now)):
+                value, count = _precision(mine, now=now)
+                out[key] = (
                     f"precision {value:.2f} over {count} items in 7 days < {TRUST_THRESHOLD}"
                     " for a day"
                 )
         return out
 
-    def _below(self, source: str, at: int) -> bool:
-        value, count = self.precision(source, now=at)
-        return value is not None and count >= TRUST_MIN_OUTCOMES and value < TRUST_THRESHOLD
 
-    def _moments(self, source: str, *, now: int) -> list[int]:
-        """The day's start and every moment in it the source's precision changed (an item
-        resolved, or one left the window): precision holds between them."""
-        start = now - DISTRUST_AFTER_SECONDS
-        changes = {
-            t
-            for o in self.outcomes
-            if o.source == source
-            for t in (o.at, o.at + TRUST_WINDOW_SECONDS)
-            if start < t <= now
-        }
-        return [start, *sorted(changes), now]
+def _precision(outcomes: list[Outcome], *, now: int) -> tuple[float | None, int]:
+    """(came / resolved, resolved) of ``outcomes`` over the trust window ending ``now``."""
+    mine = [o for o in outcomes if now - TRUST_WINDOW_SECONDS < o.at <= now]
+    if not mine:
+        return None, 0
+    return sum(o.came for o in mine) / len(mine), len(mine)
+
+
+def _below(outcomes: list[Outcome], at: int) -> bool:
+    value, count = _precision(outcomes, now=at)
+    return value is not None and count >= TRUST_MIN_OUTCOMES and value < TRUST_THRESHOLD
+
+
+def _moments(outcomes: list[Outcome], *, now: int) -> list[int]:
+    """The day's start and every moment in it the precision of ``outcomes`` changed (an item
+    resolved, or one left the window): precision holds between them."""
+    start = now - DISTRUST_AFTER_SECONDS
+    changes = {t for o in outcomes for t in (o.at, o.at + TRUST_WINDOW_SECONDS) if start < t <= now}
+    return [start, *sorted(changes), now]

@@ -342,18 +342,19 @@ def announced_gpus(
 def _trusted_due(
     snap: PoolSnapshot, *, window_seconds: float, distrusted: Mapping[str, str]
 ) -> tuple[AnnouncedItem, ...]:
-    """The items due within ``window_seconds`` that the plan covers (trusted sources'), soonest
-    first."""
+    """The items due within ``window_seconds`` that the plan covers (of trusted sources and
+    namespaces: ``AnnouncedItem.trust_key``), soonest first."""
     due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
-    return tuple(i for i in due if i.source not in distrusted)
+    return tuple(i for i in due if i.trust_key not in distrusted)
 
 
 def _distrusted(snap: PoolSnapshot, item: PoolInput) -> list[str]:
-    """A reason per distrusted source that announced work due now: what was left out, why."""
+    """A reason per distrusted source (or source and namespace) that announced work due now:
+    what was left out, why."""
     due = due_items(snap.announced, snap.observed_at, within_seconds=item.window_seconds)
     reasons = []
     for source, why in sorted(item.distrusted.items()):
-        gpus = sum(i.gpus for i in due if i.source == source)
+        gpus = sum(i.gpus for i in due if i.trust_key == source)
         if gpus:
             reasons.append(
                 f"notice source {source} not trusted ({why}): its {gpus} GPUs due not planned"

@@ -22,10 +22,12 @@ from forecaster.core.notice import AnnouncedItem, InFlight, Outcome
 from forecaster.core.notice_use import UseTotals
 from forecaster.core.planner import Mode
 
-FORMAT_VERSION = 3
-"""3: per-minute tallies and pending forecasts stored as delta-coded columns (``_pack``) so the
-state of 150 pools fits a ConfigMap's 1 MiB; 2: the ledger carries its own clock (``{"clock",
-"last_seen", "buckets"}``); format 1 (a bare bucket list keyed by wall time). All are read."""
+FORMAT_VERSION = 4
+"""4: each notice outcome and item in flight names its namespace (trust is judged per source
+and namespace); 3: per-minute tallies and pending forecasts stored as delta-coded columns
+(``_pack``) so the state of 150 pools fits a ConfigMap's 1 MiB; 2: the ledger carries its own
+clock (``{"clock", "last_seen", "buckets"}``); format 1 (a bare bucket list keyed by wall
+time). All are read; a newer one fails closed."""
 
 
 class StateFormatError(ValueError):
@@ -130,17 +132,28 @@ MAX_NOTICE_OUTCOMES = 2000
 
 
 def _notice_dict(outcomes: tuple[Outcome, ...]) -> dict[str, Any]:
-    """Outcomes as packed rows, their sources and pools by index into name lists."""
+    """Outcomes as packed rows, their sources, pools and namespaces by index into name lists."""
     sources = sorted({o.source for o in outcomes})
     pools = sorted({o.pool for o in outcomes})
+    namespaces = sorted({o.namespace for o in outcomes})
     source_at = {name: i for i, name in enumerate(sources)}
     pool_at = {name: i for i, name in enumerate(pools)}
+    namespace_at = {name: i for i, name in enumerate(namespaces)}
     rows = [
-        [o.at, source_at[o.source], pool_at[o.pool], int(o.came),
-         round(o.held_gpu_hours, 3), o.gpus, o.notice_seconds, int(o.ahead)]
+        [
+            o.at,
+            source_at[o.source],
+            pool_at[o.pool],
+            int(o.came),
+            round(o.held_gpu_hours, 3),
+            o.gpus,
+            o.notice_seconds,
+            int(o.ahead),
+            namespace_at[o.namespace],
+        ]
         for o in sorted(outcomes, key=lambda o: o.at)
-    ]  # fmt: skip
-    return {"sources": sources, "pools": pools, "rows": _pack(rows)}
+    ]
+    return {"sources": sources, "pools": pools, "namespaces": namespaces, "rows": _pack(rows)}
 
 
 def _notice_outcomes(data: Any) -> tuple[Outcome, ...]:
@@ -150,13 +163,29 @@ def _notice_outcomes(data: Any) -> tuple[Outcome, ...]:
         return ()
     try:
         sources, pools = list(data["sources"]), list(data["pools"])
-        return tuple(
-            Outcome(str(sources[int(s)]), str(pools[int(p)]), "", bool(came), int(at),
-                    float(held), gpus=int(gpus), notice_seconds=int(notice), ahead=bool(ahead))
-            for at, s, p, came, held, gpus, notice, ahead in _unpack(data["rows"])
-        )  # fmt: skip
+        namespaces = list(data.get("namespaces") or [""])  # format 3 kept none: ""
+        return tuple(_outcome(row, sources, pools, namespaces) for row in _unpack(data["rows"]))
     except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:
         raise StateFormatError(f"the persisted notice outcomes are unreadable ({exc})") from exc
+
+
+def _outcome(row: list[Any], sources: list[Any], pools: list[Any], names: list[Any]) -> Outcome:
+    """One packed outcome row (format 3: 8 columns; 4: its namespace's index last)."""
+    at, source, pool, came, held, gpus, notice, ahead, *rest = row
+    if len(rest) > 1:
+        raise ValueError(f"an outcome row of {len(row)} columns")
+    return Outcome(
+        source=str(sources[int(source)]),
+        pool=str(pools[int(pool)]),
+        key="",
+        came=bool(came),
+        at=int(at),
+        held_gpu_hours=float(held),
+        gpus=int(gpus),
+        notice_seconds=int(notice),
+        ahead=bool(ahead),
+        namespace=str(names[int(rest[0])] if rest else ""),
+    )
 
 
 def _in_flight_dict(flight: InFlight) -> dict[str, Any]:
@@ -165,7 +194,7 @@ def _in_flight_dict(flight: InFlight) -> dict[str, Any]:
         "pool": item.pool, "source": item.source, "key": item.key,
         "gpus_per_pod": item.gpus_per_pod, "pods": item.pods, "gang": item.gang,
         "earliest": item.earliest_start, "latest": item.latest_start,
-        "in_history": item.in_history,
+        "in_history": item.in_history, "namespace": item.namespace,
         "due_since": flight.due_since, "first_seen": flight.first_seen,
     }  # fmt: skip
 
@@ -189,6 +218,7 @@ def _in_flight(data: Any) -> tuple[InFlight, ...]:
                     str(d["source"]),
                     str(d["key"]),
                     bool(d.get("in_history", False)),
+                    str(d.get("namespace", "")),
                 ),
                 None if d["due_since"] is None else int(d["due_since"]),
                 int(d["first_seen"]),

@@ -338,6 +338,7 @@ def _notice_source(n: SourceStatus) -> dict[str, Any]:
         "resolved_7d": n.resolved,
         "waste_gpu_hours_7d": round(n.waste_gpu_hours, 3),
         "trusted": n.trusted,
+        "distrusted_namespaces": list(n.distrusted_namespaces),
         "came_gpus_7d": n.came_gpus,
         "ahead_gpus_7d": n.ahead_gpus,
         "median_notice_seconds_7d": n.median_notice_seconds,

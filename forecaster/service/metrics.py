@@ -173,7 +173,15 @@ class Metrics:
         )
         self.notice_trusted = Gauge(
             "forecaster_notice_source_trusted",
-            "0 while the source's announced items are not planned (precision below 0.5)",
+            "0 while the source's announced items are not planned (precision below 0.5), or those"
+            " of one of its namespaces (forecaster_notice_distrusted_namespaces)",
+            ["source"],
+            registry=r,
+        )
+        self.notice_cut = Gauge(
+            "forecaster_notice_distrusted_namespaces",
+            "Namespaces whose items of the source are not planned (their own precision below"
+            " 0.5 for a day); the source's other namespaces stay trusted",
             ["source"],
             registry=r,
         )
@@ -324,7 +332,9 @@ class Metrics:
         for status in record.notice:
             self.notice_installed.labels(source=status.source).set(int(status.installed))
             self.notice_waste.labels(source=status.source).set(status.waste_gpu_hours)
-            self.notice_trusted.labels(source=status.source).set(int(status.trusted))
+            whole = status.trusted and not status.distrusted_namespaces
+            self.notice_trusted.labels(source=status.source).set(int(whole))
+            self.notice_cut.labels(source=status.source).set(len(status.distrusted_namespaces))
             if status.precision is not None:
                 self.notice_precision.labels(source=status.source).set(status.precision)
         self.announced.clear()

@@ -74,6 +74,7 @@ def test_the_next_run_is_announced_on_its_pool(api: KubeApiDouble) -> None:
         latest_start=T0 + 300 + 600,  # no startingDeadlineSeconds: the grace
         source="cronjob",
         key="cronjob ml/nightly@2027-01-15T08:05:00Z",
+        namespace="ml",  # trust is judged per source and namespace
     )
     (other,) = reading.items[OTHER]
     assert other.pods == 2  # parallelism 4, completions 2: at most 2 at once
@@ -226,6 +227,7 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
         "resolved_7d": 0,
         "waste_gpu_hours_7d": 0.0,
         "trusted": True,
+        "distrusted_namespaces": [],
         "came_gpus_7d": 0,
         "ahead_gpus_7d": 0,
         "median_notice_seconds_7d": None,
@@ -317,9 +319,12 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
     for now in range(T0 + 2 * 3600, T0 + 3600 + 86400 + 1, 3600):  # a day of misses
         record = at(now)
     status = record.notice[0]
-    assert not status.trusted and status.precision == 0.0 and status.resolved > 4
+    assert status.distrusted_namespaces == ("ml",)  # the namespace is cut, not the source
+    assert status.trusted and status.precision == 0.0 and status.resolved > 4
     reasons = record.plan.pool(POOL).reasons
-    assert any(r.startswith("notice source cronjob not trusted (precision 0.00") for r in reasons)
+    assert any(
+        r.startswith("notice source cronjob/ml not trusted (precision 0.00") for r in reasons
+    )
     assert record.plan.pool(POOL).target_gpus == 0
 
     # a restart (another replica takes over) reads the verdicts back from the state ConfigMap
@@ -328,7 +333,7 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
         pools=(POOL,),
     )
     restarted = at(T0 + 3600 + 86400 + 300).notice[0]
-    assert (restarted.trusted, restarted.precision) == (False, 0.0)
+    assert (restarted.distrusted_namespaces, restarted.precision) == (("ml",), 0.0)
     assert restarted.resolved >= status.resolved
     missed = restarted.resolved
 
@@ -347,11 +352,11 @@ def test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it(
         status = record.notice[0]
         if status.precision is not None and status.precision >= 0.5:
             break
-        assert not status.trusted
+        assert status.distrusted_namespaces == ("ml",)
         now += 300
     else:
         pytest.fail(f"still below 0.5 after 400 ticks: {status}")
-    assert status.trusted and status.resolved >= 2 * missed  # trusted again at once
+    assert status.distrusted_namespaces == () and status.resolved >= 2 * missed  # at once
     json = TestClient(create_app(daemon)).get("/api/v1/status").json()["notice_sources"][0]
     assert json["trusted"] and json["precision_7d"] >= 0.5 and json["waste_gpu_hours_7d"] > 0
 

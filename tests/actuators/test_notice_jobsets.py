@@ -58,6 +58,7 @@ def test_a_waiting_gpu_job_is_one_gang_due_now_when_no_earlier_run_says_otherwis
             latest_start=T0 + 600,
             source="jobset",
             key=KEY,
+            namespace="ml",
         ),
     )
 

@@ -69,6 +69,7 @@ def test_a_workload_holding_quota_is_announced_on_its_flavors_pool(api: KubeApiD
                 "kueue",
                 "workload ml/waiting/main",
                 True,
+                "ml",
             ),
         )
     }

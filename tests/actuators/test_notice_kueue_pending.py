@@ -87,7 +87,16 @@ def test_the_head_of_the_queue_is_due_when_running_work_must_free_its_quota(
     assert reading.items == {
         POOL: (
             AnnouncedItem(
-                POOL, 8, 2, True, due, due + 600, "kueue-pending", "pending ml/next/main", True
+                POOL,
+                8,
+                2,
+                True,
+                due,
+                due + 600,
+                "kueue-pending",
+                "pending ml/next/main",
+                True,
+                "ml",
             ),
         )
     }  # "after" needs quota nothing we can time frees: not announced

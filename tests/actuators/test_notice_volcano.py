@@ -139,7 +139,16 @@ def test_the_pool_and_the_queues_room_decide_the_item(api: KubeApiDouble) -> Non
     got = {k: [(i.key, i.gpus_per_pod, i.pods) for i in v] for k, v in reading.items.items()}
     assert got == {POOL: [("podgroup ml/big", 8, 2)], OTHER: [("podgroup ml/amd", 2, 4)]}
     assert reading.items[POOL][0] == AnnouncedItem(
-        POOL, 8, 2, True, T0, T0 + 600, "volcano", "podgroup ml/big", in_history=True
+        POOL,
+        8,
+        2,
+        True,
+        T0,
+        T0 + 600,
+        "volcano",
+        "podgroup ml/big",
+        in_history=True,
+        namespace="ml",
     )
 
 

@@ -169,6 +169,31 @@ def test_below_half_precision_for_a_day_a_source_is_cut_and_restored_when_it_rec
     assert ledger.precision("cronjob", now=now + TRUST_WINDOW_SECONDS) == (None, 0)
 
 
+def test_a_namespaces_misses_cut_its_own_items_not_the_sources_in_another_namespace() -> None:
+    """Trust is per source and namespace: one team whose runs never come is cut after a day;
+    the same source's items of another team, which come, are still planned."""
+    ledger = NoticeLedger()
+    now = NOW
+    for n in range(6):
+        missed = dataclasses.replace(item(f"miss-{n}", start=now + 300), namespace="no-quota")
+        kept = dataclasses.replace(item(f"ok-{n}", start=now + 300), namespace="team")
+        follow(ledger, [missed, kept], now)
+        follow(ledger, [missed], now + 400, present=[("cronjob", f"ok-{n}")])
+        follow(ledger, [], now + 901)
+        now += 1000
+    now += DISTRUST_AFTER_SECONDS
+    cut = ledger.distrusted(now=now)
+    assert list(cut) == ["cronjob/no-quota"]
+    status = ledger.judged(SourceStatus("cronjob", True, 0), now=now)
+    assert status.trusted and status.distrusted_namespaces == ("no-quota",)
+    due = (
+        dataclasses.replace(item("next-miss", start=now + 300), namespace="no-quota"),
+        dataclasses.replace(item("next-ok", start=now + 300), namespace="team"),
+    )
+    snap = snapshot(observed_at=now, running_gpus=16, announced=due)
+    assert planned_demand(snap, forecast(10.0), window_seconds=WINDOW, distrusted=cut) == 32.0
+
+
 def test_fewer_than_four_resolved_items_is_no_verdict() -> None:
     ledger = NoticeLedger()
     for n in range(3):

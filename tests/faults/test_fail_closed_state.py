@@ -93,7 +93,7 @@ def test_a_fresh_state_prewarms(tmp_path: Path) -> None:
     running, store = daemon(tmp_path, None)
     record = running.reconcile(T0)
     assert record is not None and record.plan.total_target_gpus > 0 and not record.errors
-    assert store.data is not None and store.data["format_version"] == 3
+    assert store.data is not None and store.data["format_version"] == FORMAT_VERSION
 
 
 def elector(api: KubeApiDouble, *, started: float) -> LeaderElector:
@@ -267,3 +267,22 @@ def test_notice_verdicts_from_before_they_were_kept_are_none_and_damaged_ones_fa
     damaged["notice"] = {"sources": ["cronjob"], "pools": [], "rows": row}
     with pytest.raises(StateFormatError, match="notice outcomes are unreadable"):
         ServiceState.from_dict(damaged)
+
+
+def test_notice_outcomes_of_format_3_are_read_with_no_namespace() -> None:
+    """Format 3 kept no namespace per outcome: they read as the source's own (trust judged on
+    the source alone for them), and the next save writes format 4."""
+    older = ServiceState(last_tick=T0).to_dict()
+    older["format_version"] = 3
+    row = {"s": 1, "t": [T0], "c": [[0], [0], [1], [0.0], [16], [60], [0]]}  # came, 16 GPUs
+    older["notice"] = {"sources": ["cronjob"], "pools": ["gpu-a"], "rows": row}
+    (outcome,) = ServiceState.from_dict(older).notice
+    assert (outcome.source, outcome.namespace, outcome.came, outcome.gpus) == (
+        "cronjob",
+        "",
+        True,
+        16,
+    )
+    assert outcome.trust_key == "cronjob"
+    again = ServiceState.from_dict(ServiceState(last_tick=T0, notice=(outcome,)).to_dict())
+    assert again.notice == (outcome,)

@@ -21,6 +21,7 @@ Adding a source: a module here with a class satisfying ``NoticeSource``, and its
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -377,7 +378,7 @@ def _announced(
     found, passed = [], []
     for obj in objects:
         try:
-            found += source.announce(obj, context)
+            found += [_of_namespace(i, obj) for i in source.announce(obj, context)]
         except Exception as exc:  # any object, however written, costs itself only
             passed.append(_skipped(source, obj, exc))
     problem, marker = None, None  # a skipped object is no problem: the rest was read
@@ -416,6 +417,15 @@ def _listed(
             return f"{_OUT_OF_TIME} ({took:.1f} s of {deadline:g} s): {exc}"
         return str(exc) or type(exc).__name__
     return objects
+
+
+def _of_namespace(item: AnnouncedItem, obj: Obj) -> AnnouncedItem:
+    """``item`` with the namespace of the object that announced it (where the source did not
+    name one: a cluster-scoped object's items name their own), which its trust is judged by."""
+    if item.namespace:
+        return item
+    namespace = (obj.get("metadata") or {}).get("namespace") or ""
+    return dataclasses.replace(item, namespace=str(namespace)) if namespace else item
 
 
 def _skipped(source: NoticeSource, obj: Obj, exc: Exception) -> Skipped:

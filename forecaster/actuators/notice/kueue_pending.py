@@ -260,6 +260,7 @@ def _items(
             key=f"pending {meta.get('namespace', '')}/{meta['name']}/{pod_set['name']}",
             context=context,
             source=source,
+            namespace=str(meta.get("namespace", "")),
         )
         for pod_set in wl["spec"].get("podSets") or []
     )

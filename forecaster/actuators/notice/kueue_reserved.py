@@ -98,6 +98,7 @@ def pod_set_item(
     key: str,
     context: NoticeContext,
     source: str,
+    namespace: str = "",
 ) -> AnnouncedItem | None:
     """One Kueue pod set as an announced item: placed by its template (on ``pool`` when its
     flavor names one), due from ``earliest`` to that + the grace; None when it places on no
@@ -116,4 +117,5 @@ def pod_set_item(
         source=source,
         key=key,
         in_history=True,
+        namespace=namespace,
     )
