@@ -1421,8 +1421,8 @@ MUTATIONS = (
     Mutation(
         "a source below 0.5 now is cut though it was trusted earlier in the day",
         "forecaster/core/notice.py",
-        "            if all(_below(mine, at) for at in _moments(mine, now=now)):",
-        "            if _below(mine, now):",
+        "        if bool(below.all()):",
+        "        if bool(below[-1]):",
         (
             "tests/core/test_notice.py::test_below_half_precision_for_a_day_a_source_is_cut_and_restored_when_it_recovers",
         ),
@@ -2159,8 +2159,8 @@ MUTATIONS = (
     Mutation(
         "trust is judged per source: one namespace's misses cut every namespace",
         "forecaster/core/notice.py",
-        "        for key in sorted({o.trust_key for o in self.outcomes}):",
-        "        for key in sorted({o.source for o in self.outcomes}):",
+        "by_key.setdefault((o.source, o.namespace), ([], []))",
+        'by_key.setdefault((o.source, ""), ([], []))',
         (
             "tests/core/test_notice.py::test_a_namespaces_misses_cut_its_own_items_not_the_sources_in_another_namespace",
         ),
@@ -2183,17 +2183,26 @@ MUTATIONS = (
             "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",
         ),
     ),
+    Mutation(
+        "the trust window counts an outcome exactly 7 days old",
+        "forecaster/core/notice.py",
+        '        left = np.searchsorted(ats, moments - TRUST_WINDOW_SECONDS, side="right")',
+        '        left = np.searchsorted(ats, moments - TRUST_WINDOW_SECONDS, side="left")',
+        (
+            "tests/core/test_notice.py::test_an_outcome_exactly_seven_days_old_has_left_the_trust_window",
+            "tests/core/test_notice.py::test_the_trust_check_answers_as_the_scan_it_replaced",
+        ),
+    ),
 )
 
 
 def scratch_copy() -> Path:
     target = Path(tempfile.mkdtemp(prefix="forecaster-mutant-"))
-    for name in ("forecaster", "tests", "data", "config", "deploy", "scripts", "pyproject.toml"):
+    for name in ("forecaster", "tests", "bench", "data", "config", "deploy", "scripts"):
         source = ROOT / name
         if source.is_dir():
             shutil.copytree(source, target / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, target / name)
+    shutil.copy2(ROOT / "pyproject.toml", target / "pyproject.toml")
     return target
 
 

@@ -7,13 +7,18 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from bench.performance.trust_check import scan
 from forecaster.core.notice import (
     DISTRUST_AFTER_SECONDS,
     TRUST_WINDOW_SECONDS,
     AnnouncedItem,
     NoticeLedger,
+    Outcome,
     SourceStatus,
+    distrusted_keys,
 )
 from forecaster.core.planner import Mode, PoolInput, announced_gpus, plan, planned_demand
 from forecaster.core.policy import Budgets
@@ -300,3 +305,35 @@ def test_an_item_keeps_its_first_deadline_and_is_not_followed_again_once_ended()
     assert not gone.came and gone.held_gpu_hours == 16 * 600 / 3600
     assert follow(ledger, [item("stage", start=NOW + 720)], NOW + 720) == []
     assert ledger.saved()[1] == ()  # nothing in flight: it is not held again
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=-9 * 86400, max_value=0),
+            st.booleans(),
+            st.sampled_from(["", "a", "b"]),
+            st.sampled_from(["cronjob", "jobset"]),
+        ),
+        max_size=60,
+    )
+)
+def test_the_trust_check_answers_as_the_scan_it_replaced(rows: list[Any]) -> None:
+    """``distrusted_keys`` (arrays, once per reading) equals the per-moment scan it replaced
+    (``bench.performance.trust_check.scan``) on any outcomes, in any order."""
+    found = [
+        Outcome(source, "a", "", came, NOW + at, namespace=namespace)
+        for at, came, namespace, source in rows
+    ]
+    assert distrusted_keys(found, now=NOW) == scan(found, now=NOW)
+
+
+def test_an_outcome_exactly_seven_days_old_has_left_the_trust_window() -> None:
+    """The window is (t - 7 d, t]: four items that came exactly 7 days before the day's start
+    no longer lift it, so four misses keep the source below 0.5 all day."""
+    start = NOW - DISTRUST_AFTER_SECONDS
+    found = [Outcome("cronjob", "a", "", True, start - TRUST_WINDOW_SECONDS) for _ in range(4)]
+    found += [Outcome("cronjob", "a", "", False, start - 1000) for _ in range(4)]
+    assert list(distrusted_keys(found, now=NOW)) == ["cronjob"]
+    assert distrusted_keys(found, now=NOW) == scan(found, now=NOW)
