@@ -2193,6 +2193,15 @@ MUTATIONS = (
             "tests/core/test_notice.py::test_the_trust_check_answers_as_the_scan_it_replaced",
         ),
     ),
+    Mutation(
+        "an excluded namespace's announced work is read anyway",
+        "forecaster/actuators/notice/base.py",
+        "            if namespaces.allows(item.namespace):",
+        "            if True:",
+        (
+            "tests/actuators/test_notice_cronjobs.py::test_notice_namespaces_choose_whose_announced_work_is_read",
+        ),
+    ),
 )
 
 

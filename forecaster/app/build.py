@@ -36,7 +36,7 @@ from forecaster.actuators.prewarm.backends import BackendDetector
 from forecaster.actuators.prewarm.placeholders import PlaceholderSpec
 from forecaster.actuators.prewarm.registry import make_backends, served_backends
 from forecaster.app.connect import build_source, control
-from forecaster.app.doctor import run_guardrails
+from forecaster.app.doctor import notice_namespaces, run_guardrails
 from forecaster.app.model_sharing import fetch_models, model_store
 from forecaster.app.signals import live_readers, twin_signals
 from forecaster.core.cluster import PoolSnapshot
@@ -170,6 +170,7 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
     notice = NoticeReader(
         [SOURCES[name] for name in settings.notice.sources],
         grace_seconds=settings.notice.grace_seconds,
+        namespaces=notice_namespaces(settings),
     )
     skipped = SkippedEvents(kube, ph.namespace, _daemon_reference(settings))
 

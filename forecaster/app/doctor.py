@@ -11,7 +11,7 @@ from forecaster.actuators import guardrails
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.notice.base import read_notice
+from forecaster.actuators.notice.base import NamespaceFilter, read_notice
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.observe.attribution import shape
 from forecaster.actuators.observe.claims import claimed_pods
@@ -86,6 +86,7 @@ def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
         grace_seconds=settings.notice.grace_seconds,
         resources={p.name: p.resource for p in settings.pools},
         node_units={p.name: p.gpus_per_node for p in settings.pools},
+        namespaces=notice_namespaces(settings),
     )
     lines = []
     for status in reading.statuses:
@@ -107,6 +108,14 @@ def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
 
 
 MAX_SKIPPED_LINES = 5
+
+
+def notice_namespaces(settings: Settings) -> NamespaceFilter:
+    """``notice.namespaces`` as the notice reader filters with it."""
+    chosen = settings.notice.namespaces
+    return NamespaceFilter(frozenset(chosen.include), frozenset(chosen.exclude))
+
+
 """Skipped objects named by ``doctor`` (the rest counted): tenants decide how many there are."""
 
 

@@ -293,6 +293,27 @@ class PlanningSettings(_Strict):
     )
 
 
+class NoticeNamespaces(_Strict):
+    """Which namespaces' announced work is read (by name: a label selector would need a
+    cluster-wide ``namespaces: list`` grant)."""
+
+    include: tuple[str, ...] = Field(
+        (), description="read only these namespaces' announced work; [] reads every namespace"
+    )
+    exclude: tuple[str, ...] = Field(
+        (),
+        description="never read these namespaces' announced work (their pods are then"
+        " unannounced demand, learnt by the forecast)",
+    )
+
+    @model_validator(mode="after")
+    def _apart(self) -> NoticeNamespaces:
+        both = sorted(set(self.include) & set(self.exclude))
+        if both:
+            raise ValueError(f"namespace(s) {both} both included and excluded")
+        return self
+
+
 class NoticeSettings(_Strict):
     """GPU work the cluster announces before its pods exist (``actuators.notice``)."""
 
@@ -306,6 +327,11 @@ class NoticeSettings(_Strict):
         ge=0,
         le=DAY_SECONDS,
         description="announced work later than its latest start by this much did not come",
+    )
+    namespaces: NoticeNamespaces = Field(
+        default_factory=NoticeNamespaces,
+        description="whose announced work is read (by namespace name); every namespace's by"
+        " default",
     )
 
     @field_validator("sources")

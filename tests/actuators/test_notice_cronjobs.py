@@ -21,12 +21,14 @@ import pytest
 from fastapi.testclient import TestClient
 
 from forecaster.actuators.kube import Kube, api_client
-from forecaster.actuators.notice.base import NoticeReading
+from forecaster.actuators.notice.base import NoticeReader, NoticeReading
 from forecaster.actuators.notice.cronjobs import CronJobSource
+from forecaster.actuators.observe.attribution import shape
 from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
+from forecaster.settings.schema import NoticeNamespaces
 from tests.factories import cronjob, one_pool_settings, placeholders, read_source
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
@@ -385,3 +387,34 @@ def test_a_run_entering_the_window_is_planned_at_once_not_after_a_quiet_tick(
     second = daemon.reconcile(T0 + 10)
     assert second is not None and second.replanned
     assert second.plan.pool(POOL).target_gpus == 16
+
+
+def test_notice_namespaces_choose_whose_announced_work_is_read(api: KubeApiDouble) -> None:
+    """``notice.namespaces``: an excluded namespace's runs are not read and its pods are
+    unannounced demand (learnt by the forecast); with ``include``, only those namespaces'."""
+    other = nightly("theirs")
+    other["metadata"]["namespace"] = "team-b"
+    api.put("cronjobs", nightly())
+    api.put("cronjobs", other)
+    kube = Kube(api_client(host=api.url), dry_run=True)
+    shapes = [shape(n) for n in kube.list_nodepools()]
+
+    def read_with(**chosen: Any) -> NoticeReading:
+        config = one_pool_settings(Path("/nonexistent"))
+        chosen_namespaces = NoticeNamespaces.model_validate(chosen)
+        notice = config.notice.model_copy(update={"namespaces": chosen_namespaces})
+        config = config.model_copy(update={"notice": notice})
+        reader = NoticeReader([CronJobSource()], namespaces=build.notice_namespaces(config))
+        return reader.read(kube, pools=shapes, now=T0)
+
+    keys = [i.key for i in read_with(exclude=["team-b"]).items[POOL]]
+    assert keys == ["cronjob ml/nightly@2027-01-15T08:05:00Z"]
+    job = f"theirs-{(T0 + 300) // 60}"
+    assert read_with(exclude=["team-b"]).announcement(run_pod(f"{job}-x", job, "team-b")) is None
+    keys = [i.key for i in read_with(include=["team-b"]).items[POOL]]
+    assert keys == ["cronjob team-b/theirs@2027-01-15T08:05:00Z"]
+    assert read_with(include=["team-b"]).announcement(run_pod(f"{job}-x", job, "team-b"))
+    both = read_with()
+    assert len(both.items[POOL]) == 2
+    with pytest.raises(ValueError, match="both included and excluded"):
+        read_with(include=["ml"], exclude=["ml"])

@@ -200,6 +200,24 @@ class Deadlined(Protocol):
     def within(self, seconds: float) -> AbstractContextManager[None]: ...
 
 
+@dataclass(frozen=True)
+class NamespaceFilter:
+    """Whose announced work is read (``notice.namespaces``): with ``include``, only those
+    namespaces'; never ``exclude``'s. An item of no namespace is always read."""
+
+    include: frozenset[str] = frozenset()
+    exclude: frozenset[str] = frozenset()
+
+    def allows(self, namespace: str) -> bool:
+        """Is ``namespace``'s announced work read?"""
+        if not namespace:
+            return True
+        return namespace not in self.exclude and (not self.include or namespace in self.include)
+
+
+EVERY_NAMESPACE = NamespaceFilter()
+
+
 @dataclass
 class NoticeReading:
     """Announced items per pool, and how each source fared."""
@@ -213,10 +231,15 @@ class NoticeReading:
     """Objects skipped this time: unreadable, or asking more per pod than a node holds."""
     timed_out: tuple[str, ...] = ()
     """Sources that ran out of their time this tick (``SOURCE_DEADLINE_SECONDS``)."""
+    namespaces: NamespaceFilter = EVERY_NAMESPACE
+    """Whose announced work was read: a pod of a namespace not read is unannounced work."""
 
     def announcement(self, pod: Pod) -> tuple[str, str] | None:
         """(source, item key) of the announced work ``pod`` is of; None: unannounced work (a
-        marker that fails on this pod marks nothing: the pod is counted as unannounced)."""
+        marker that fails on this pod marks nothing: the pod is counted as unannounced; so is
+        a pod of a namespace whose notice is not read)."""
+        if not self.namespaces.allows(str((pod.get("metadata") or {}).get("namespace") or "")):
+            return None
         for source, marks in self.markers:
             try:
                 key = marks(pod)
@@ -245,9 +268,11 @@ class NoticeReader:
         grace_seconds: int = GRACE_SECONDS,
         source_deadline_seconds: float = SOURCE_DEADLINE_SECONDS,
         budget_seconds: float = NOTICE_BUDGET_SECONDS,
+        namespaces: NamespaceFilter = EVERY_NAMESPACE,
     ):
         self.sources = tuple(sources)
         self.grace_seconds = grace_seconds
+        self.namespaces = namespaces
         self.source_deadline_seconds = source_deadline_seconds
         self.budget_seconds = budget_seconds
         self._problems: dict[str, str | None] = {}
@@ -276,6 +301,7 @@ class NoticeReader:
             node_units=node_units,
             source_deadline_seconds=self.source_deadline_seconds,
             budget_seconds=self.budget_seconds,
+            namespaces=self.namespaces,
         )
         self._follow_hangs(reading, now=now)
         for status in reading.statuses:
@@ -322,12 +348,13 @@ def read_notice(
     node_units: Mapping[str, int] | None = None,
     source_deadline_seconds: float = SOURCE_DEADLINE_SECONDS,
     budget_seconds: float = NOTICE_BUDGET_SECONDS,
+    namespaces: NamespaceFilter = EVERY_NAMESPACE,
 ) -> NoticeReading:
     """Run every source over what the cluster serves (see the module docstring); each pool's
-    items in its accelerator resource (``resources``). Each source's reads end within
-    ``source_deadline_seconds`` and all of them within ``budget_seconds`` (where ``lister``
-    takes deadlines); whatever one source or one object does costs that source or object only.
-    """
+    items in its accelerator resource (``resources``), of the namespaces ``namespaces`` reads.
+    Each source's reads end within ``source_deadline_seconds`` and all of them within
+    ``budget_seconds`` (where ``lister`` takes deadlines); whatever one source or one object
+    does costs that source or object only."""
     items: dict[str, list[AnnouncedItem]] = {}
     statuses, markers, skipped, timed_out = [], [], [], []
     started = time.monotonic()
@@ -352,7 +379,8 @@ def read_notice(
         )
         status, found_items, passed, marker = _announced(source, listed[source.kinds[0]], context)
         for item in found_items:
-            items.setdefault(item.pool, []).append(item)
+            if namespaces.allows(item.namespace):
+                items.setdefault(item.pool, []).append(item)
         if marker is not None:
             markers.append((source.name, marker))
         skipped += passed
@@ -363,6 +391,7 @@ def read_notice(
         tuple(markers),
         tuple(skipped),
         tuple(timed_out),
+        namespaces,
     )
 
 
