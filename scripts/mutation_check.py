@@ -2202,6 +2202,13 @@ MUTATIONS = (
             "tests/actuators/test_notice_cronjobs.py::test_notice_namespaces_choose_whose_announced_work_is_read",
         ),
     ),
+    Mutation(
+        "the ended items a tenant's runs make are remembered without bound",
+        "forecaster/core/notice.py",
+        "        if len(self._ended) > MAX_ENDED:  # the oldest go first",
+        "        if False:  # the oldest go first",
+        ("tests/core/test_notice.py::test_the_ended_items_remembered_are_bounded_newest_kept",),
+    ),
 )
 
 

@@ -125,6 +125,9 @@ TRUST_MIN_OUTCOMES = 4
 ENDED_SECONDS = 86400
 """An item that came or was withdrawn is not planned nor judged again for this long, however
 often its source announces it again (``NoticeLedger.ended``)."""
+MAX_ENDED = 50_000
+"""Ended items remembered at most (the newest): how many items end a day is the tenants' to
+decide; one forgotten early is, at worst, followed (and held for) once more."""
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,9 @@ class NoticeLedger:
         kept = now - TRUST_WINDOW_SECONDS - DISTRUST_AFTER_SECONDS  # the window, a day ago too
         self.outcomes = [o for o in self.outcomes if o.at > kept] + resolved
         self._ended = {k: t for k, t in self._ended.items() if now - t < ENDED_SECONDS}
+        if len(self._ended) > MAX_ENDED:  # the oldest go first
+            newest = sorted(self._ended.items(), key=lambda kv: kv[1])[-MAX_ENDED:]
+            self._ended = dict(newest)
         return resolved
 
     def ended(self, pool: str, key: str) -> bool:

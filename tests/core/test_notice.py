@@ -337,3 +337,16 @@ def test_an_outcome_exactly_seven_days_old_has_left_the_trust_window() -> None:
     found += [Outcome("cronjob", "a", "", False, start - 1000) for _ in range(4)]
     assert list(distrusted_keys(found, now=NOW)) == ["cronjob"]
     assert distrusted_keys(found, now=NOW) == scan(found, now=NOW)
+
+
+def test_the_ended_items_remembered_are_bounded_newest_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """How many items end is the tenants' to decide: past ``MAX_ENDED`` the oldest are
+    forgotten (followed once more at worst), the memory stays bounded."""
+    monkeypatch.setattr("forecaster.core.notice.MAX_ENDED", 3)
+    ledger = NoticeLedger()
+    for n in range(5):
+        follow(ledger, [item(f"run-{n}")], NOW + n)
+        follow(ledger, [], NOW + n, present=[("cronjob", f"run-{n}")])
+    assert [ledger.ended("a", f"run-{n}") for n in range(5)] == [False, False, True, True, True]
