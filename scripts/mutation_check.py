@@ -477,8 +477,8 @@ MUTATIONS = (
     Mutation(
         "a malformed object makes the whole cluster unobservable",
         "forecaster/actuators/observe/observer.py",
-        "snapshots[pool] = unobservable(pool, problem=problem, now=now)",
-        "raise MalformedObjectError(problem) from exc",
+        "snapshots[pool] = unobservable(pool, problem=_one_pool_problem(exc), now=now)",
+        "raise MalformedObjectError(_one_pool_problem(exc)) from exc",
         ("tests/faults/test_isolation.py",),
     ),
     Mutation(
@@ -994,7 +994,7 @@ MUTATIONS = (
     Mutation(
         "the recording rule counts our placeholders",
         "deploy/base/prometheusrule.yaml",
-        ',namespace!="forecaster"}))',
+        ',namespace!~"forecaster|forecaster-placeholders"}))',
         "}))",
         (
             "tests/deploy/test_manifests.py::test_the_demand_recording_rule_counts_what_the_default_query_counts",
@@ -1047,7 +1047,7 @@ MUTATIONS = (
     Mutation(
         "the closed loop: the shipped queries count our namespace",
         "forecaster/sources/prometheus.py",
-        "    return f'namespace!=\"{namespace}\"' if namespace else 'namespace!=\"\"'",
+        """    return f'namespace!~"{"|".join(namespaces)}"'""",
         "    return 'namespace!=\"\"'",
         ("tests/service/test_closed_loop.py::test_arrivals_count_only_real_pods",),
     ),
@@ -2208,6 +2208,80 @@ MUTATIONS = (
         "        if len(self._ended) > MAX_ENDED:  # the oldest go first",
         "        if False:  # the oldest go first",
         ("tests/core/test_notice.py::test_the_ended_items_remembered_are_bounded_newest_kept",),
+    ),
+    Mutation(
+        "the queries leave out only one of our namespaces (earlier versions' placeholders count)",
+        "forecaster/sources/prometheus.py",
+        """    return f'namespace!~"{"|".join(namespaces)}"'""",
+        """    return f'namespace!="{namespaces[0]}"'""",
+        (
+            "tests/deploy/test_manifests.py::test_the_demand_recording_rule_counts_what_the_default_query_counts",
+        ),
+    ),
+    Mutation(
+        "placeholders may live beside our accounts (the daemon could borrow one)",
+        "forecaster/settings/schema.py",
+        "        if self.planning.placeholders.namespace == self.namespace:",
+        "        if False:",
+        ("tests/deploy/test_upgrade_chart.py",),
+    ),
+    Mutation(
+        "what an earlier version left in our own namespace is never withdrawn",
+        "forecaster/app/cleanup.py",
+        '    return [(f"{name} ({MOVED})", b) for name, b in _served(kube, namespace, undone)]',
+        "    return []",
+        (
+            "tests/faults/test_upgrade.py::test_the_daemon_continues_from_what_0_1_left",
+            "tests/deploy/test_upgrade_chart.py",
+        ),
+    ),
+    Mutation(
+        "the expiry CronJob leaves what an earlier version held in our namespace",
+        "forecaster/app/cleanup.py",
+        "    _each(undone, moved, lambda backend: backend.uninstall(undone))\n",
+        "",
+        ("tests/deploy/test_upgrade_chart.py",),
+    ),
+    Mutation(
+        "the placeholders' Roles land in our own namespace (Kustomize)",
+        "deploy/placeholders/kustomization.yaml",
+        "namespace: forecaster-placeholders",
+        "namespace: forecaster",
+        ("tests/deploy/test_rbac.py::test_no_account_can_be_borrowed",),
+    ),
+    Mutation(
+        "the daemon may get and patch every NodePool (Helm)",
+        "deploy/helm/forecaster/templates/rbac.yaml",
+        "    resourceNames: {{ $pools | toJson }}\n",
+        "",
+        (
+            "tests/deploy/test_config_rbac.py::test_the_daemons_nodepool_grant_names_the_configured_pools",
+        ),
+    ),
+    Mutation(
+        "every notice source's reads are granted, enabled or not (Helm)",
+        "deploy/helm/forecaster/templates/rbac.yaml",
+        "{{- if has $name $sources }}{{ $notice = concat $notice $rules }}{{ end -}}",
+        "{{- $notice = concat $notice $rules -}}",
+        ("tests/deploy/test_config_rbac.py::test_notice_grants_follow_notice_sources",),
+    ),
+    Mutation(
+        "a 403 on one pool's NodePool stops every pool's tick",
+        "forecaster/actuators/observe/observer.py",
+        "    NodePoolForbiddenError,  # a 403 on this pool's NodePool: our grant does not name",
+        "    # (mutated away) a 403 on this pool's NodePool: our grant does not name",
+        (
+            "tests/deploy/test_config_rbac.py::test_a_pool_missing_from_the_grant_gets_its_own_403_and_doctor_names_it",
+        ),
+    ),
+    Mutation(
+        "doctor does not name a pool missing from the daemon's NodePool grant",
+        "forecaster/app/doctor.py",
+        "        if pool.name not in named",
+        "        if False",
+        (
+            "tests/deploy/test_config_rbac.py::test_a_pool_missing_from_the_grant_gets_its_own_403_and_doctor_names_it",
+        ),
     ),
 )
 

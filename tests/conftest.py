@@ -48,7 +48,7 @@ KSM_START = 1_768_000_000 - 1_768_000_000 % 3600  # 2026-01-09T22:00Z: far older
 BACKFILL_DAYS = 16
 
 
-OUR_NAMESPACE = "forecaster"
+OUR_NAMESPACE = "forecaster-placeholders"  # where our placeholders live (excluded from demand)
 KSM_CREATED = {
     "a": KSM_START - 3600,
     "b": KSM_START + 10 * 60 + 20,

@@ -43,7 +43,10 @@ from tests.service.fakes import POOL, T0, LiveSource
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
 
-NS = "forecaster"
+NS = "forecaster-placeholders"
+"""The placeholders' namespace (placeholder Jobs and pods, CapacityBuffers, PodTemplates)."""
+HOME = "forecaster"
+"""forecaster's own: its state, Lease, kill switch, models and Events."""
 
 
 def settings(tmp_path: Path, **changes: object) -> Settings:

@@ -15,6 +15,8 @@
 * ``image-pull-dominates``: most of the measured lead is pods pulling their image on fresh
   nodes - no forecast removes that; node images with the containers cached, a lazy-pulling
   snapshotter or ``warm_image`` (placeholders pre-pull the workload image) shorten it.
+* ``nodepool-unreadable``: a configured NodePool the daemon may not read (a 403: the NodePool
+  grant does not name it) - that pool's checks are skipped, the others run.
 * ``guardrails-unavailable``: the API server failed while checking (the daemon still starts).
 """
 
@@ -124,7 +126,11 @@ def _check(kube: Kube, pools: Sequence[PoolCheck], *, now: int) -> list[Guardrai
                     f" ({pool.image_pull_seconds}s): prewarm would arrive after the demand",
                 )
             )
-        nodepool = kube.get_nodepool(pool.pool)
+        try:
+            nodepool = kube.get_nodepool(pool.pool)
+        except ActuationError as exc:  # this pool's NodePool only (a 403: not in our grant)
+            findings.append(Guardrail("nodepool-unreadable", pool.pool, str(exc)))
+            continue
         if nodepool is None:
             findings.append(
                 Guardrail("nodepool-missing", pool.pool, f"NodePool {pool.pool} does not exist")

@@ -102,6 +102,7 @@ class Kube:
         self._custom: Any = client.CustomObjectsApi(api)
         self._scheduling: Any = client.SchedulingV1Api(api)
         self._policy: Any = client.PolicyV1Api(api)
+        self._rbac: Any = client.RbacAuthorizationV1Api(api)
         self._coordination: Any = client.CoordinationV1Api(api)
         self._batch: Any = client.BatchV1Api(api)
         self._retries = retries
@@ -212,13 +213,24 @@ class Kube:
 
     def get_nodepool(self, name: str) -> NodePool | None:
         """The NodePool, or None if it does not exist."""
-        return cast(
-            "NodePool | None",
-            self._get(
-                lambda: self._custom.get_cluster_custom_object(
-                    "karpenter.sh", "v1", "nodepools", name, **self._opts()
+        with _nodepool_grant(name):
+            return cast(
+                "NodePool | None",
+                self._get(
+                    lambda: self._custom.get_cluster_custom_object(
+                        "karpenter.sh", "v1", "nodepools", name, **self._opts()
+                    ),
+                    f"get nodepool {name}",
                 ),
-                f"get nodepool {name}",
+            )
+
+    def get_cluster_role(self, name: str) -> dict[str, Any] | None:
+        """The ClusterRole, or None if it does not exist (``doctor`` reads our own)."""
+        return cast(
+            "dict[str, Any] | None",
+            self._get(
+                lambda: self._rbac.read_cluster_role(name, **self._opts()),
+                f"get clusterrole {name}",
             ),
         )
 
@@ -406,19 +418,20 @@ class Kube:
 
     def patch_nodepool(self, name: str, body: Obj) -> None:
         """JSON merge patch (``None`` deletes a key); include resourceVersion to precondition."""
-        self._write(
-            f"patch nodepool {name}",
-            body,
-            lambda: self._custom.patch_cluster_custom_object(
-                "karpenter.sh",
-                "v1",
-                "nodepools",
-                name,
+        with _nodepool_grant(name):
+            self._write(
+                f"patch nodepool {name}",
                 body,
-                _content_type=MERGE_PATCH,
-                **self._write_opts(),
-            ),
-        )
+                lambda: self._custom.patch_cluster_custom_object(
+                    "karpenter.sh",
+                    "v1",
+                    "nodepools",
+                    name,
+                    body,
+                    _content_type=MERGE_PATCH,
+                    **self._write_opts(),
+                ),
+            )
 
     def create_capacity_buffer(self, namespace: str, body: CapacityBuffer) -> None:
         self._write(
@@ -670,3 +683,27 @@ def _message(exc: ApiException) -> str:
         return str(json.loads(exc.body or "{}").get("message") or exc.reason)
     except (ValueError, AttributeError):
         return str(exc.reason)
+
+
+NODEPOOL_GRANT = "forecaster-nodepools"
+"""The daemon's ClusterRole that names its pools (``forecaster rbac``, the chart's ``pools``)."""
+
+
+class NodePoolForbiddenError(ActuationError):
+    """403 on one NodePool: our grant does not name it. That pool fails alone (the others'
+    NodePools answer), unlike an API server that fails every read."""
+
+
+@contextmanager
+def _nodepool_grant(name: str) -> Iterator[None]:
+    """A 403 on one NodePool says which grant lacks it (that pool fails alone)."""
+    try:
+        yield
+    except ActuationError as exc:
+        cause = exc.__cause__
+        if isinstance(cause, ApiException) and cause.status == 403:
+            raise NodePoolForbiddenError(
+                f"{exc} - ClusterRole {NODEPOOL_GRANT} does not name NodePool {name}:"
+                " `forecaster doctor` says how to grant it"
+            ) from cause
+        raise

@@ -172,7 +172,7 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
         grace_seconds=settings.notice.grace_seconds,
         namespaces=notice_namespaces(settings),
     )
-    skipped = SkippedEvents(kube, ph.namespace, _daemon_reference(settings))
+    skipped = SkippedEvents(kube, settings.namespace, _daemon_reference(settings))
 
     def observe_live(pools: Sequence[str], now: int) -> Mapping[str, PoolSnapshot]:
         observation = observe(
@@ -238,7 +238,7 @@ def build_reconciler(
         if not kube.dry_run:
             state_store = ConfigMapStateStore(
                 kube,
-                namespace=settings.planning.placeholders.namespace,
+                namespace=settings.namespace,
                 name=settings.state_config_map,
                 earlier_leader=earlier_leader,
             )
@@ -276,7 +276,7 @@ def build_actuator(settings: Settings, kube: Kube) -> Actuator:
     return Actuator(
         backends=backends,
         nodepools=NodePools(kube),
-        events=Events(kube, ph.namespace),
+        events=Events(kube, settings.namespace),
         detector=detector,
         pools={
             p.name: PoolActuation(
@@ -295,7 +295,7 @@ def model_mirror(settings: Settings, kube: Kube) -> ModelConfigMaps | None:
     """The ConfigMap model store when configured (``models_store: configmap``), else None."""
     if settings.models_store != "configmap":
         return None
-    return ModelConfigMaps(kube, namespace=settings.planning.placeholders.namespace)
+    return ModelConfigMaps(kube, namespace=settings.namespace)
 
 
 def build_cluster_service(
@@ -318,7 +318,7 @@ def build_cluster_service(
     if elect:
         elector = LeaderElector(
             kube,
-            namespace=settings.planning.placeholders.namespace,
+            namespace=settings.namespace,
             name=LEASE_NAME,
             identity=identity,
             wall=lambda: clock.now().timestamp(),

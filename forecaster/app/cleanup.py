@@ -1,8 +1,8 @@
 """Uninstall and expiry: undo everything the daemon holds (``forecaster cleanup``).
 
 Both find our objects by what is written on them, never through the config's pool list: our
-label in our namespace (whatever each registered prewarm backend holds: placeholder Jobs and pods,
-CapacityBuffers, ...) and our record on NodePools
+label in the placeholders' namespace (whatever each registered prewarm backend holds: placeholder
+Jobs and pods, CapacityBuffers, ...) and our record on NodePools
 (``forecaster.io/original-disruption``). A pool removed from the config long ago is undone like
 any other, and neither needs a config that validates - the usual reason the daemon is down is a
 config it refuses. Each object is undone on its own: one that cannot be (a damaged record, a
@@ -11,6 +11,10 @@ the rest proceed; the command then exits 1, so ``kube_job_failed`` and the shipp
 Discovery and listing are isolated the same way, per backend and per kind: CapacityBuffers that
 cannot be listed (a 500, a 403, a hang) are one failed line, and every NodePool is still
 restored - and the other way round.
+
+Earlier versions kept placeholders in forecaster's own namespace; both commands also
+withdraw whatever of ours is left there (``MOVED``), so an upgrade leaves no orphan behind: the
+expiry CronJob does it within minutes of the upgrade, uninstall in any case.
 """
 
 from __future__ import annotations
@@ -34,10 +38,14 @@ __all__ = ["Undone", "cleanup", "expire", "still_held"]
 UNINSTALL_HOLD_SECONDS = 3600  # replicas stay followers this long after `cleanup`
 
 
+MOVED = "left in forecaster's own namespace by an earlier version"
+
+
 def cleanup(
     kube: Kube,
     *,
     namespace: str,
+    placeholders: str,
     expired_at: int | None = None,
     wall: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
@@ -51,54 +59,79 @@ def cleanup(
     ``forecaster resume`` gives the Lease back. Idempotent - a second run finds nothing to
     change. Leaves the PriorityClass and the state ConfigMap to the manifests' deletion.
 
+    ``namespace`` is forecaster's own (the Lease), ``placeholders`` the placeholders' one.
     With ``expired_at`` (``cleanup --expired``, the CronJob that works without the daemon):
     only what has outlived its deadline (``expire``).
     """
     if expired_at is not None:
-        return expire(kube, namespace=namespace, now=expired_at)
+        return expire(kube, namespace=namespace, placeholders=placeholders, now=expired_at)
     undone = Undone()
     wait = fence(
         kube, namespace=namespace, identity=CLEANUP_IDENTITY, hold_seconds=hold_seconds, wall=wall
     )
     if wait:
         sleep(wait)
-    backends = _served(kube, namespace, undone)
+    backends = _served(kube, placeholders, undone) + _moved(kube, namespace, placeholders, undone)
     _each(undone, backends, lambda backend: backend.uninstall(undone))
     _restore_nodepools(kube, undone, expired_before=None)
     _each(undone, backends, lambda backend: backend.settle(undone, sleep))
     return undone
 
 
-def expire(kube: Kube, *, namespace: str, now: int) -> Undone:
+def expire(kube: Kube, *, namespace: str, placeholders: str, now: int) -> Undone:
     """Undo what outlived its deadline: each backend's own (buffers past ``expires-at`` are
     zeroed; placeholders expire by themselves, Jobs with deadlines), NodePools past their pause
-    deadline restored."""
+    deadline restored; and withdraw whatever of ours an earlier version left in forecaster's
+    own namespace (``MOVED``: no daemon renews it any more). It never waits: a buffer it zeroed
+    that the autoscaler has not let go yet is deleted by a later run."""
     undone = Undone()
-    _each(undone, _served(kube, namespace, undone), lambda backend: backend.expire(undone, now=now))
+    _each(
+        undone, _served(kube, placeholders, undone), lambda backend: backend.expire(undone, now=now)
+    )
+    moved = _moved(kube, namespace, placeholders, undone)
+    _each(undone, moved, lambda backend: backend.uninstall(undone))
     _restore_nodepools(kube, undone, expired_before=now)
+    _each(undone, moved, lambda backend: backend.settle(undone, _no_wait))
     return undone
 
 
-def _served(kube: Kube, namespace: str, undone: Undone) -> dict[str, PrewarmBackend]:
-    """Every registered backend the cluster serves (what it does not serve holds nothing); one
-    whose discovery fails is a failed line of its own, and the others go on."""
-    served: dict[str, PrewarmBackend] = {}
+def _no_wait(seconds: float) -> None:
+    """The expiry CronJob's ``sleep``: it runs every few minutes and never waits."""
+
+
+def _served(kube: Kube, namespace: str, undone: Undone) -> list[tuple[str, PrewarmBackend]]:
+    """Every registered backend the cluster serves in ``namespace`` (what it does not serve
+    holds nothing); one whose discovery fails is a failed line of its own, and the others go
+    on."""
+    served: list[tuple[str, PrewarmBackend]] = []
     for name, backend in make_backends(kube, namespace, "").items():
 
         def discover(name: str = name, backend: PrewarmBackend = backend) -> None:
             if backend.served() is None:
-                served[name] = backend
+                served.append((name, backend))
 
         undone.attempt(f"prewarm backend {name}", discover)
     return served
 
 
+def _moved(
+    kube: Kube, namespace: str, placeholders: str, undone: Undone
+) -> list[tuple[str, PrewarmBackend]]:
+    """The backends over forecaster's own namespace, where earlier versions held prewarm
+    (none when the placeholders are configured there, which the settings refuse)."""
+    if namespace == placeholders:
+        return []
+    return [(f"{name} ({MOVED})", b) for name, b in _served(kube, namespace, undone)]
+
+
 def _each(
-    undone: Undone, backends: dict[str, PrewarmBackend], step: Callable[[PrewarmBackend], None]
+    undone: Undone,
+    backends: list[tuple[str, PrewarmBackend]],
+    step: Callable[[PrewarmBackend], None],
 ) -> None:
     """``step`` on every backend, each on its own: one that fails (its list refused or hung)
     is a failed line, and the others - and the NodePools after them - still go."""
-    for name, backend in backends.items():
+    for name, backend in backends:
 
         def run(backend: PrewarmBackend = backend) -> None:
             step(backend)
@@ -131,10 +164,10 @@ def _restore_nodepools(kube: Kube, undone: Undone, *, expired_before: int | None
         undone.attempt(f"NodePool {name}", restore)
 
 
-def still_held(kube: Kube, *, namespace: str) -> list[str]:
+def still_held(kube: Kube, *, placeholders: str) -> list[str]:
     """One line per pool with prewarm still held, and when each ends without us: what an
     operator needs after stopping a live run (``forecaster run --cluster``)."""
-    served = served_backends(kube, namespace, "")[0]
+    served = served_backends(kube, placeholders, "")[0]
     lines = [line for backend in served.values() for line in backend.still_held()]
     if lines:
         lines.append("`forecaster cleanup` withdraws them now")

@@ -50,7 +50,7 @@ def build_source(settings: Settings) -> DemandSource:
         retries=prom.retries,
         backoff_seconds=prom.backoff_seconds,
         outage_min_seconds=outage,
-        exclude_namespace=settings.planning.placeholders.namespace,
+        exclude_namespaces=(settings.namespace, settings.planning.placeholders.namespace),
         resources={p.name: p.resource for p in settings.pools},
     )
 
@@ -80,7 +80,7 @@ def read_demand_csv(
 
 def control(settings: Settings, kube: Kube) -> Control:
     """The kill switch in our namespace."""
-    return Control(kube, namespace=settings.planning.placeholders.namespace)
+    return Control(kube, namespace=settings.namespace)
 
 
 def connect(settings: Settings, *, host: str | None = None) -> Kube:

@@ -10,7 +10,7 @@ from forecaster.accelerators import GPU, unit_of
 from forecaster.actuators import guardrails
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
-from forecaster.actuators.kube import Kube
+from forecaster.actuators.kube import NODEPOOL_GRANT, Kube
 from forecaster.actuators.notice.base import NamespaceFilter, read_notice
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.observe.attribution import shape
@@ -21,7 +21,7 @@ from forecaster.actuators.prewarm.registry import served_backends
 from forecaster.core.cluster import ClaimedPods
 from forecaster.core.policy import horizon_for_lead
 from forecaster.durations import DAY
-from forecaster.errors import ConfigError, SourceError
+from forecaster.errors import ActuationError, ConfigError, SourceError
 from forecaster.settings import Settings
 from forecaster.sources.base import DemandSource
 from forecaster.sources.prometheus import (
@@ -68,6 +68,46 @@ def unit_lines(settings: Settings) -> list[str]:
         " caps and prices are in that unit"
         for p in settings.pools
         if p.resource != GPU
+    ]
+
+
+GRANT_FIX = (
+    "re-render the RBAC with the pool (Helm: it is in `pools`; Kustomize: `forecaster rbac"
+    " --config deploy/base/forecaster.yaml > deploy/base/config-rbac.yaml`) and apply it"
+)
+
+
+def grant_findings(settings: Settings, kube: Kube) -> list[Guardrail]:
+    """One finding per configured pool the daemon's NodePool grant does not name: the daemon
+    gets 403 on that NodePool (that pool only), every tick, until the grant names it."""
+    try:
+        role = kube.get_cluster_role(NODEPOOL_GRANT)
+    except ActuationError as exc:
+        return [
+            Guardrail(
+                "nodepool-grant-unchecked",
+                None,
+                f"cannot read ClusterRole {NODEPOOL_GRANT} to check the daemon's NodePool grant"
+                f" ({exc})",
+            )
+        ]
+    if role is None:  # not installed (yet): nothing to check
+        return []
+    named: set[str] = set()
+    for rule in role.get("rules") or []:
+        if "nodepools" in rule.get("resources", []) and "get" in rule.get("verbs", []):
+            if "resourceNames" not in rule:
+                return []  # every NodePool (a grant from before pools were named)
+            named.update(rule["resourceNames"])
+    return [
+        Guardrail(
+            "nodepool-grant",
+            pool.name,
+            f"ClusterRole {NODEPOOL_GRANT} does not name NodePool {pool.name}: the daemon gets"
+            f" 403 on it (that pool only) - {GRANT_FIX}",
+        )
+        for pool in settings.pools
+        if pool.name not in named
     ]
 
 

@@ -20,7 +20,7 @@ from forecaster.settings import Settings
 
 def give_back(settings: Settings, kube: Kube, *, reset_state: bool, now: int) -> list[str]:
     """Release a cleanup's Lease hold and, when asked, reset the state; what was done."""
-    namespace = settings.planning.placeholders.namespace
+    namespace = settings.namespace
     done = []
     if release_fence(kube, namespace=namespace, wall=lambda: float(now)):
         done.append(

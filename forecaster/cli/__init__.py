@@ -88,12 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser("validate-config", help="check a config file and exit")
     _config_arg(validate)
-    values = sub.add_parser(
-        "helm-values",
-        help="the Helm chart's values from a config file (pools, caps, every other setting)",
-    )
-    _config_arg(values)
-    values.add_argument("--out", type=Path, help="write the values here (default: stdout)")
+    _add_render_commands(sub)
 
     models = sub.add_parser("models", help="inspect published model artifacts")
     models_sub = models.add_subparsers(dest="models_command", required=True)
@@ -164,6 +159,22 @@ def _add_train_command(sub: argparse._SubParsersAction[argparse.ArgumentParser])
     )
 
 
+def _add_render_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``helm-values`` and ``rbac``: what a config becomes in the deploy manifests."""
+    values = sub.add_parser(
+        "helm-values",
+        help="the Helm chart's values from a config file (pools, caps, every other setting)",
+    )
+    _config_arg(values)
+    values.add_argument("--out", type=Path, help="write the values here (default: stdout)")
+    rbac = sub.add_parser(
+        "rbac",
+        help="the daemon's grants that follow a config (NodePools by name, the notice sources'"
+        " reads): what deploy/base/config-rbac.yaml holds for Kustomize",
+    )
+    _config_arg(rbac)
+
+
 def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``cleanup``, ``doctor``, ``pause`` and ``resume``: commands that talk to a cluster."""
     # long: argparse declarations, one add_parser/add_argument per command and option
@@ -174,12 +185,17 @@ def _add_cluster_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     )
     cleanup.add_argument(
         "--namespace",
-        help="forecaster's namespace: where its placeholders, buffers and Lease live (default:"
-        " planning.placeholders.namespace of --config, read without validating the rest, else"
+        help="forecaster's own namespace: its Lease, and what earlier versions held there"
+        " (default: namespace of --config, read without validating the rest, else"
         " $POD_NAMESPACE, else forecaster)",
     )
     cleanup.add_argument(
-        "--config", type=Path, help="only its namespace is read; the file need not validate"
+        "--placeholders-namespace",
+        help="where its placeholders and buffers live (default: planning.placeholders.namespace"
+        " of --config, else the namespace above plus -placeholders)",
+    )
+    cleanup.add_argument(
+        "--config", type=Path, help="only its namespaces are read; the file need not validate"
     )
     cleanup.add_argument(
         "--kube-host", help="API server URL (default: in-cluster, else kubeconfig)"

@@ -114,8 +114,8 @@ def _run(settings: Settings, args: argparse.Namespace) -> int:
             )
         finally:  # Ctrl-C included: say what this run leaves held, and until when
             if not local:
-                namespace = settings.planning.placeholders.namespace
-                for line in cleanup.still_held(kube, namespace=namespace):
+                placeholders = settings.planning.placeholders.namespace
+                for line in cleanup.still_held(kube, placeholders=placeholders):
                     print(line, flush=True)
     if settings.source.kind == "prometheus":
         raise ConfigError(

@@ -24,7 +24,11 @@ CHART_OWNED: dict[tuple[str, ...], tuple[object, str]] = {
     ("twin",): (None, "nothing: it is the embedded default's"),
     ("dry_run",): (False, "forecastOnly (true unless set false)"),
     ("state_config_map",): ("forecaster-state", "forecaster-state"),
-    ("planning", "placeholders", "namespace"): (None, "the release namespace"),
+    ("namespace",): (None, "the release namespace"),
+    ("planning", "placeholders", "namespace"): (
+        None,
+        "the release namespace plus -placeholders (values placeholders.namespace)",
+    ),
     ("planning", "placeholders", "priority_class"): (
         "forecaster-placeholder",
         "forecaster-placeholder",

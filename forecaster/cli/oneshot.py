@@ -1,5 +1,6 @@
 """The one-shot commands an operator runs at the terminal: ``pause``, ``resume``, ``doctor``,
-``check-query``, ``validate-config``, ``helm-values``, ``cleanup`` and ``history export``.
+``check-query``, ``validate-config``, ``helm-values``, ``rbac``, ``cleanup`` and ``history
+export``.
 
 They load no model library (prophet, statsmodels, scikit-learn, pandas, matplotlib): a kill
 switch answers in about a second (``tests/cli/test_one_shot_imports.py``,
@@ -20,7 +21,13 @@ import yaml
 from forecaster.actuators.coordination.control import CONTROL_CONFIG_MAP
 from forecaster.actuators.guardrails import Guardrail
 from forecaster.app import cleanup, connect, doctor, history, takeover
-from forecaster.cli.config_paths import BUNDLED_CONFIG, DEFAULT_CONFIG, namespace_of
+from forecaster.cli import rbac
+from forecaster.cli.config_paths import (
+    BUNDLED_CONFIG,
+    DEFAULT_CONFIG,
+    PLACEHOLDERS_SUFFIX,
+    namespaces_of,
+)
 from forecaster.cli.helm_values import helm_values
 from forecaster.cli.query_report import query_check_report
 from forecaster.core.actions import Halt
@@ -37,6 +44,7 @@ ONE_SHOT = frozenset(
         "check-query",
         "validate-config",
         "helm-values",
+        "rbac",
         "cleanup",
         "history",
     }
@@ -49,6 +57,10 @@ def dispatch(args: argparse.Namespace) -> int:
         return _cleanup(args)
     if args.command == "helm-values":
         return _helm_values(args)
+    if args.command == "rbac":
+        settings = load_settings(config_path(args.config))  # a bad file fails, naming its field
+        sys.stdout.write(rbac.dump(rbac.config_rbac(settings), header=rbac.KUSTOMIZE_HEADER))
+        return 0
     handlers: dict[str, Callable[[Settings, argparse.Namespace], int]] = {
         "validate-config": _validate,
         "doctor": _doctor,
@@ -62,14 +74,20 @@ def dispatch(args: argparse.Namespace) -> int:
 
 def _cleanup(args: argparse.Namespace) -> int:
     """Withdraw everything forecaster changed in the cluster; idempotent. Needs no config: the
-    namespace comes from ``--namespace`` (what the shipped Jobs pass)."""
+    namespaces come from ``--namespace`` and ``--placeholders-namespace`` (what the shipped
+    Jobs pass)."""
     kube = connect.connect_writer(host=args.kube_host)
-    namespace = args.namespace or namespace_of(args.config)
+    own, placeholders = namespaces_of(args.config)
+    namespace = args.namespace or own
+    if args.placeholders_namespace:
+        placeholders = args.placeholders_namespace
+    elif args.namespace:
+        placeholders = args.namespace + PLACEHOLDERS_SUFFIX
     if args.expired:
         now = int(SystemClock().now().timestamp())
-        undone = cleanup.expire(kube, namespace=namespace, now=now)
+        undone = cleanup.expire(kube, namespace=namespace, placeholders=placeholders, now=now)
     else:
-        undone = cleanup.cleanup(kube, namespace=namespace)
+        undone = cleanup.cleanup(kube, namespace=namespace, placeholders=placeholders)
     for line in undone.changed:
         print(line)
     for line in undone.failed:
@@ -169,6 +187,9 @@ DOCTOR_CHECKS = {
     "guardrails-unavailable": "the API server answered the checks",
     "cluster-autoscaler": "no Cluster Autoscaler beside Karpenter",
     "nodepool-missing": "every configured NodePool exists",
+    "nodepool-unreadable": "every configured NodePool can be read",
+    "nodepool-grant": "the daemon's NodePool grant names every configured pool (if installed)",
+    "nodepool-grant-unchecked": "the daemon's NodePool grant could be read",
     "nodepool-unlimited": "every NodePool has a limit on its pool's accelerator resource",
     "unprotected-gpu-workloads": "GPU workloads are protected from consolidation",
     "lead-time": "forecast horizons cover the image pulls",
@@ -192,6 +213,8 @@ PROMETHEUS_CHECKS = frozenset(list(DOCTOR_CHECKS)[8:])
 DOCTOR_ERRORS = QUERY_ERRORS | {
     "guardrails-unavailable",
     "nodepool-missing",
+    "nodepool-unreadable",
+    "nodepool-grant",
     "prometheus-unreachable",
 }
 """Findings that make ``doctor`` exit 1: forecaster cannot work as configured. The rest are
@@ -209,6 +232,7 @@ def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     for line in doctor.claim_lines(kube):
         print(line)
     findings = doctor.run_guardrails(settings, kube, now=now, log_findings=False)
+    findings += doctor.grant_findings(settings, kube)
     now = args.at if args.at is not None else now  # the history's checks
     checks = dict(DOCTOR_CHECKS)
     if settings.source.kind == "prometheus":  # the history training will read

@@ -217,10 +217,19 @@ class BudgetSettings(_Strict):
     max_cost_per_hour: float = Field(200.0, ge=0, le=1_000_000, allow_inf_nan=False)
 
 
+NAMESPACE_PATTERN = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+
+
 class PlaceholderSettings(_Strict):
     """The pods (or CapacityBuffer chunks) that hold prewarmed capacity."""
 
-    namespace: str = Field("forecaster", pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    namespace: str = Field(
+        "forecaster-placeholders",
+        pattern=NAMESPACE_PATTERN,
+        description="where placeholder Jobs, CapacityBuffers and their PodTemplates live: a"
+        " namespace of their own, where no ServiceAccount of ours does (the daemon may create"
+        " Jobs there, so it must not be able to run one as another of our accounts)",
+    )
     priority_class: str = Field(
         "forecaster-placeholder",
         description="shipped in deploy/; must have -10 <= value < 0 and preemptionPolicy Never",
@@ -544,6 +553,12 @@ class Settings(_Strict):
         " watch's cache instead of listing them all, and a new pending GPU pod wakes a tick at"
         " once; false: list every tick, decide at the interval",
     )
+    namespace: str = Field(
+        "forecaster",
+        pattern=NAMESPACE_PATTERN,
+        description="forecaster's own namespace: its state, leader Lease, kill switch, models"
+        " and Events, and the training, expiry and cleanup ServiceAccounts",
+    )
     state_config_map: str = "forecaster-state"
     twin: TwinSettings = TwinSettings()
     pools: tuple[PoolSettings, ...] = Field(min_length=1)
@@ -583,6 +598,13 @@ class Settings(_Strict):
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise ValueError(f"pool names must be unique; repeated: {duplicated}")
+        if self.planning.placeholders.namespace == self.namespace:
+            raise ValueError(
+                f"planning.placeholders.namespace is {self.namespace}, forecaster's own"
+                " namespace: placeholders need one of their own (default"
+                " forecaster-placeholders), where the daemon's Jobs cannot run as the training,"
+                " expiry or cleanup accounts (docs/operations.md, upgrading)"
+            )
         ttl = self.planning.placeholders.ttl_seconds
         if self.reconcile_every_seconds >= ttl / 2:
             raise ValueError(

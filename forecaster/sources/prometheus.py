@@ -20,7 +20,7 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -125,7 +125,7 @@ DEFAULT_QUERY = OWN_DEMAND_QUERY + " or " + BOOTSTRAP_QUERY
 (``forecaster_observed_demand_gpus``: our placeholders excluded, node affinity attributed) where
 it exists, else - history from before the daemon ran, the bootstrap - kube-state-metrics' pods
 that select the NodePool (``kube_pod_nodeselectors``, an opt-in metric), our own (placeholders,
-in forecaster's namespace: ``{exclude}``) never counted as demand."""
+in our namespaces: ``{exclude}``) never counted as demand."""
 
 ARRIVALS_QUERY = """sum(
   sum by (namespace, pod) (max by (namespace, pod, container) (
@@ -240,16 +240,25 @@ def prometheus_duration_seconds(text: str) -> float | None:
 
 EXCLUDE = "{exclude}"
 """The placeholder every shipped query (and a custom one) puts inside a pod selector: filled
-with ``namespace!="<forecaster's namespace>"`` so our placeholders are never demand."""
+with ``namespace!~"<forecaster's namespace>|<the placeholders' one>"`` so our placeholders are
+never demand - those of today and those earlier versions held in forecaster's own namespace,
+which the history still holds."""
+OUR_NAMESPACES = ("forecaster", "forecaster-placeholders")
+"""forecaster's own namespace and the placeholders' one, by default (``Settings``)."""
 
 
-def exclusion(namespace: str | None) -> str:
-    """The label matcher that leaves out forecaster's own pods (every pod has a namespace)."""
-    return f'namespace!="{namespace}"' if namespace else 'namespace!=""'
+def exclusion(namespaces: Sequence[str]) -> str:
+    """The label matcher that leaves out forecaster's own pods (every pod has a namespace;
+    namespace names need no regex escaping)."""
+    if not namespaces:
+        return 'namespace!=""'
+    if len(namespaces) == 1:
+        return f'namespace!="{namespaces[0]}"'
+    return f'namespace!~"{"|".join(namespaces)}"'
 
 
 def render_query(
-    template: str, pool: str, *, exclude_namespace: str | None = None, resource: str = GPU
+    template: str, pool: str, *, exclude_namespaces: Sequence[str] = (), resource: str = GPU
 ) -> str:
     """Substitute the pool name, ``{exclude}`` and ``{resource}`` (the pool's accelerator as
     kube-state-metrics labels it) - and only them: PromQL braces stay."""
@@ -257,7 +266,7 @@ def render_query(
         raise SourceError(f"pool name {pool!r} is not a valid NodePool name")
     return (
         template.replace("{pool}", pool)
-        .replace(EXCLUDE, exclusion(exclude_namespace))
+        .replace(EXCLUDE, exclusion(exclude_namespaces))
         .replace("{resource}", metric_label(resource))
     )
 
@@ -279,10 +288,11 @@ class PrometheusSource:
         arrival_queries: dict[str, str] | None = None,
         pod_selectors: dict[str, str] | None = None,
         pod_window_seconds: int = POD_WINDOW_SECONDS,
-        exclude_namespace: str = "forecaster",
+        exclude_namespaces: Sequence[str] = OUR_NAMESPACES,
         resources: dict[str, str] | None = None,
     ) -> None:
-        """``exclude_namespace``: forecaster's own namespace, left out of every query's pods;
+        """``exclude_namespaces``: forecaster's own and the placeholders', left out of every
+        query's pods;
         ``resources``: each pool's accelerator resource (``nvidia.com/gpu`` where not named)."""
         if not 1 < max_points_per_request < MAX_POINTS_PER_SERIES:
             raise ValueError(f"max_points_per_request must be below {MAX_POINTS_PER_SERIES}")
@@ -291,7 +301,7 @@ class PrometheusSource:
         self._arrival_queries = dict(arrival_queries or {})
         self._pod_selectors = dict(pod_selectors or {})
         self._pod_window = pod_window_seconds
-        self._exclude = exclude_namespace
+        self._exclude = tuple(exclude_namespaces)
         self._resources = dict(resources or {})
         self._timeout = timeout_seconds
         self._max_points = max_points_per_request
@@ -313,7 +323,7 @@ class PrometheusSource:
         return render_query(
             template,
             pool,
-            exclude_namespace=self._exclude,
+            exclude_namespaces=self._exclude,
             resource=self._resources.get(pool, GPU),
         )
 

@@ -112,7 +112,7 @@ def test_each_pool_counts_plans_and_prewarms_in_its_own_resource(
     for name, resource in POOLS.items():
         ours = [
             p
-            for p in api.objects("pods", "forecaster")
+            for p in api.objects("pods", "forecaster-placeholders")
             if p["spec"].get("nodeSelector", {}).get("karpenter.sh/nodepool") == name
         ]
         assert ours and all(p["spec"].get("nodeName", "").startswith(name) for p in ours), name
@@ -148,13 +148,13 @@ def test_a_capacity_buffer_of_a_neuron_pool_holds_neuron_devices(tmp_path: Path)
             record = daemon.reconcile(T0 + 120 * i)
             assert record is not None and not record.errors, record and record.errors
             sim.step()
-        (buffer,) = api.objects("capacitybuffers", "forecaster")
+        (buffer,) = api.objects("capacitybuffers", "forecaster-placeholders")
         assert buffer["spec"]["limits"] == {POOLS["neuron"]: "16"}
-        (template,) = api.objects("podtemplates", "forecaster")
+        (template,) = api.objects("podtemplates", "forecaster-placeholders")
         requests = template["template"]["spec"]["containers"][0]["resources"]["requests"]
         assert requests[POOLS["neuron"]] == "8" and "nvidia.com/gpu" not in requests
         assert len(api.objects("nodes")) > 1  # Karpenter launched Neuron nodes for it
-        assert api.objects("pods", "forecaster") == []
+        assert api.objects("pods", "forecaster-placeholders") == []
     assert api.invalid == [], api.invalid
 
 

@@ -33,7 +33,8 @@ from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"  # ours: state, Lease, kill switch, Events
 
 
 def settings(tmp_path: Path, **planning: object) -> Settings:
@@ -176,7 +177,7 @@ def uninstall_after_a_prewarm(
     assert buffer["status"]["replicas"] > 0
     kube = Kube(api_client(host=api.url), dry_run=False)
     undone = cleanup.cleanup(
-        kube, namespace=NS, wall=lambda: float(T0), sleep=lambda s: sleep(sim, s)
+        kube, namespace=HOME, placeholders=NS, wall=lambda: float(T0), sleep=lambda s: sleep(sim, s)
     )
     assert undone.failed == []
     return undone.changed

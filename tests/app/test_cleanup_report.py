@@ -26,7 +26,8 @@ from forecaster.errors import ForecasterError
 from tests.actuators.test_nodepool_records import NAME, nodepool
 from tests.actuators.test_nodepool_records import FakeKube as OneNodePool
 
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"  # ours: state, Lease, kill switch, Events
 T = 1_800_000_000
 
 
@@ -81,7 +82,7 @@ def test_placeholders_are_summed_per_pool_and_end_at_creation_plus_deadline() ->
         ],
         None,
     )
-    assert still_held(kube, namespace=NS) == [  # type: ignore[arg-type]
+    assert still_held(kube, placeholders=NS) == [  # type: ignore[arg-type]
         f"pool earth: 1 placeholder Job(s), 2 GPUs, the last ending by {iso_utc(T + 600)}"
         " without the daemon",
         f"pool itp: 2 placeholder Job(s), 12 GPUs, the last ending by {iso_utc(T + 7260)}"
@@ -92,11 +93,11 @@ def test_placeholders_are_summed_per_pool_and_end_at_creation_plus_deadline() ->
 
 def test_a_placeholder_missing_its_annotations_or_deadline_reads_as_zero() -> None:
     kube = FakeKube([job("a", None, gpus=None, created=None, deadline=None)], None)
-    assert still_held(kube, namespace=NS)[0] == (  # type: ignore[arg-type]
+    assert still_held(kube, placeholders=NS)[0] == (  # type: ignore[arg-type]
         f"pool ?: 1 placeholder Job(s), 0 GPUs, the last ending by {iso_utc(0)} without the daemon"
     )
     kube = FakeKube([job("a", "itp", gpus=3, created=None, deadline=900)], None)
-    assert f"3 GPUs, the last ending by {iso_utc(900)}" in still_held(kube, namespace=NS)[0]  # type: ignore[arg-type]
+    assert f"3 GPUs, the last ending by {iso_utc(900)}" in still_held(kube, placeholders=NS)[0]  # type: ignore[arg-type]
 
 
 def test_buffers_that_ask_for_replicas_are_listed_with_their_expiry() -> None:
@@ -109,7 +110,7 @@ def test_buffers_that_ask_for_replicas_are_listed_with_their_expiry() -> None:
             buffer("forecaster-x", None, replicas=1, expires=None),  # unreadable: say so
         ],
     )
-    assert still_held(kube, namespace=NS) == [  # type: ignore[arg-type]
+    assert still_held(kube, placeholders=NS) == [  # type: ignore[arg-type]
         f"pool itp: CapacityBuffer forecaster-itp holds 3 chunk(s) until {iso_utc(T + 1800)}"
         " (then the expiry CronJob zeroes it)",
         f"pool ?: CapacityBuffer forecaster-x holds 1 chunk(s) until {iso_utc(0)}"
@@ -120,9 +121,9 @@ def test_buffers_that_ask_for_replicas_are_listed_with_their_expiry() -> None:
 
 
 def test_nothing_held_says_nothing() -> None:
-    assert still_held(FakeKube([], None), namespace=NS) == []  # type: ignore[arg-type]
+    assert still_held(FakeKube([], None), placeholders=NS) == []  # type: ignore[arg-type]
     drained = [buffer("forecaster-itp", "itp", replicas=0, expires=T)]
-    assert still_held(FakeKube([], drained), namespace=NS) == []  # type: ignore[arg-type]
+    assert still_held(FakeKube([], drained), placeholders=NS) == []  # type: ignore[arg-type]
 
 
 def test_placeholders_and_buffers_are_both_listed() -> None:
@@ -130,7 +131,7 @@ def test_placeholders_and_buffers_are_both_listed() -> None:
         [job("a", "itp", gpus=8, created=T, deadline=60)],
         [buffer("forecaster-itp", "itp", replicas=2, expires=T + 60)],
     )
-    said = still_held(kube, namespace=NS)  # type: ignore[arg-type]
+    said = still_held(kube, placeholders=NS)  # type: ignore[arg-type]
     assert [line.split(":")[0] for line in said] == [
         "pool itp",
         "pool itp",

@@ -30,7 +30,8 @@ from tests.support.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "config" / "forecaster.yaml"
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"  # ours: state, Lease, kill switch, Events
 
 
 def config(tmp_path: Path) -> Path:
@@ -165,6 +166,6 @@ def test_sigterm_releases_the_lease(tmp_path: Path) -> None:
         ready(port, process)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 128 + signal.SIGTERM
-        (lease,) = api.objects("leases", NS)
+        (lease,) = api.objects("leases", HOME)
         assert lease["spec"]["holderIdentity"] == ""  # released: a successor need not wait
         assert json.dumps(lease)

@@ -90,9 +90,10 @@ def config_settings(config_map: dict[str, Any], tmp_path: Path, name: str) -> Se
     return load_settings(path, env={})
 
 
-def normalized(objects: Objects, tmp_path: Path, side: str) -> dict[tuple[str, str], Any]:
-    """Objects by (kind, name) without what legitimately differs between the two tools."""
-    out: dict[tuple[str, str], Any] = {}
+def normalized(objects: Objects, tmp_path: Path, side: str) -> dict[tuple[str, str, str], Any]:
+    """Objects by (kind, name, namespace) without what legitimately differs between the two
+    tools."""
+    out: dict[tuple[str, str, str], Any] = {}
     for original in objects:
         obj = copy.deepcopy(original)
         meta = obj["metadata"]
@@ -113,7 +114,7 @@ def normalized(objects: Objects, tmp_path: Path, side: str) -> dict[tuple[str, s
             obj["data"] = settings.model_dump(mode="json")
         if obj["kind"] == "ConfigMap" and obj["metadata"]["name"] == "forecaster-dashboard":
             obj["data"] = {k: json.loads(v) for k, v in obj["data"].items()}
-        out[(obj["kind"], obj["metadata"]["name"])] = obj
+        out[(obj["kind"], obj["metadata"]["name"], obj["metadata"].get("namespace", ""))] = obj
     return out
 
 
@@ -134,7 +135,8 @@ def test_chart_and_kustomize_render_the_same_objects(
         for key, obj in chart.items()
         if "helm.sh/hook" in obj["metadata"].get("annotations", {})
     }
-    assert hooks == ({("Job", "forecaster-uninstall-cleanup")} if overlay == "live" else set())
+    hook = ("Job", "forecaster-uninstall-cleanup", "forecaster")
+    assert hooks == ({hook} if overlay == "live" else set())
     for key in hooks:
         chart.pop(key)
     assert sorted(chart) == sorted(kustomize)
@@ -166,12 +168,12 @@ def test_the_uninstall_hook_cleans_up_what_the_daemon_created(tmp_path: Path) ->
         service.daemon.reconciler.source = LiveSource(T0 - 2 * 86400, calm_history())
         service.renew()
         service.reconcile()
-        assert api.objects("jobs", "forecaster"), "the daemon prewarmed"
+        assert api.objects("jobs", "forecaster-placeholders"), "the daemon prewarmed"
         service.stop()  # (a running leader is fenced: test_cluster_service.py)
         args = container["args"]
         assert args[0] == "cleanup" and "--expired" not in args
         assert main([*args, "--kube-host", api.url]) == 0
-        assert api.objects("jobs", "forecaster") == []
+        assert api.objects("jobs", "forecaster-placeholders") == []
 
 
 def test_forecast_only_renders_no_uninstall_hook() -> None:

@@ -56,7 +56,9 @@ def test_the_chart_renders_back_the_config_it_was_given(
     got = load_settings(_rendered_config(values, tmp_path)).model_dump(mode="json")
     for key in CHART_DECIDES:
         want.pop(key), got.pop(key)
-    assert got["planning"]["placeholders"].pop("namespace") == "forecaster"  # the release's
+    assert got.pop("namespace") == "forecaster"  # the release's
+    assert got["planning"]["placeholders"].pop("namespace") == "forecaster-placeholders"
+    want.pop("namespace")
     want["planning"]["placeholders"].pop("namespace")
     assert got == want  # pools, caps, forecast, SLO, operating point, query settings
 

@@ -30,7 +30,12 @@ from forecaster.accelerators import GPU, metric_label
 from forecaster.durations import parse_duration
 from forecaster.service.metrics import Metrics
 from forecaster.settings import load_settings
-from forecaster.sources.prometheus import DEFAULT_QUERY, RECORDED_QUERY, render_query
+from forecaster.sources.prometheus import (
+    DEFAULT_QUERY,
+    OUR_NAMESPACES,
+    RECORDED_QUERY,
+    render_query,
+)
 from tests.deploy.renders import (
     FORECAST_ONLY,
     POOL_VALUES,
@@ -221,19 +226,24 @@ def test_no_shared_volume_is_needed() -> None:
 @pytest.mark.parametrize("name", ["kustomize-live", "helm-full"])  # with a Namespace object
 def test_namespace_network_and_availability_are_locked_down(name: str) -> None:
     objects = RENDERS[name]()
-    (namespace,) = by_kind(objects, "Namespace")
-    labels = namespace["metadata"]["labels"]
-    for mode in ("enforce", "audit", "warn"):
-        assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
-    policies = {p["metadata"]["name"]: p["spec"] for p in by_kind(objects, "NetworkPolicy")}
+    namespaces = {n["metadata"]["name"]: n for n in by_kind(objects, "Namespace")}
+    assert set(namespaces) == {"forecaster", "forecaster-placeholders"}
+    for namespace in namespaces.values():
+        labels = namespace["metadata"]["labels"]
+        for mode in ("enforce", "audit", "warn"):
+            assert labels[f"pod-security.kubernetes.io/{mode}"] == "restricted"
+    policies = {p["metadata"]["name"]: p for p in by_kind(objects, "NetworkPolicy")}
+    placeholders = policies.pop("forecaster-placeholders")
+    assert placeholders["metadata"]["namespace"] == "forecaster-placeholders"
+    assert placeholders["spec"]["podSelector"] == {}  # every pod there: deny all
+    assert placeholders["spec"]["policyTypes"] == ["Ingress", "Egress"]
+    assert "ingress" not in placeholders["spec"] and "egress" not in placeholders["spec"]
+    policies = {name: p["spec"] for name, p in policies.items()}
     endpoint = policies["forecaster-endpoint"]
     assert endpoint["policyTypes"] == ["Ingress"]
     (rule,) = endpoint["ingress"]
     assert rule["ports"] == [{"protocol": "TCP", "port": 8080}]
     assert all("namespaceSelector" in peer for peer in rule["from"])
-    placeholders = policies["forecaster-placeholders"]
-    assert placeholders["podSelector"]["matchLabels"] == {"forecaster.io/role": "placeholder"}
-    assert "ingress" not in placeholders and "egress" not in placeholders  # deny all
     (deployment,) = by_kind(objects, "Deployment")
     spec = deployment["spec"]["template"]["spec"]
     assert not spec.get("priorityClassName", "").startswith("system-")
@@ -269,9 +279,14 @@ def test_dockerfile_builds_what_the_manifests_run() -> None:
 MIG = "nvidia.com/mig-1g.10gb"
 
 
+OURS = {"forecaster-gpu-a-0-1": "forecaster-placeholders", "forecaster-gpu-a-0-2": "forecaster"}
+"""Our placeholders' namespaces: theirs, and ours where earlier versions held them."""
+
+
 def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path: Path) -> None:
     """``promtool test rules``: on pods of two NodePools (pending, running, finished, one of
-    two containers, a CronJob's run and a JobSet's job, announced: not demand; MIG slices), the
+    two containers, a CronJob's run and a JobSet's job, announced: not demand; MIG slices; our
+    placeholders in both our namespaces, never demand), the
     recorded series equals the daemon's default query for each pool and resource."""
     (rule,) = by_kind(render("live"), "PrometheusRule")
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule["spec"]))
@@ -282,6 +297,7 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
         "d": ("gpu-b", [1], "Running"),
         "e": ("gpu-a", [1, 1], "Pending"),
         "forecaster-gpu-a-0-1": ("gpu-a", [8], "Running"),  # ours: never demand
+        "forecaster-gpu-a-0-2": ("gpu-a", [8], "Running"),  # ours, where earlier versions held it
         "nightly-29433600-x": ("gpu-a", [16], "Running"),  # a CronJob's run: announced
         "train-node-0-0-y": ("gpu-b", [8], "Pending"),  # a JobSet's job: announced
         "batch-z": ("gpu-b", [2], "Running"),  # a Job of no CronJob: demand
@@ -294,7 +310,7 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
     }
     series = []
     for pod, (pool, containers, phase) in pods.items():
-        namespace = "forecaster" if pod.startswith("forecaster-") else "ml"
+        namespace = OURS.get(pod, "ml")
         ident = f'namespace="{namespace}",pod="{pod}"'
         for i, gpus in enumerate(containers):
             series.append(
@@ -341,7 +357,7 @@ def test_the_demand_recording_rule_counts_what_the_default_query_counts(tmp_path
             exprs.append(
                 {
                     "expr": render_query(
-                        template, pool, exclude_namespace="forecaster", resource=resource
+                        template, pool, exclude_namespaces=OUR_NAMESPACES, resource=resource
                     ),
                     "eval_time": "10m",
                     "exp_samples": [{"labels": "{}", "value": gpus}],
@@ -397,6 +413,14 @@ def test_the_image_is_one_value_in_kustomize_and_helm(tmp_path: Path) -> None:
         assert images == {mine}, images
 
 
+NAMESPACE_ARGS = [
+    "--namespace",
+    "forecaster",
+    "--placeholders-namespace",
+    "forecaster-placeholders",
+]
+
+
 @pytest.mark.parametrize("name", ["kustomize-live", "helm-default"])
 def test_the_expiry_and_uninstall_arguments_are_pinned(name: str) -> None:
     """What carries the safety: the expiry Job runs ``--expired`` (never a full uninstall every
@@ -408,7 +432,7 @@ def test_the_expiry_and_uninstall_arguments_are_pinned(name: str) -> None:
     ]
     pod = expire["spec"]["jobTemplate"]["spec"]["template"]["spec"]
     (container,) = pod["containers"]
-    assert container["args"] == ["cleanup", "--expired", "--namespace", "forecaster"]
+    assert container["args"] == ["cleanup", "--expired", *NAMESPACE_ARGS]
     assert "volumes" not in pod and "volumeMounts" not in container
     assert expire["spec"]["concurrencyPolicy"] == "Forbid"
     assert expire["spec"]["jobTemplate"]["spec"]["activeDeadlineSeconds"] <= 300
@@ -416,7 +440,7 @@ def test_the_expiry_and_uninstall_arguments_are_pinned(name: str) -> None:
     if name.startswith("helm"):
         (hook,) = hooks
         (container,) = hook["spec"]["template"]["spec"]["containers"]
-        assert container["args"] == ["cleanup", "--namespace", "forecaster"]
+        assert container["args"] == ["cleanup", *NAMESPACE_ARGS]
     else:
         assert hooks == []  # Kustomize: README's uninstall runs `forecaster cleanup` first
 

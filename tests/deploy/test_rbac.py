@@ -41,6 +41,8 @@ from tests.kubeapi.server import _PATH, _PENDING, RESOURCES, KubeApiDouble, Requ
 from tests.service.fakes import T0, LiveSource, calm_history
 
 POOL = "gpu-a100"
+HOME = "forecaster"
+PLACEHOLDERS = "forecaster-placeholders"
 PRIORITY = "forecaster-placeholder"
 KUEUE = KueuePoolSettings()  # a Kueue-gated pool reads quota, flavors and workloads
 SETUP_WRITES = {
@@ -83,7 +85,11 @@ def used(requests: list[Request]) -> set[Use]:
 
 def bound(objects: list[dict[str, Any]], account: str) -> set[Rule]:
     """The rules of every Role and ClusterRole bound to ServiceAccount ``account``."""
-    roles = {(o["kind"], o["metadata"]["name"]): o for o in objects if o["kind"].endswith("Role")}
+    roles = {
+        (o["kind"], o["metadata"]["name"], o["metadata"].get("namespace")): o
+        for o in objects
+        if o["kind"].endswith("Role")
+    }
     rules: set[Rule] = set()
     for binding in objects:
         if not binding["kind"].endswith("RoleBinding"):
@@ -93,9 +99,9 @@ def bound(objects: list[dict[str, Any]], account: str) -> set[Rule]:
         ):
             continue
         ref = binding["roleRef"]
-        role = roles[(ref["kind"], ref["name"])]
         namespaced = binding["kind"] == "RoleBinding"
-        scope = binding["metadata"].get("namespace", "forecaster") if namespaced else "cluster"
+        scope = binding["metadata"]["namespace"] if namespaced else "cluster"
+        role = roles[(ref["kind"], ref["name"], scope if ref["kind"] == "Role" else None)]
         for rule in role["rules"]:
             names = frozenset(rule["resourceNames"]) if "resourceNames" in rule else None
             for group in rule["apiGroups"]:
@@ -163,8 +169,8 @@ def scenario(
     service.renew()
     service.reconcile()
     templates = [
-        ("podtemplates", "forecaster", t["metadata"]["name"])
-        for t in api.objects("podtemplates", "forecaster")
+        ("podtemplates", PLACEHOLDERS, t["metadata"]["name"])
+        for t in api.objects("podtemplates", PLACEHOLDERS)
     ]
     for key in templates:  # as a version before the digest wrote it: the next tick replaces it
         template = api.store.objects[key]
@@ -200,16 +206,41 @@ def scenario(
     mirror.publish(POOL, version="20261207T000000Z-2ecaccdb", text="{}")  # an update
     phases["forecaster-train"] = api.requests[began:]
     held(writer, now=T0)  # what the daemon held when it died: past its deadlines a week later
+    held(writer, now=T0, namespace=HOME)  # and what an earlier version left beside us
+    bare_placeholder(api)
     began = len(api.requests)
-    expired = cleanup.cleanup(writer, namespace="forecaster", expired_at=T0 + 7 * 86400)
+    expired = cleanup.cleanup(
+        writer,
+        namespace=HOME,
+        placeholders=PLACEHOLDERS,
+        expired_at=T0 + 7 * 86400,
+    )
     assert expired.failed == []
     phases["forecaster-expire"] = api.requests[began:]
+    bare_placeholder(api)
+    held(writer, now=T0 + 7 * 86400)  # what a running daemon holds at uninstall
+    held(writer, now=T0 + 7 * 86400, namespace=HOME)  # and what 0.2 left, not yet expired
+    began = len(api.requests)
+    undone = cleanup.cleanup(  # uninstall
+        writer,
+        namespace=HOME,
+        placeholders=PLACEHOLDERS,
+        wall=lambda: T0 + 90.0,
+        sleep=lambda seconds: None,
+    )
+    assert undone.failed == []
+    phases["forecaster-cleanup"] = api.requests[began:]
+    return phases
+
+
+def bare_placeholder(api: KubeApiDouble) -> None:
+    """A bare placeholder pod as versions before 0.2 left it, in our own namespace."""
     legacy = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": f"forecaster-{POOL}-0-1",
-            "namespace": "forecaster",
+            "namespace": HOME,  # where earlier versions kept them
             "labels": {
                 "app.kubernetes.io/managed-by": "forecaster",
                 "forecaster.io/role": "placeholder",
@@ -218,26 +249,19 @@ def scenario(
         },
         "spec": {"containers": [{"name": "prewarm", "image": "registry.k8s.io/pause:3.10"}]},
     }
-    api.store.objects.pop(("pods", "forecaster", legacy["metadata"]["name"]), None)
+    api.store.objects.pop(("pods", HOME, legacy["metadata"]["name"]), None)
     api.put("pods", legacy)  # a bare placeholder from before placeholders were Jobs
-    held(writer, now=T0 + 7 * 86400)  # what a running daemon holds at uninstall
-    began = len(api.requests)
-    undone = cleanup.cleanup(writer, namespace="forecaster", wall=lambda: T0 + 90.0)  # uninstall
-    assert undone.failed == []
-    phases["forecaster-cleanup"] = api.requests[began:]
-    return phases
 
 
-def held(kube: Kube, *, now: int) -> None:
-    """Prewarm as the daemon holds it: a placeholder, a buffer (where served), a NodePool pause."""
+def held(kube: Kube, *, now: int, namespace: str = PLACEHOLDERS) -> None:
+    """Prewarm as the daemon holds it: a placeholder, a buffer (where served), a NodePool pause
+    (``namespace`` HOME: as earlier versions held it, beside our accounts)."""
     NodePools(kube).protect(POOL, consolidate_after="30m", now=now, seconds=3600)
     spec = PlaceholderSpec(pool=POOL, gpus=8)
-    if kube.serves_capacity_buffers("forecaster"):
-        buffers = CapacityBuffers(kube, namespace="forecaster", priority_class=PRIORITY)
+    if kube.serves_capacity_buffers(namespace):
+        buffers = CapacityBuffers(kube, namespace=namespace, priority_class=PRIORITY)
         buffers.apply(spec, replicas=1, now=now)
-    Placeholders(kube, namespace="forecaster", priority_class=PRIORITY).apply(
-        spec, target=1, now=now
-    )
+    Placeholders(kube, namespace=namespace, priority_class=PRIORITY).apply(spec, target=1, now=now)
 
 
 def live_phases(tmp_path: Path, objects: list[dict[str, Any]]) -> dict[str, set[Use]]:
@@ -322,3 +346,50 @@ def test_every_write_names_forecaster_as_field_manager(tmp_path: Path) -> None:
     }
     unnamed = [(r.method, r.path) for r in ours if r.query.get("fieldManager") != "forecaster"]
     assert unnamed == []
+
+
+POD_MAKERS = {"pods", "jobs", "cronjobs", "deployments", "replicasets", "statefulsets",
+              "daemonsets", "replicationcontrollers"}  # fmt: skip
+"""What can start a pod (and so run as any ServiceAccount of its namespace)."""
+
+
+@pytest.mark.parametrize("name", sorted(RENDERS))
+def test_no_account_can_be_borrowed(name: str) -> None:
+    """A pod runs as a ServiceAccount of its own namespace: an account that can create
+    something that starts pods where another of our accounts lives could act as that account
+    (the daemon clearing its kill switch as forecaster-train). No account of ours can start a
+    pod where any account of ours lives, and only accounts whose workload talks to the API
+    server mount a token."""
+    objects = RENDERS[name]()
+    homes = {
+        o["metadata"]["namespace"]
+        for o in objects
+        if o["kind"] == "ServiceAccount" and o["metadata"]["name"] in ACCOUNTS
+    }
+    assert homes == {"forecaster"}
+    for account in ACCOUNTS:
+        makers = {
+            (resource, scope)
+            for _, resource, verb, scope, _ in bound(objects, account)
+            if resource in POD_MAKERS and verb == "create"
+        }
+        borrowable = {m for m in makers if m[1] == "cluster" or m[1] in homes}
+        assert borrowable == set(), f"{account} can start pods beside our accounts: {borrowable}"
+    tokens = {
+        o["metadata"]["name"]
+        for o in objects
+        if o["kind"] == "ServiceAccount" and o.get("automountServiceAccountToken", True)
+    }
+    assert tokens == {a for a in ACCOUNTS if bound(objects, a)}  # each talks to the API server
+
+
+def test_placeholders_create_only_where_no_account_of_ours_lives(tmp_path: Path) -> None:
+    """The daemon's Jobs (live render) are created in the placeholders' namespace only."""
+    objects = RENDERS["kustomize-live"]()
+    creates = {
+        (resource, scope)
+        for _, resource, verb, scope, _ in bound(objects, "forecaster")
+        if verb == "create"
+    }
+    assert ("jobs", PLACEHOLDERS) in creates
+    assert {scope for resource, scope in creates if resource != "events"} == {PLACEHOLDERS}

@@ -26,7 +26,8 @@ from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"  # ours: state, Lease, kill switch, Events
 
 
 def write_config(path: Path, **pool: object) -> Path:
@@ -78,7 +79,7 @@ def test_cleanup_undoes_everything_and_is_idempotent(
         legacy = copy.deepcopy(api.objects("pods", NS)[0])  # a bare pod from before 0.2
         legacy["metadata"] = {
             "name": "forecaster-gpu-a-9-1",
-            "namespace": NS,
+            "namespace": HOME,  # where versions before 0.3 kept them
             "labels": legacy["metadata"]["labels"],
         }
         api.put("pods", legacy)
@@ -105,7 +106,7 @@ def test_cleanup_undoes_everything_and_is_idempotent(
         assert main(["cleanup", "--config", config, "--kube-host", api.url]) == 0
         assert "cleanup: nothing to undo" in capsys.readouterr().out
         again = [w.path for w in api.writes()[before:]]  # only the fence's hold is renewed
-        assert again == [f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/forecaster-leader"]
+        assert again == [f"/apis/coordination.k8s.io/v1/namespaces/{HOME}/leases/forecaster-leader"]
         assert api.invalid == []
 
 

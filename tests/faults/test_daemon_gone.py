@@ -23,7 +23,8 @@ from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import T0, LiveSource, calm_history
 
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"  # ours: state, Lease, kill switch, Events
 POOLS = ("gpu-a", "gpu-b")
 
 
@@ -92,7 +93,10 @@ def test_nothing_of_ours_outlives_its_deadline_without_the_daemon(
         # the daemon is gone. Before any deadline the CronJob leaves everything alone ...
         assert (
             cleanup.cleanup(
-                Kube(api_client(host=api.url), dry_run=False), namespace=NS, expired_at=T0 + 600
+                Kube(api_client(host=api.url), dry_run=False),
+                namespace=HOME,
+                placeholders=NS,
+                expired_at=T0 + 600,
             ).changed
             == []
         )
@@ -102,7 +106,8 @@ def test_nothing_of_ours_outlives_its_deadline_without_the_daemon(
             sim.step()
             done = cleanup.cleanup(
                 Kube(api_client(host=api.url), dry_run=False),
-                namespace=NS,
+                namespace=HOME,
+                placeholders=NS,
                 expired_at=int(api.clock),
             )
             assert done.failed == []

@@ -22,14 +22,18 @@ from tests.factories import held_since, paused_nodepools
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"
 PAUSE = "forecaster.io/original-disruption"
 
 
 def invalid_config(tmp_path: Path) -> Path:
     """A config the daemon refuses (no pools, a typo) - yet it names the namespace."""
     path = tmp_path / "forecaster.yaml"
-    path.write_text(f"planning:\n  placeholders:\n    namespace: {NS}\npools: []\nmax_prewarm: 3\n")
+    path.write_text(
+        f"namespace: {HOME}\nplanning:\n  placeholders:\n    namespace: {NS}\npools: []\n"
+        "max_prewarm: 3\n"
+    )
     return path
 
 
@@ -61,7 +65,7 @@ def test_a_damaged_record_does_not_stop_the_other_nodepools(
         (first,) = [n for n in api.objects("nodepools") if n["metadata"]["name"] == "gpu-a"]
         first["metadata"]["annotations"][PAUSE] = "{not json"
         api.store.replace(("nodepools", "", "gpu-a"), first)
-        code = main(["cleanup", "--expired", "--namespace", NS, "--kube-host", api.url])
+        code = main(["cleanup", "--expired", "--namespace", HOME, "--kube-host", api.url])
         assert code == 1 and paused_nodepools(api) == {"gpu-a"}
         assert "FAILED NodePool gpu-a: NodePool gpu-a: annotation" in capsys.readouterr().err
 

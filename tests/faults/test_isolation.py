@@ -24,7 +24,8 @@ from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import T0, LiveSource, calm_history
 
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"  # ours: state, Lease, kill switch, Events
 GOOD, BAD = "gpu-a", "gpu-b"
 
 
@@ -45,11 +46,11 @@ def reconciler(api: KubeApiDouble, tmp_path: Path, source: LiveSource) -> Reconc
 
 
 def damage_state(api: KubeApiDouble, sim: ClusterSim) -> None:
-    (config_map,) = api.objects("configmaps", NS)
+    (config_map,) = api.objects("configmaps", HOME)
     state = json.loads(config_map["data"]["state.json"])
     state["pools"][BAD]["budget"] = {"mode": "no-such-mode"}
     config_map["data"]["state.json"] = json.dumps(state)
-    api.store.replace(("configmaps", NS, config_map["metadata"]["name"]), config_map)
+    api.store.replace(("configmaps", HOME, config_map["metadata"]["name"]), config_map)
 
 
 def damage_limit(api: KubeApiDouble, sim: ClusterSim) -> None:

@@ -39,7 +39,8 @@ from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"  # ours: state, Lease, kill switch, Events
 PRICE = 4.0
 SKEW = {"a": 0.0, "b": 20.0}  # replica b's wall clock runs 20 s ahead
 
@@ -172,7 +173,8 @@ class DaemonMachine(RuleBasedStateMachine):
             replica.elector.step_down("uninstall")
         cleanup.cleanup(
             Kube(api_client(host=self.api.url), dry_run=False),
-            namespace=NS,
+            namespace=HOME,
+            placeholders=NS,
             wall=lambda: self.api.clock,
             sleep=self._wait,  # the old leader's deadline is waited out in simulated time
         )
@@ -213,7 +215,7 @@ class DaemonMachine(RuleBasedStateMachine):
 
     @invariant()
     def the_persisted_ledger_never_runs_backwards(self) -> None:
-        maps = [m for m in self.api.objects("configmaps", NS) if m["metadata"]["name"]]
+        maps = [m for m in self.api.objects("configmaps", HOME) if m["metadata"]["name"]]
         if not maps:
             return
         state = ServiceState.from_dict(json.loads(maps[0]["data"]["state.json"]))

@@ -4,8 +4,9 @@ version wrote rather than misreading it.
 ``tests/fixtures/format-0.1/`` holds the objects 0.1.0 wrote (dumped from its daemon on the API
 double): a placeholder Job, a CapacityBuffer and its PodTemplate, a NodePool under our
 consolidation pause (its record has no ``format``), the state ConfigMap (``format_version`` 2).
-Cases: the daemon picks up that state (pending forecasts, spend ledger) and counts the old
-placeholder as its own instead of creating another; ``cleanup`` removes the old placeholders and
+Cases: the daemon picks up that state (pending forecasts, spend ledger) and holds its
+placeholders in their own namespace, while the expiry CronJob withdraws the one 0.1.0 left in
+forecaster's namespace; ``cleanup`` removes the old placeholders and
 buffer and restores the NodePool from the old record; a NodePool record from a newer format is
 left untouched and reported; what we write now carries the format.
 """
@@ -22,7 +23,7 @@ import pytest
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build, cleanup
 from forecaster.core.budget import spent_last_day
-from tests.factories import NS, settings
+from tests.factories import HOME, NS, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
@@ -71,9 +72,13 @@ def test_the_daemon_continues_from_what_0_1_left(tmp_path: Path, cluster: KubeAp
     assert record.error("state") is None
     assert spent_last_day(loop.state.ledger) > 0  # 0.1.0's spend still counts against the cap
     assert any(p.origin == T0 - 60 for p in loop.state.pool(POOL).pending)
-    jobs = cluster.objects("jobs", NS)
-    assert len(jobs) == record.plan.pool(POOL).placeholders  # the old Job is one of ours
-    assert any(j["metadata"]["name"] == f"forecaster-{POOL}-0-{T0}" for j in jobs)
+    jobs = cluster.objects("jobs", NS)  # held in the placeholders' own namespace now
+    assert len(jobs) == record.plan.pool(POOL).placeholders
+    (old,) = cluster.objects("jobs", HOME)  # 0.1's, beside our accounts: no daemon renews it
+    assert old["metadata"]["name"] == f"forecaster-{POOL}-0-{T0}"
+    expired = cleanup.expire(kube, namespace=HOME, placeholders=NS, now=T0 + 180)
+    assert expired.changed == [f"deleted placeholder {old['metadata']['name']}"]
+    assert cluster.objects("jobs", HOME) == [] and len(cluster.objects("jobs", NS)) == len(jobs)
 
 
 @pytest.mark.parametrize("backend", ["placeholders", "capacitybuffer"])
@@ -83,7 +88,7 @@ def test_cleanup_undoes_what_0_1_left(tmp_path: Path, cluster: KubeApiDouble, ba
     original = json.loads(nodepool["metadata"]["annotations"][RECORD])["original"]
     kube = Kube(api_client(host=cluster.url), dry_run=False, backoff_seconds=0.01)
     changed = cleanup.cleanup(
-        kube, namespace=NS, wall=lambda: float(T0 + 120), sleep=lambda s: None
+        kube, namespace=HOME, placeholders=NS, wall=lambda: float(T0 + 120), sleep=lambda s: None
     ).changed
     assert any("restored" in line for line in changed), changed
     assert cluster.objects("jobs", NS) == []

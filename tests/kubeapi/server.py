@@ -74,6 +74,7 @@ RESOURCES = {
     "cronworkflows": Resource("argoproj.io/v1alpha1", "CronWorkflow", True),
     "podgroups": Resource("scheduling.volcano.sh/v1beta1", "PodGroup", True),
     "queues": Resource("scheduling.volcano.sh/v1beta1", "Queue", False),
+    "clusterroles": Resource("rbac.authorization.k8s.io/v1", "ClusterRole", False),
 }
 BOOKMARK_SECONDS = 1.0
 """An idle watch that asked for bookmarks gets one this often (the real server: ~1 min)."""

@@ -27,7 +27,7 @@ from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
 from forecaster.reconcile.records import TickRecord
-from tests.factories import NS, client, placeholders, publish_with_point, reconciler, settings
+from tests.factories import HOME, NS, client, placeholders, publish_with_point, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
@@ -42,7 +42,7 @@ def test_one_tick_prewarms_a_forecast_ramp(
     assert pool_plan.target_gpus >= 8 and record.errors == ()
     assert len(placeholders(api)) == pool_plan.placeholders
     assert "annotations" not in api.objects("nodepools")[0]["metadata"]  # no NodePool write
-    state = json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"])
+    state = json.loads(api.objects("configmaps", HOME)[0]["data"]["state.json"])
     assert state["pools"][POOL]["budget"]["mode"] == "predictive"
     assert len(state["pools"][POOL]["pending"]["t"]) == 1  # format 3: packed columns
 
@@ -187,7 +187,7 @@ def test_an_unreadable_state_fails_closed_and_never_resets_the_ledger(
     assert any("GPU-hours/day budget" in r for r in record.plan.pool(POOL).reasons), (
         record.plan.pool(POOL).reasons
     )
-    saved = json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"])
+    saved = json.loads(api.objects("configmaps", HOME)[0]["data"]["state.json"])
     assert saved["ledger"]["buckets"]  # nothing was overwritten with an empty ledger
     # once it can be read, the day's spend is still there
     record = restarted.tick(now + 30)
@@ -242,7 +242,7 @@ def test_a_save_conflict_rereads_the_state_another_leader_wrote(
         b.state.pool(POOL).budget, mode=Mode.HANDED_OFF, reason="b handed it off"
     )
     b.tick(T0 + 60)
-    saved = json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"])
+    saved = json.loads(api.objects("configmaps", HOME)[0]["data"]["state.json"])
     assert saved["pools"][POOL]["budget"]["mode"] != "predictive"
     record = a.tick(T0 + 300)  # a's next save (5 min after its last) meets the conflict
     assert "re-reading it" in (record.error("state") or "")
@@ -284,7 +284,7 @@ def test_state_is_saved_every_five_minutes_and_at_once_on_a_change_of_mode(
     loop = reconciler(tmp_path, api, source)
 
     def saved() -> dict[str, object]:
-        return dict(json.loads(api.objects("configmaps", NS)[0]["data"]["state.json"]))
+        return dict(json.loads(api.objects("configmaps", HOME)[0]["data"]["state.json"]))
 
     loop.tick(T0)
     assert saved()["last_tick"] == T0

@@ -41,7 +41,8 @@ from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
-NS = "forecaster"
+NS = "forecaster-placeholders"  # the placeholders' namespace
+HOME = "forecaster"  # ours: state, Lease, kill switch, Events
 NAME = "forecaster-ledger-prewarm"
 
 
@@ -199,12 +200,14 @@ def test_doctor_lists_it_and_cleanup_and_expiry_withdraw_it_without_a_config(
     printed = capsys.readouterr().out
     assert f"backend: {ledger} (configured: actuation {ledger})" in printed
     assert f"backend {ledger}: served" in printed
-    assert cleanup.still_held(kube, namespace=NS)[0].startswith(f"pool {POOL}: ")
-    expired = cleanup.expire(kube, namespace=NS, now=T0 + 10**6)
+    assert cleanup.still_held(kube, placeholders=NS)[0].startswith(f"pool {POOL}: ")
+    expired = cleanup.expire(kube, namespace=HOME, placeholders=NS, now=T0 + 10**6)
     assert f"ledger prewarm of {POOL} expired" in expired.changed and held(api) == {}
     daemon(config, kube).reconcile(T0 + 600)
     assert held(api)
-    undone = cleanup.cleanup(kube, namespace=NS, wall=lambda: float(T0), sleep=lambda s: None)
+    undone = cleanup.cleanup(
+        kube, namespace=HOME, placeholders=NS, wall=lambda: float(T0), sleep=lambda s: None
+    )
     assert f"ledger prewarm of {POOL} withdrawn" in undone.changed and undone.failed == []
     assert held(api) == {}
 

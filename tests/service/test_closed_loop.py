@@ -48,7 +48,7 @@ pytestmark = pytest.mark.prometheus
 
 POOL = "gpu-a"
 MIG = "nvidia.com/mig-1g.10gb"
-OURS = "forecaster"
+OURS = "forecaster-placeholders"  # where our placeholders live
 STEP = 2
 RUN_SECONDS = 90
 FLOOR = 8
@@ -331,7 +331,7 @@ def test_the_kube_state_metrics_bootstrap_reads_the_real_pods_gpus(closed_loop: 
     bootstrap = PrometheusSource(
         url=run.source.url,
         queries={POOL: BOOTSTRAP_QUERY},
-        exclude_namespace=OURS,
+        exclude_namespaces=(OURS,),
         resources={POOL: run.resource},
     )
     series, _ = bootstrap.fetch(POOL, start=run.start, end=run.end, step_seconds=STEP)

@@ -59,7 +59,7 @@ def test_only_the_leader_writes(
     assert b.daemon.metrics.leader._value.get() == 0  # a follower's gauge: 0, not -1
     assert b.daemon.last is not None and b.daemon.last.plan.pool(POOL).target_gpus >= 8
     a.reconcile()
-    assert api.objects("jobs", "forecaster")  # the leader prewarmed
+    assert api.objects("jobs", "forecaster-placeholders")  # the leader prewarmed
     assert a.daemon.metrics.leader._value.get() == 1
     a.stop()
     b.renew()
@@ -110,9 +110,12 @@ def test_a_deposed_leader_stops_writing_in_the_middle_of_a_tick(
     a_writes = [w for w in api.writes()[before:] if "/leases/" not in w.path]
     assert a_writes == [], [w.path for w in a_writes]
     assert "not (or no longer) the leader" in (record.error("actuate", POOL) or "")
-    assert api.objects("jobs", "forecaster") == []
+    assert api.objects("jobs", "forecaster-placeholders") == []
     b.reconcile()
-    assert len(api.objects("jobs", "forecaster")) == b.daemon.last.plan.pool(POOL).placeholders  # type: ignore[union-attr]
+    assert (
+        len(api.objects("jobs", "forecaster-placeholders"))
+        == b.daemon.last.plan.pool(POOL).placeholders
+    )  # type: ignore[union-attr]
 
 
 def test_a_stuck_leader_fails_liveness_and_lets_its_lease_lapse(
@@ -146,7 +149,7 @@ def test_uninstall_cleanup_fences_a_running_leader(
     a.renew()
     b.renew()
     a.reconcile()
-    assert api.objects("jobs", "forecaster")
+    assert api.objects("jobs", "forecaster-placeholders")
     waited: list[float] = []
 
     def sleep(seconds: float) -> None:  # the replicas keep running while cleanup waits
@@ -158,10 +161,14 @@ def test_uninstall_cleanup_fences_a_running_leader(
 
     kube = Kube(api_client(host=api.url), dry_run=False)
     changed = cleanup.cleanup(
-        kube, namespace="forecaster", wall=lambda: T0 + 1.0, sleep=sleep
+        kube,
+        namespace="forecaster",
+        placeholders="forecaster-placeholders",
+        wall=lambda: T0 + 1.0,
+        sleep=sleep,
     ).changed
     assert waited == [15] and changed
-    assert api.objects("jobs", "forecaster") == []
+    assert api.objects("jobs", "forecaster-placeholders") == []
     for _ in range(20):  # ten minutes of both replicas trying to lead and prewarm
         for clock in (clock_a, clock_b):
             clock.advance(30)
@@ -170,7 +177,7 @@ def test_uninstall_cleanup_fences_a_running_leader(
         a.reconcile()
         b.reconcile()
     assert not a.daemon.is_leader() and not b.daemon.is_leader()
-    assert api.objects("jobs", "forecaster") == []
+    assert api.objects("jobs", "forecaster-placeholders") == []
     # each replica says who holds the Lease and until when: log line, status, page banner
     said = a.daemon.not_acting()
     assert said.startswith("the leader Lease is held by forecaster-cleanup until 2027-")

@@ -85,7 +85,7 @@ def test_daemon_end_to_end(
         plan = client.get("/api/v1/plan").json()["pools"][0]
         assert (
             plan["target_gpus"] > 0
-            and len(api.objects("jobs", "forecaster")) == plan["placeholders"]
+            and len(api.objects("jobs", "forecaster-placeholders")) == plan["placeholders"]
         )
         text = client.get("/metrics").text
         assert metric(text, 'forecaster_prewarm_target_gpus{pool="earth"}') == plan["target_gpus"]
@@ -111,7 +111,7 @@ def test_daemon_end_to_end(
         service.reconcile()
         status = client.get("/api/v1/status").json()["pools"][POOL]
         assert status["mode"] == "handed-off" and "error budget burning" in status["reason"]
-        assert api.objects("jobs", "forecaster") == []
+        assert api.objects("jobs", "forecaster-placeholders") == []
         assert api.objects("nodepools")[0]["spec"] == original["spec"]
         text = client.get("/metrics").text
         assert metric(text, 'forecaster_handoff_active{pool="earth"}') == 1

@@ -25,7 +25,7 @@ from forecaster.core.planner import Mode
 from forecaster.reconcile.loop import Reconciler
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from tests.factories import NS, client, placeholders, reconciler, settings
+from tests.factories import HOME, client, placeholders, reconciler, settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
 from tests.service.fakes import POOL, T0, LiveSource, calm_history
@@ -67,7 +67,7 @@ def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
     assert main(["pause", "--reason", "me too", "--config", str(config),
                  "--kube-host", api.url]) == 0  # fmt: skip
     assert "already paused" in capsys.readouterr().out
-    switch = Control(Kube(api_client(host=api.url), dry_run=True), namespace=NS)
+    switch = Control(Kube(api_client(host=api.url), dry_run=True), namespace=HOME)
     assert (switch.read() or Halt("", "")).reason == "INC-42 bad forecast"
     # ... unless it says --force
     assert main(["pause", "--reason", "INC-43", "--force", "--config", str(config),
@@ -122,7 +122,7 @@ def test_a_committed_control_config_map_halts_too(
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
-            "metadata": {"name": "forecaster-control", "namespace": NS},
+            "metadata": {"name": "forecaster-control", "namespace": HOME},
             "data": {"paused": "true"},
         },
     )
@@ -157,11 +157,11 @@ def test_an_unreadable_kill_switch_stops_the_tick_from_acting(
 def test_the_kill_switch_reads_true_however_it_is_written(
     api: KubeApiDouble, data: dict[str, str], halted: bool
 ) -> None:
-    metadata = {"name": "forecaster-control", "namespace": NS}
+    metadata = {"name": "forecaster-control", "namespace": HOME}
     api.put(
         "configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
     )
-    halt = Control(client(api), namespace=NS).read()
+    halt = Control(client(api), namespace=HOME).read()
     assert (halt is not None) == halted
     if halt is not None:
         assert halt.reason == (data.get("reason") or "no reason given")
@@ -169,12 +169,12 @@ def test_the_kill_switch_reads_true_however_it_is_written(
 
 
 def test_the_kill_switch_says_who_paused_and_since_when(api: KubeApiDouble) -> None:
-    metadata = {"name": "forecaster-control", "namespace": NS}
+    metadata = {"name": "forecaster-control", "namespace": HOME}
     data = {"paused": "true", "reason": "INC-7", "by": "alice", "since": "1800000000"}
     api.put(
         "configmaps", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}
     )
-    assert Control(client(api), namespace=NS).read() == Halt("INC-7", "alice", 1_800_000_000)
-    key = ("configmaps", NS, "forecaster-control")
+    assert Control(client(api), namespace=HOME).read() == Halt("INC-7", "alice", 1_800_000_000)
+    key = ("configmaps", HOME, "forecaster-control")
     api.store.replace(key, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata})
-    assert Control(client(api), namespace=NS).read() is None  # no data at all: run
+    assert Control(client(api), namespace=HOME).read() is None  # no data at all: run

@@ -42,7 +42,7 @@ def ksm_defaults() -> list[Series]:
     """One running 8-GPU pod of ``ml`` and our 8-GPU placeholder, as kube-state-metrics exports
     them by default: requests and phase, no node selectors (an opt-in metric)."""
     out = []
-    for namespace, pod in (("ml", "train-0"), ("forecaster", "forecaster-gpu-a-0-1")):
+    for namespace, pod in (("ml", "train-0"), ("forecaster-placeholders", "forecaster-gpu-a-0-1")):
         ident = {"namespace": namespace, "pod": pod}
         steps = range(START, NOW + 1, 60)
         out.append(
@@ -100,7 +100,7 @@ def test_every_replica_exports_the_real_demand_it_observes(
     service.daemon.reconciler.source = LiveSource(T0 - 2 * 86400, calm_history())
     service.renew()
     service.reconcile()
-    assert api.objects("jobs", "forecaster")  # it prewarmed: placeholders exist ...
+    assert api.objects("jobs", "forecaster-placeholders")  # it prewarmed: placeholders exist ...
     busy_cluster.step()
     clock.advance(30)
     service.renew()

@@ -211,7 +211,7 @@ def test_the_pod_history_leaves_our_own_namespace_out(prometheus_url: str) -> No
     ours = PrometheusSource(url=prometheus_url, queries={})
     mine = ours.fetch_pods("gpu-a", start=KSM_START, end=end, step_seconds=60)
     assert sorted(mine.gpus.tolist()) == [2, 2, 4, 8]  # a, e, b, c
-    other = PrometheusSource(url=prometheus_url, queries={}, exclude_namespace="elsewhere")
+    other = PrometheusSource(url=prometheus_url, queries={}, exclude_namespaces=("elsewhere",))
     pods = other.fetch_pods("gpu-a", start=KSM_START, end=end, step_seconds=60)
     assert sorted(pods.gpus.tolist()) == [2, 2, 4, 8, 8]  # and the placeholder
 

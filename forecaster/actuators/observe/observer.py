@@ -53,7 +53,7 @@ from typing import Protocol
 
 from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
-from forecaster.actuators.kube import Kube
+from forecaster.actuators.kube import Kube, NodePoolForbiddenError
 from forecaster.actuators.manifests import Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
 from forecaster.actuators.notice.base import NoticeReader, NoticeReading
@@ -84,6 +84,13 @@ from forecaster.core.notice import SourceStatus
 log = logging.getLogger(__name__)
 
 _MALFORMED = (KeyError, TypeError, ValueError, AttributeError)
+_ONE_POOL = (
+    MalformedObjectError,
+    NodePoolConflictError,
+    NodePoolForbiddenError,  # a 403 on this pool's NodePool: our grant does not name it
+    *_MALFORMED,
+)
+"""What makes one pool unobservable while the others are observed."""
 LAUNCH_WINDOW_SECONDS = 600
 NO_CAPACITY = "InsufficientCapacityError"
 
@@ -194,11 +201,17 @@ def observe(
             )
             gate = _gated(snapshot, rooms.get(pool), kueue_problem) if pool in gated else None
             snapshots[pool] = gate or snapshot
-        except (MalformedObjectError, NodePoolConflictError, *_MALFORMED) as exc:  # not API ones
-            problem = f"malformed object: {type(exc).__name__}: {exc}"
-            snapshots[pool] = unobservable(pool, problem=problem, now=now)
+        except _ONE_POOL as exc:  # API failures that reach every pool propagate
+            snapshots[pool] = unobservable(pool, problem=_one_pool_problem(exc), now=now)
     snapshots.skipped = tuple(passed)
     return snapshots
+
+
+def _one_pool_problem(exc: Exception) -> str:
+    """What a pool's snapshot says when ``_ONE_POOL`` stopped it."""
+    if isinstance(exc, NodePoolForbiddenError):
+        return str(exc)
+    return f"malformed object: {type(exc).__name__}: {exc}"
 
 
 def _notice(

@@ -42,6 +42,11 @@ checkov.io/skip2: "CKV_K8S_43=the image is one value the operator sets (kustomiz
 checkov.io/skip3: "CKV_K8S_38=this pod talks to the API server (placeholders, Lease, state, NodePools): it needs its ServiceAccount token"
 {{- end }}
 
+{{/* The placeholders' own namespace (values placeholders.namespace, else <release>-placeholders). */}}
+{{- define "forecaster.placeholdersNamespace" -}}
+{{ .Values.placeholders.namespace | default (printf "%s-placeholders" .Release.Namespace) }}
+{{- end }}
+
 {{/* forecaster.yaml, built from the values (the keys of config/forecaster.yaml). */}}
 {{- define "forecaster.config" -}}
 {{- $pools := deepCopy .Values.pools -}}
@@ -51,7 +56,8 @@ checkov.io/skip3: "CKV_K8S_38=this pod talks to the API server (placeholders, Le
 {{- $_ = set $config "models_store" "configmap" -}}
 {{- $_ = set $config "dry_run" false -}}
 {{- $_ = set $config "reconcile_every_seconds" .Values.reconcileEverySeconds -}}
-{{- $planning := dict "budgets" (deepCopy .Values.budgets) "placeholders" (dict "namespace" .Release.Namespace) "protect_nodepools" .Values.protectNodePools "actuation" .Values.actuation -}}
+{{- $_ = set $config "namespace" .Release.Namespace -}}
+{{- $planning := dict "budgets" (deepCopy .Values.budgets) "placeholders" (dict "namespace" (include "forecaster.placeholdersNamespace" .)) "protect_nodepools" .Values.protectNodePools "actuation" .Values.actuation -}}
 {{- $_ = set $config "planning" $planning -}}
 {{- $_ = set $config "pools" $pools -}}
 {{- toYaml (mergeOverwrite $config (deepCopy .Values.extraConfig)) -}}
@@ -76,7 +82,7 @@ containers:
   - name: {{ if has "--expired" .args }}expire{{ else }}cleanup{{ end }}
     image: {{ include "forecaster.image" .root }}
     imagePullPolicy: {{ .root.Values.image.pullPolicy }}
-    args: {{ concat .args (list "--namespace" .root.Release.Namespace) | toJson }}
+    args: {{ concat .args (list "--namespace" .root.Release.Namespace "--placeholders-namespace" (include "forecaster.placeholdersNamespace" .root)) | toJson }}
     resources:
       requests: {cpu: 50m, memory: 128Mi}
       limits: {memory: 256Mi}
