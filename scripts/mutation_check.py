@@ -2283,6 +2283,40 @@ MUTATIONS = (
             "tests/deploy/test_config_rbac.py::test_a_pool_missing_from_the_grant_gets_its_own_403_and_doctor_names_it",
         ),
     ),
+    Mutation(
+        "announced items in flight have no cap (tenants decide how many are held and saved)",
+        "forecaster/core/notice.py",
+        "        resolved += self._drop_past_cap(now=now, window=window_seconds)\n",
+        "",
+        (
+            "tests/core/test_notice.py::test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted",
+        ),
+    ),
+    Mutation(
+        "a dropped item is followed again when its source lists it once more",
+        "forecaster/core/notice.py",
+        "            self._ended[key] = now\n            self.dropped[",
+        "            self.dropped[",
+        (
+            "tests/core/test_notice.py::test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted",
+        ),
+    ),
+    Mutation(
+        "the most urgent items are dropped past the cap",
+        "forecaster/core/notice.py",
+        "        for key in urgency[-excess:]:",
+        "        for key in urgency[:excess]:",
+        (
+            "tests/core/test_notice.py::test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted",
+        ),
+    ),
+    Mutation(
+        "a key stored short is read back without its source and namespace",
+        "forecaster/reconcile/in_flight_codec.py",
+        '            f"{source_name} {namespace_name}/{key}" if short else str(key),',
+        "            str(key),",
+        ("tests/reconcile/test_in_flight_codec.py",),
+    ),
 )
 
 

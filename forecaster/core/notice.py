@@ -125,6 +125,11 @@ TRUST_MIN_OUTCOMES = 4
 ENDED_SECONDS = 86400
 """An item that came or was withdrawn is not planned nor judged again for this long, however
 often its source announces it again (``NoticeLedger.ended``)."""
+MAX_IN_FLIGHT = 10_000
+"""Announced items followed at once, at most: how many tenants announce is theirs to decide.
+Past it the least urgent (latest earliest start) are dropped - withdrawn and charged as not
+come, not planned again for ``ENDED_SECONDS``, counted in ``NoticeLedger.dropped`` - so the
+state that persists them stays bounded (``reconcile.in_flight_codec``)."""
 MAX_ENDED = 50_000
 """Ended items remembered at most (the newest): how many items end a day is the tenants' to
 decide; one forgotten early is, at worst, followed (and held for) once more."""
@@ -205,6 +210,8 @@ class NoticeLedger:
         self.use = NoticeUse()
         self._ended: dict[tuple[str, str], int] = {}  # (pool, key) -> when it came or went
         self._trust: tuple[tuple[int, int, int], dict[str, str]] | None = None
+        self.dropped: dict[str, int] = {}
+        """Items dropped past ``MAX_IN_FLIGHT``, by source, since start."""
 
     def observe(
         self,
@@ -242,6 +249,7 @@ class NoticeLedger:
             self._open[key] = InFlight(
                 item, since if since is not None else (now if due else None), first
             )
+        resolved += self._drop_past_cap(now=now, window=window_seconds)
         kept = now - TRUST_WINDOW_SECONDS - DISTRUST_AFTER_SECONDS  # the window, a day ago too
         self.outcomes = [o for o in self.outcomes if o.at > kept] + resolved
         self._ended = {k: t for k, t in self._ended.items() if now - t < ENDED_SECONDS}
@@ -249,6 +257,21 @@ class NoticeLedger:
             newest = sorted(self._ended.items(), key=lambda kv: kv[1])[-MAX_ENDED:]
             self._ended = dict(newest)
         return resolved
+
+    def _drop_past_cap(self, *, now: int, window: float) -> list[Outcome]:
+        """Past ``MAX_IN_FLIGHT`` items in flight, the least urgent are withdrawn: charged as
+        not come (the GPU-hours held for them until now), ended, counted."""
+        excess = len(self._open) - MAX_IN_FLIGHT
+        if excess <= 0:
+            return []
+        urgency = sorted(self._open, key=lambda k: (self._open[k].item.earliest_start, k))
+        dropped = []
+        for key in urgency[-excess:]:
+            held = self._open.pop(key)  # charged to now, not to its own deadline:
+            dropped.append(self._outcome(key[0], held, False, now=now, window=window, until=now))
+            self._ended[key] = now
+            self.dropped[held.item.source] = self.dropped.get(held.item.source, 0) + 1
+        return dropped
 
     def ended(self, pool: str, key: str) -> bool:
         """Whether ``key`` on ``pool`` ended lately - came (its pods are demand now) or was
@@ -298,12 +321,22 @@ class NoticeLedger:
         return now <= item.latest_start
 
     def _outcome(
-        self, pool: str, held: InFlight, came: bool, *, now: int, window: float
+        self,
+        pool: str,
+        held: InFlight,
+        came: bool,
+        *,
+        now: int,
+        window: float,
+        until: int | None = None,
     ) -> Outcome:
-        """The outcome of ``held`` ending now; a come item starts its use (``core.notice_use``)."""
+        """The outcome of ``held`` ending now; a come item starts its use (``core.notice_use``).
+        Prewarm was held for it from when it became due to ``until`` (default: now if it came,
+        else its latest start)."""
         hours = 0.0
         if held.due_since is not None:
-            until = now if came else held.item.latest_start
+            if until is None:
+                until = now if came else held.item.latest_start
             hours = held.item.gpus * max(0, until - held.due_since) / 3600
         notice = now - held.first_seen
         if came:

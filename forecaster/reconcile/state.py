@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import zlib
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -21,10 +22,12 @@ from forecaster.core.error_budget import ErrorBudgetState
 from forecaster.core.notice import AnnouncedItem, InFlight, Outcome
 from forecaster.core.notice_use import UseTotals
 from forecaster.core.planner import Mode
+from forecaster.reconcile import in_flight_codec
 
-FORMAT_VERSION = 4
-"""4: each notice outcome and item in flight names its namespace (trust is judged per source
-and namespace); 3: per-minute tallies and pending forecasts stored as delta-coded columns
+FORMAT_VERSION = 5
+"""5: the notice items in flight stored as deflated columns (``in_flight_codec``); 4: each
+notice outcome and item in flight names its namespace (trust is judged per source and
+namespace); 3: per-minute tallies and pending forecasts stored as delta-coded columns
 (``_pack``) so the state of 150 pools fits a ConfigMap's 1 MiB; 2: the ledger carries its own
 clock (``{"clock", "last_seen", "buckets"}``); format 1 (a bare bucket list keyed by wall
 time). All are read; a newer one fails closed."""
@@ -88,7 +91,7 @@ class ServiceState:
             },
             "pools": {name: _pool_dict(p) for name, p in self.pools.items()},
             "notice": _notice_dict(self.notice[-MAX_NOTICE_OUTCOMES:]),
-            "notice_in_flight": [_in_flight_dict(f) for f in self.notice_in_flight],
+            "notice_in_flight": in_flight_codec.encode(self.notice_in_flight),
             "notice_use": _use_dict(self.notice_use),
         }
 
@@ -188,24 +191,16 @@ def _outcome(row: list[Any], sources: list[Any], pools: list[Any], names: list[A
     )
 
 
-def _in_flight_dict(flight: InFlight) -> dict[str, Any]:
-    item = flight.item
-    return {
-        "pool": item.pool, "source": item.source, "key": item.key,
-        "gpus_per_pod": item.gpus_per_pod, "pods": item.pods, "gang": item.gang,
-        "earliest": item.earliest_start, "latest": item.latest_start,
-        "in_history": item.in_history, "namespace": item.namespace,
-        "due_since": flight.due_since, "first_seen": flight.first_seen,
-    }  # fmt: skip
-
-
 def _in_flight(data: Any) -> tuple[InFlight, ...]:
-    """Inverse of ``_in_flight_dict`` over a list; none saved (an older state): none - their
-    items are read again, their notice then measured from the restart. Unreadable:
+    """The items in flight: deflated columns (format 5, ``in_flight_codec``), or a list of
+    one object per item (formats 3 and 4, read on upgrade); none saved (an older state): none -
+    their items are read again, their notice then measured from the restart. Unreadable:
     ``StateFormatError`` (their held GPU-hours would go uncharged)."""
     if data is None:
         return ()
     try:
+        if isinstance(data, dict):
+            return in_flight_codec.decode(data)
         return tuple(
             InFlight(
                 AnnouncedItem(
@@ -225,7 +220,7 @@ def _in_flight(data: Any) -> tuple[InFlight, ...]:
             )
             for d in data
         )
-    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError, IndexError, zlib.error) as exc:
         raise StateFormatError(
             f"the persisted notice items in flight are unreadable ({exc})"
         ) from exc

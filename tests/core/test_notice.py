@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench.performance.trust_check import scan
+from forecaster.core import notice as notice_module
 from forecaster.core.notice import (
     DISTRUST_AFTER_SECONDS,
     TRUST_WINDOW_SECONDS,
@@ -350,3 +351,25 @@ def test_the_ended_items_remembered_are_bounded_newest_kept(
         follow(ledger, [item(f"run-{n}")], NOW + n)
         follow(ledger, [], NOW + n, present=[("cronjob", f"run-{n}")])
     assert [ledger.ended("a", f"run-{n}") for n in range(5)] == [False, False, True, True, True]
+
+
+def test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Tenants decide how many items they announce: past ``MAX_IN_FLIGHT`` the ones due last
+    are withdrawn at once - charged as not come for what was held for them, not followed again,
+    counted - and the state that persists the rest stays bounded."""
+    monkeypatch.setattr(notice_module, "MAX_IN_FLIGHT", 10)
+    ledger = NoticeLedger()
+    items = [item(f"k{i:02d}", start=NOW + 60 * i) for i in range(15)]
+    ledger.observe("a", items, readable=None, now=NOW, window_seconds=3600)
+    later = [item(f"k{i:02d}", start=NOW + 60 * i) for i in range(15)]
+    resolved = ledger.observe("a", later, readable=None, now=NOW + 30, window_seconds=3600)
+    assert resolved == []  # those dropped stay dropped: announcing them again buys nothing
+    open_keys = sorted(f.item.key for f in ledger.saved()[1])
+    assert open_keys == [f"k{i:02d}" for i in range(10)]  # the ten due first are followed
+    dropped = [o for o in ledger.outcomes if not o.came]
+    assert sorted(o.key for o in dropped) == [f"k{i:02d}" for i in range(10, 15)]
+    assert all(o.at == NOW and o.held_gpu_hours == 0.0 for o in dropped)  # held from due to now
+    assert ledger.dropped == {"cronjob": 5}
+    assert all(ledger.ended("a", f"k{i:02d}") for i in range(10, 15))
