@@ -2304,8 +2304,8 @@ MUTATIONS = (
     Mutation(
         "the most urgent items are dropped past the cap",
         "forecaster/core/notice.py",
-        "        for key in urgency[-excess:]:",
-        "        for key in urgency[:excess]:",
+        "        for key in urgency[-count:]:",
+        "        for key in urgency[:count]:",
         (
             "tests/core/test_notice.py::test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted",
         ),
@@ -2316,6 +2316,15 @@ MUTATIONS = (
         '            f"{source_name} {namespace_name}/{key}" if short else str(key),',
         "            str(key),",
         ("tests/reconcile/test_in_flight_codec.py",),
+    ),
+    Mutation(
+        "items in flight that would overflow the state ConfigMap are kept (every save refused)",
+        "forecaster/reconcile/in_flight_codec.py",
+        "        if size <= MAX_ENCODED_BYTES:",
+        "        if True:",
+        (
+            "tests/reconcile/test_in_flight_codec.py::test_names_that_do_not_compress_are_shed_least_urgent_first_to_fit",
+        ),
     ),
 )
 

@@ -107,6 +107,9 @@ class SourceStatus:
     distrusted_namespaces: tuple[str, ...] = ()
     """Namespaces whose items of this source are not planned now (their own precision stayed
     below ``TRUST_THRESHOLD`` for a day): the source's other namespaces stay trusted."""
+    dropped: int = 0
+    """Its items withdrawn unjudged since start because too many were in flight
+    (``MAX_IN_FLIGHT``, or the state's bytes: ``NoticeLedger.shed``), each charged as not come."""
     skipped: int = 0
     """Its objects skipped this time (unreadable, or more per pod than a node holds): each
     costs itself only, the source stays readable (``Observation.skipped`` names them)."""
@@ -259,14 +262,23 @@ class NoticeLedger:
         return resolved
 
     def _drop_past_cap(self, *, now: int, window: float) -> list[Outcome]:
-        """Past ``MAX_IN_FLIGHT`` items in flight, the least urgent are withdrawn: charged as
-        not come (the GPU-hours held for them until now), ended, counted."""
-        excess = len(self._open) - MAX_IN_FLIGHT
-        if excess <= 0:
+        """Past ``MAX_IN_FLIGHT`` items in flight, the least urgent are withdrawn (``shed``)."""
+        return self._shed(len(self._open) - MAX_IN_FLIGHT, now=now, window=window)
+
+    def shed(self, count: int, *, now: int) -> list[Outcome]:
+        """Withdraw the ``count`` least urgent items in flight (latest earliest start): charged
+        as not come for the GPU-hours held for them until now, ended, counted in ``dropped``.
+        What keeps the persisted state within its bytes (``reconcile.in_flight_codec.fit``)."""
+        dropped = self._shed(count, now=now, window=0.0)
+        self.outcomes += dropped
+        return dropped
+
+    def _shed(self, count: int, *, now: int, window: float) -> list[Outcome]:
+        if count <= 0:
             return []
         urgency = sorted(self._open, key=lambda k: (self._open[k].item.earliest_start, k))
         dropped = []
-        for key in urgency[-excess:]:
+        for key in urgency[-count:]:
             held = self._open.pop(key)  # charged to now, not to its own deadline:
             dropped.append(self._outcome(key[0], held, False, now=now, window=window, until=now))
             self._ended[key] = now
@@ -404,6 +416,7 @@ class NoticeLedger:
             distrusted_namespaces=tuple(
                 k.removeprefix(prefix) for k in cut if k.startswith(prefix)
             ),
+            dropped=self.dropped.get(status.source, 0),
             came_gpus=sum(o.gpus for o in came),
             ahead_gpus=sum(o.gpus for o in came if o.ahead),
             median_notice_seconds=(

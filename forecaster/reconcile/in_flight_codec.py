@@ -6,9 +6,10 @@ long their names are. One JSON object per item (format 4) passed the ConfigMap's
 are columns - pools, sources and namespaces by index into name lists, each key without the
 ``<source> <namespace>/`` it repeats, times as offsets from the earliest - and the columns are
 deflated (zlib) and base64-encoded: 10,000 items of realistic long names (40 namespaces, 30
-pools) make a state of about 181 KiB (``tests/reconcile/test_in_flight_codec.py``). Names that
-do not compress - 10,000 distinct random 63-character namespaces - still take about 1.1 MiB:
-the count cap (``MAX_IN_FLIGHT``) bounds it, not a byte budget (not built yet).
+pools) make a state of about 181 KiB (``tests/reconcile/test_in_flight_codec.py``). Names
+chosen not to compress (random, the longest Kubernetes allows) do not fit that way: ``fit``
+keeps the encoded items within ``MAX_ENCODED_BYTES`` by withdrawing the least urgent ones
+(``NoticeLedger.shed``: charged as not come, counted), so the state always fits its ConfigMap.
 """
 
 from __future__ import annotations
@@ -19,9 +20,32 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from forecaster.core.notice import AnnouncedItem, InFlight
+from forecaster.core.notice import AnnouncedItem, InFlight, NoticeLedger, Outcome
+from forecaster.core.notice_use import UseTotals
 
 CODEC = "zlib+columns"
+MAX_ENCODED_BYTES = 288 * 1024
+"""The items in flight's share of the state ConfigMap: with the pools, the ledger and 2,000
+outcomes (of random 63-character namespaces at worst) the state stays under 512 KiB, half the
+ConfigMap's 1 MiB."""
+SURELY_FITS = 2000
+"""At most this many items fit whatever their names (253-character keys): not encoded to check."""
+
+
+def fit(
+    ledger: NoticeLedger, *, now: int
+) -> tuple[tuple[Outcome, ...], tuple[InFlight, ...], UseTotals]:
+    """``ledger.saved()``, its items in flight first brought within ``MAX_ENCODED_BYTES``."""
+    for _ in range(8):  # each round sheds at least the share it is over by
+        in_flight = ledger.saved()[1]
+        if len(in_flight) <= SURELY_FITS:
+            break
+        size = len(encode(in_flight)["data"])
+        if size <= MAX_ENCODED_BYTES:
+            break
+        over = len(in_flight) * (size - MAX_ENCODED_BYTES) // size
+        ledger.shed(over + 1 + len(in_flight) // 100, now=now)
+    return ledger.saved()
 
 
 def encode(flights: Sequence[InFlight]) -> dict[str, Any]:

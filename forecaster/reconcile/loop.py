@@ -40,7 +40,7 @@ from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
 from forecaster.durations import DAY
 from forecaster.errors import ConflictError, ForecasterError
-from forecaster.reconcile import operating_points
+from forecaster.reconcile import in_flight_codec, operating_points
 from forecaster.reconcile.acting import write_plan
 from forecaster.reconcile.forecast import History, forecast_pool, no_forecast, with_arrivals
 from forecaster.reconcile.observing import (
@@ -315,7 +315,7 @@ class Reconciler:
                 max_step_seconds=self.budgets.commitment_seconds,
             )
         self.state.last_tick = now
-        notice = self.notice_ledger.saved()
+        notice = in_flight_codec.fit(self.notice_ledger, now=now)  # within its ConfigMap share
         self.state.notice, self.state.notice_in_flight, self.state.notice_use = notice
         modes = {name: p.budget.mode for name, p in self.state.pools.items()}
         due = self._saved_at is None or now - self._saved_at >= self.save_every_seconds

@@ -339,6 +339,7 @@ def _notice_source(n: SourceStatus) -> dict[str, Any]:
         "waste_gpu_hours_7d": round(n.waste_gpu_hours, 3),
         "trusted": n.trusted,
         "distrusted_namespaces": list(n.distrusted_namespaces),
+        "dropped_items": n.dropped,
         "came_gpus_7d": n.came_gpus,
         "ahead_gpus_7d": n.ahead_gpus,
         "median_notice_seconds_7d": n.median_notice_seconds,

@@ -185,6 +185,13 @@ class Metrics:
             ["source"],
             registry=r,
         )
+        self.notice_dropped = Gauge(
+            "forecaster_notice_dropped_items",
+            "The source's announced items withdrawn unjudged since start because too many were"
+            " in flight (10,000, or the state's bytes): each charged as not come",
+            ["source"],
+            registry=r,
+        )
         self.notice_waste = Gauge(
             "forecaster_notice_waste_gpu_hours",
             "GPU-hours held in 7 days for the source's announced items that did not come",
@@ -335,6 +342,7 @@ class Metrics:
             whole = status.trusted and not status.distrusted_namespaces
             self.notice_trusted.labels(source=status.source).set(int(whole))
             self.notice_cut.labels(source=status.source).set(len(status.distrusted_namespaces))
+            self.notice_dropped.labels(source=status.source).set(status.dropped)
             if status.precision is not None:
                 self.notice_precision.labels(source=status.source).set(status.precision)
         self.announced.clear()

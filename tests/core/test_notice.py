@@ -372,4 +372,5 @@ def test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted(
     assert sorted(o.key for o in dropped) == [f"k{i:02d}" for i in range(10, 15)]
     assert all(o.at == NOW and o.held_gpu_hours == 0.0 for o in dropped)  # held from due to now
     assert ledger.dropped == {"cronjob": 5}
+    assert ledger.judged(SourceStatus("cronjob", True), now=NOW + 30).dropped == 5  # status
     assert all(ledger.ended("a", f"k{i:02d}") for i in range(10, 15))

@@ -2,18 +2,22 @@
 
 A ConfigMap holds 1 MiB; one JSON object per item (format 4) passed it at about 4,500 items.
 Here: 10,000 items of 40 namespaces with long, realistic names (CronJob runs of 30 pools) make
-a whole state under 512 KiB that reads back equal; a format-4 list is still read on upgrade; a
-damaged blob is refused, never read as "nothing in flight" (its held GPU-hours would go
-uncharged).
+a whole state under 512 KiB that reads back equal, and none is shed; 10,000 names chosen not
+to compress (random, the longest allowed) are shed least urgent first - charged as not come,
+counted - until they fit; a format-4 list is still read on upgrade; a damaged blob is refused,
+never read as "nothing in flight" (its held GPU-hours would go uncharged).
 """
 
 from __future__ import annotations
 
 import json
+import random
+import string
 
 import pytest
 
-from forecaster.core.notice import MAX_IN_FLIGHT, AnnouncedItem, InFlight
+from forecaster.core.notice import MAX_IN_FLIGHT, AnnouncedItem, InFlight, NoticeLedger
+from forecaster.reconcile.in_flight_codec import MAX_ENCODED_BYTES, encode, fit
 from forecaster.reconcile.state import ServiceState, StateFormatError
 
 T = 1_800_000_000
@@ -88,3 +92,44 @@ def test_a_damaged_blob_is_refused(damaged: dict[str, str]) -> None:
     data["notice_in_flight"] = damaged
     with pytest.raises(StateFormatError, match="items in flight are unreadable"):
         ServiceState.from_dict(data)
+
+
+def ledger_of(items: tuple[InFlight, ...]) -> NoticeLedger:
+    ledger = NoticeLedger()
+    ledger.observe("p", [f.item for f in items], readable=None, now=T, window_seconds=600)
+    return ledger
+
+
+def random_names(count: int) -> tuple[InFlight, ...]:
+    """Names a tenant chose not to compress: random, as long as Kubernetes allows."""
+    rng = random.Random(7)
+    letters = string.ascii_lowercase + string.digits
+    out = []
+    for i in range(count):
+        namespace = "".join(rng.choices(string.ascii_lowercase, k=63))
+        name = "".join(rng.choices(letters, k=52))
+        key = f"cronjob {namespace}/{name}@2027-01-15T07:05:00Z"
+        item = AnnouncedItem("p", 8, 1, False, T + i, T + i + 600, "cronjob", key, False, namespace)
+        out.append(InFlight(item, None, T))
+    return tuple(out)
+
+
+def test_names_that_do_not_compress_are_shed_least_urgent_first_to_fit() -> None:
+    ledger = ledger_of(random_names(10_000))
+    before = len(ledger.saved()[1])
+    outcomes, in_flight, _ = fit(ledger, now=T)
+    assert len(encode(in_flight)["data"]) <= MAX_ENCODED_BYTES
+    shed = before - len(in_flight)
+    assert shed > 0 and ledger.dropped == {"cronjob": shed}
+    assert [o.came for o in outcomes] == [False] * shed  # charged as not come
+    kept = max(f.item.earliest_start for f in in_flight)
+    assert all(ledger.ended("p", o.key) for o in outcomes)
+    assert kept < min(T + i for i in range(before) if i >= len(in_flight))  # the soonest kept
+    state = ServiceState(last_tick=T, notice=outcomes, notice_in_flight=in_flight)
+    assert len(json.dumps(state.to_dict()).encode()) < LIMIT
+
+
+def test_names_that_compress_are_all_kept() -> None:
+    ledger = ledger_of(flights(10_000))
+    _, in_flight, _ = fit(ledger, now=T)
+    assert len(in_flight) == 10_000 and ledger.dropped == {}
