@@ -2,7 +2,9 @@
 
 Cases - each would have been scored as come, and held, before: a ``* * * * *`` CronJob of a
 namespace without GPU quota, whose controller moves ``lastScheduleTime`` every minute but whose
-runs never make a pod, is judged not come run after run (precision 0, its waste charged); a
+runs never make a pod, is judged not come run after run (precision 0, its waste charged), and
+within 25 h its namespace is cut while another namespace's hourly CronJob, whose runs make
+pods, stays trusted and planned; a
 JobSet stage waiting on an initializer that never finishes (no earlier run to time it by: due
 "now" at every reading) and an Argo step whose upstream's status its owner wrote (``Succeeded``
 without ``finishedAt``: due "now" at every reading) are withdrawn at their first deadline, charged
@@ -127,3 +129,56 @@ def test_an_argo_step_whose_upstream_status_its_owner_wrote_is_withdrawn_once(
     (gone,) = ended
     assert not gone.came and gone.held_gpu_hours == workflow_gpus * GRACE / 3600
     assert record.plan.pool(POOL).target_gpus == 0
+
+
+def test_a_namespace_whose_runs_never_come_is_cut_within_25_h_and_only_it(
+    tmp_path: Path, api: KubeApiDouble
+) -> None:
+    """Two namespaces, one source: ``no-quota``'s ``* * * * *`` CronJob never makes a pod,
+    ``ml``'s hourly one does every hour. Within 25 h ``no-quota`` is cut - its items no longer
+    planned - while ``ml``'s items of the same source stay trusted and planned."""
+    greedy = cronjob("every-minute", pool=POOL, schedule="* * * * *")
+    greedy["metadata"]["namespace"] = "no-quota"
+    api.put("cronjobs", greedy)
+    api.put("cronjobs", cronjob("hourly", pool=POOL, schedule="0 * * * *"))
+    sim = ClusterSim(api)
+    tick = daemon(tmp_path)
+    cut_at = None
+    for now in range(T0, T0 + 25 * 3600 + 1, 300):
+        ran = datetime.fromtimestamp(now - now % 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        obj = api.objects("cronjobs", "no-quota")[0]
+        obj["status"] = {"lastScheduleTime": ran}
+        api.store.replace(("cronjobs", "no-quota", "every-minute"), obj)
+        for pod in api.objects("pods", "ml"):  # the last hour's run has finished
+            if pod["metadata"]["name"].startswith("hourly-"):
+                api.store.objects.pop(("pods", "ml", pod["metadata"]["name"]))
+        if now % 3600 == 0:  # ml's run: its Job's pod exists, and the CronJob says so
+            hourly_run(api, sim, now)
+        record = tick(api, now)
+        status = status_of(record, "cronjob")
+        if cut_at is None and "no-quota" in status.distrusted_namespaces:
+            cut_at = now
+    assert cut_at is not None and cut_at - T0 <= 25 * 3600, cut_at
+    assert status.distrusted_namespaces == ("no-quota",) and status.trusted
+    before_the_hour = tick(api, now + 3000)  # ml's next run is due within the prewarm window
+    planned = " ".join(before_the_hour.plan.pool(POOL).reasons)
+    assert "announced: 16 GPUs due within" in planned and "(cronjob ml/hourly@" in planned
+    assert "cronjob/no-quota not trusted" in planned and "its 16 GPUs due not planned" in planned
+
+
+def hourly_run(api: KubeApiDouble, sim: ClusterSim, now: int) -> None:
+    """``ml``'s hourly CronJob ran at ``now``: its Job's pod exists (pending)."""
+    obj = api.objects("cronjobs", "ml")[0]
+    obj["status"] = {"lastScheduleTime": datetime.fromtimestamp(now, UTC).isoformat()[:19] + "Z"}
+    api.store.replace(("cronjobs", "ml", "hourly"), obj)
+    pod = sim.submit(f"hourly-{now // 60}-x", POOL, 8)
+    pod["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": f"hourly-{now // 60}",
+            "uid": f"uid-{now}",
+            "controller": True,
+        }
+    ]
+    api.store.replace(("pods", "ml", pod["metadata"]["name"]), pod)
