@@ -2326,6 +2326,56 @@ MUTATIONS = (
             "tests/reconcile/test_in_flight_codec.py::test_names_that_do_not_compress_are_shed_least_urgent_first_to_fit",
         ),
     ),
+    Mutation(
+        "a namespace's notice may spend the whole day budget (other pools' floors cut early)",
+        "forecaster/reconcile/observing.py",
+        "    return {**over, **ledger.distrusted(now=now)}",
+        "    return {**ledger.distrusted(now=now)}",
+        ("tests/faults/test_notice_spend_share.py",),
+    ),
+    Mutation(
+        "a namespace at its notice share is still planned",
+        "forecaster/core/notice.py",
+        "        if hours >= limit:",
+        "        if hours > limit + 1:",
+        (
+            "tests/core/test_notice.py::test_a_namespace_over_its_share_of_the_day_is_left_out_for_every_source",
+        ),
+    ),
+    Mutation(
+        "items in flight do not count toward their namespace's notice share",
+        "forecaster/core/notice.py",
+        "            held[item.namespace] = held.get(item.namespace, 0.0) + hours",
+        "            pass",
+        (
+            "tests/core/test_notice.py::test_a_namespace_over_its_share_of_the_day_is_left_out_for_every_source",
+        ),
+    ),
+    Mutation(
+        "a namespace's notice older than a day still counts toward its share",
+        "forecaster/core/notice.py",
+        "        if o.namespace and o.at > since:",
+        "        if o.namespace:",
+        (
+            "tests/core/test_notice.py::test_a_namespace_over_its_share_of_the_day_is_left_out_for_every_source",
+        ),
+    ),
+    Mutation(
+        "doctor does not list the namespaces whose notice held the most",
+        "forecaster/cli/oneshot.py",
+        "        *doctor.namespace_lines(settings, kube, now=now),\n",
+        "",
+        ("tests/app/test_doctor_namespaces.py",),
+    ),
+    Mutation(
+        "the top namespaces are listed by name, not by what their notice held",
+        "forecaster/core/notice.py",
+        "    found.sort(key=lambda n: (-n.held_gpu_hours, n.namespace))",
+        "    found.sort(key=lambda n: n.namespace)",
+        (
+            "tests/core/test_notice.py::test_the_top_namespaces_are_those_whose_notice_held_the_most",
+        ),
+    ),
 )
 
 

@@ -119,6 +119,7 @@ def budgets(settings: Settings) -> Budgets:
         max_prewarm_gpu_hours_per_day=caps.max_prewarm_gpu_hours_per_day,
         max_cost_per_hour=caps.max_cost_per_hour,
         commitment_seconds=settings.planning.placeholders.ttl_seconds,
+        notice_namespace_share=settings.notice.namespace_share,
     )
 
 

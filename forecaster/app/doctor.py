@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from forecaster.accelerators import GPU, unit_of
 from forecaster.actuators import guardrails
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.coordination.state_store import ConfigMapStateStore
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import NODEPOOL_GRANT, Kube
 from forecaster.actuators.notice.base import NamespaceFilter, read_notice
@@ -19,9 +20,11 @@ from forecaster.actuators.observe.pod_watch import LIVE_PODS
 from forecaster.actuators.prewarm.backends import BackendChoice, choose_backend
 from forecaster.actuators.prewarm.registry import served_backends
 from forecaster.core.cluster import ClaimedPods
+from forecaster.core.notice import top_namespaces
 from forecaster.core.policy import horizon_for_lead
 from forecaster.durations import DAY
 from forecaster.errors import ActuationError, ConfigError, SourceError
+from forecaster.reconcile.state import ServiceState, StateFormatError
 from forecaster.settings import Settings
 from forecaster.sources.base import DemandSource
 from forecaster.sources.prometheus import (
@@ -108,6 +111,26 @@ def grant_findings(settings: Settings, kube: Kube) -> list[Guardrail]:
         )
         for pool in settings.pools
         if pool.name not in named
+    ]
+
+
+def namespace_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
+    """The namespaces whose announced work held the most prewarm in 7 days, with precision
+    and waste, from the daemon's saved state (its notice outcomes)."""
+    store = ConfigMapStateStore(kube, namespace=settings.namespace, name=settings.state_config_map)
+    try:
+        data = store.load()
+        state = None if data is None else ServiceState.from_dict(data)
+    except (ActuationError, StateFormatError) as exc:
+        return [f"notice namespaces: the daemon's state cannot be read ({exc})"]
+    top = top_namespaces(state.notice, now=now) if state is not None else ()
+    if not top:
+        return ["notice namespaces: no announced item resolved in 7 days"]
+    return [
+        f"notice namespace {n.namespace}: {n.held_gpu_hours:.1f} GPU-hours held for its"
+        f" announced work in 7 days ({n.waste_gpu_hours:.1f} for items that did not come),"
+        f" precision {n.precision:.2f} over {n.resolved} items"
+        for n in top
     ]
 
 

@@ -224,12 +224,14 @@ warnings (exit 0): it works, less well or less safely than it could."""
 def _doctor(settings: Settings, args: argparse.Namespace) -> int:
     """Every check once: an OK line, or one line per finding (ERROR or WARN); exit 1 on errors."""
     kube = connect.connect(settings, host=args.kube_host)
-    for line in [*doctor.unit_lines(settings), *doctor.backend_lines(settings, kube)]:
-        print(line)
     now = int(SystemClock().now().timestamp())
-    for line in doctor.notice_lines(settings, kube, now=now):
-        print(line)
-    for line in doctor.claim_lines(kube):
+    for line in [
+        *doctor.unit_lines(settings),
+        *doctor.backend_lines(settings, kube),
+        *doctor.notice_lines(settings, kube, now=now),
+        *doctor.namespace_lines(settings, kube, now=now),
+        *doctor.claim_lines(kube),
+    ]:
         print(line)
     findings = doctor.run_guardrails(settings, kube, now=now, log_findings=False)
     findings += doctor.grant_findings(settings, kube)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from forecaster.core.notice_use import ALL, NoticeUse, PoolNotice, UseTotals, spread
+from forecaster.core.notice_use import ALL, DAY_SECONDS, NoticeUse, PoolNotice, UseTotals, spread
 
 
 @dataclass(frozen=True)
@@ -450,6 +450,10 @@ class NoticeLedger:
             )
         return out
 
+    def over_share(self, *, now: int, limit: float) -> dict[str, str]:
+        """``over_share`` of this ledger's outcomes and items in flight."""
+        return over_share(self.outcomes, self._open.values(), now=now, limit=limit)
+
     def distrusted(self, *, now: int) -> dict[str, str]:
         """Trust keys (``source/namespace``; a source alone for items of no namespace) whose
         items the plan leaves out now, with why: below ``TRUST_THRESHOLD`` (on at least
@@ -460,6 +464,75 @@ class NoticeLedger:
         if self._trust is None or self._trust[0] != asked:
             self._trust = (asked, distrusted_keys(self.outcomes, now=now))
         return dict(self._trust[1])
+
+
+def over_share(
+    outcomes: Iterable[Outcome], in_flight: Iterable[InFlight], *, now: int, limit: float
+) -> dict[str, str]:
+    """Trust keys (``source/namespace``) of every namespace whose announced work held at least
+    ``limit`` GPU-hours of prewarm in the last day - the items that ended in it (what each held,
+    an upper bound) and those still in flight since they became due - with why. Items of no
+    namespace are never cut this way (the twin's, a cluster-scoped source's)."""
+    held: dict[str, float] = {}
+    sources: dict[str, set[str]] = {}
+    since = now - DAY_SECONDS
+    for o in outcomes:
+        if o.namespace and o.at > since:
+            held[o.namespace] = held.get(o.namespace, 0.0) + o.held_gpu_hours
+            sources.setdefault(o.namespace, set()).add(o.source)
+    for f in in_flight:
+        item = f.item
+        sources.setdefault(item.namespace, set()).add(item.source)
+        if item.namespace and f.due_since is not None:
+            hours = item.gpus * max(0, now - max(f.due_since, since)) / 3600
+            held[item.namespace] = held.get(item.namespace, 0.0) + hours
+    out = {}
+    for namespace, hours in sorted(held.items()):
+        if hours >= limit:
+            why = (
+                f"namespace {namespace}'s announced work held {hours:.1f} GPU-hours of prewarm"
+                f" in a day, its share is {limit:.1f}"
+            )
+            for source in sorted(sources[namespace]):
+                out[trust_key(source, namespace)] = why
+    return out
+
+
+@dataclass(frozen=True)
+class NamespaceNotice:
+    """One namespace's announced work over the trust window: what acting on it held."""
+
+    namespace: str
+    resolved: int
+    precision: float
+    """Share of its items resolved in the window that came."""
+    held_gpu_hours: float
+    """Prewarm held for its items before their pods came, or until they were withdrawn."""
+    waste_gpu_hours: float
+    """Of that, what was held for items that did not come."""
+
+
+def top_namespaces(
+    outcomes: Iterable[Outcome], *, now: int, count: int = 10
+) -> tuple[NamespaceNotice, ...]:
+    """The ``count`` namespaces whose announced work held the most prewarm in the last 7 days
+    (every source), with their precision and waste: whom notice serves, and at what cost."""
+    by_namespace: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        if o.namespace and o.at > now - TRUST_WINDOW_SECONDS:
+            by_namespace.setdefault(o.namespace, []).append(o)
+    found = [
+        NamespaceNotice(
+            namespace,
+            len(mine),
+            sum(o.came for o in mine) / len(mine),
+            sum(o.held_gpu_hours for o in mine),
+            sum(o.held_gpu_hours for o in mine if not o.came),
+        )
+        for namespace, mine in by_namespace.items()
+    ]
+    found.sort(key=lambda n: (-n.held_gpu_hours, n.namespace))
+    return tuple(found[:count])
 
 
 def distrusted_keys(outcomes: Iterable[Outcome], *, now: int) -> dict[str, str]:

@@ -68,9 +68,19 @@ class Budgets:
     commitment_seconds: int
     """How long a prewarm GPU can keep running if the daemon stops renewing it (placeholder
     TTL): the GPU-hours budget is charged for this long up front, so it holds even if we die."""
+    notice_namespace_share: float = 1.0
+    """The share of ``max_prewarm_gpu_hours_per_day`` one namespace's announced work may hold
+    in a day (``NoticeLedger.over_share``): past it, its items are not planned until the day
+    rolls on - one tenant's notice cannot spend the budget the other pools' floors live on."""
+
+    @property
+    def notice_namespace_gpu_hours(self) -> float:
+        """What one namespace's announced work may hold in a day, in GPU-hours."""
+        return self.notice_namespace_share * self.max_prewarm_gpu_hours_per_day
 
     def __post_init__(self) -> None:
         _require(self.max_total_prewarm_gpus >= 0, "max_total_prewarm_gpus must be >= 0")
+        _require(0 < self.notice_namespace_share <= 1, "notice_namespace_share must be in (0, 1]")
         _finite_non_negative(self.max_prewarm_gpu_hours_per_day, "max_prewarm_gpu_hours_per_day")
         _finite_non_negative(self.max_cost_per_hour, "max_cost_per_hour")
         _require(self.commitment_seconds > 0, "commitment_seconds must be > 0")

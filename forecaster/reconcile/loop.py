@@ -34,7 +34,7 @@ from forecaster.core.actions import ActuationReport, Halt
 from forecaster.core.budget import record_spend, spent_last_day
 from forecaster.core.cluster import Observation, PoolSnapshot
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, SloPolicy, Transition
-from forecaster.core.notice import NoticeLedger
+from forecaster.core.notice import NoticeLedger, top_namespaces
 from forecaster.core.operating_point import OperatingPoint, following_the_points
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
@@ -48,6 +48,7 @@ from forecaster.reconcile.observing import (
     Observer,
     assumed,
     follow_notice,
+    left_out,
     observe_pools,
     read_halt,
 )
@@ -126,7 +127,7 @@ class Reconciler:
             self.last = kept(self._planned, snapshots, now, budgets=self._budgets())
             return self.last
         ended = follow_notice(self.notice_ledger, snapshots or {}, now, self._window) if act else ()
-        distrusted = self.notice_ledger.distrusted(now=now)
+        distrusted = left_out(self.notice_ledger, now=now, budgets=self.budgets)
         inputs, views, scored, transitions = [], {}, {}, []
         for runtime in self.pools:
             name = runtime.policy.pool
@@ -158,6 +159,7 @@ class Reconciler:
             notice=tuple(self.notice_ledger.judged(n, now=now) for n in observed.notice),
             notice_ended=ended, budgets=self._budgets(), claimed=observed.claimed,
             notice_pools=self.notice_ledger.by_pool(views, now=now),
+            notice_namespaces=top_namespaces(self.notice_ledger.outcomes, now=now),
         )  # fmt: skip
         return self.last
 

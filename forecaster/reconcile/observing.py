@@ -15,6 +15,7 @@ import numpy as np
 from forecaster.core.actions import Halt
 from forecaster.core.cluster import Observation, PoolSnapshot, assumed_snapshot
 from forecaster.core.notice import NoticeLedger, Outcome
+from forecaster.core.policy import Budgets
 from forecaster.errors import ForecasterError
 from forecaster.reconcile.records import PoolRuntime, PoolView, TickError
 
@@ -71,6 +72,13 @@ def read_halt(reader: HaltReader | None, errors: list[TickError]) -> tuple[Halt 
             halt.by or "unknown",
         )
     return halt, True
+
+
+def left_out(ledger: NoticeLedger, *, now: int, budgets: Budgets) -> dict[str, str]:
+    """Trust keys whose announced items the plan leaves out now, with why: not trusted (their
+    items did not come), or their namespace's notice over its share of the day's GPU-hours."""
+    over = ledger.over_share(now=now, limit=budgets.notice_namespace_gpu_hours)
+    return {**over, **ledger.distrusted(now=now)}
 
 
 def follow_notice(

@@ -22,7 +22,7 @@ from forecaster.core.cluster import (
     Unattributed,
 )
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, Transition
-from forecaster.core.notice import Outcome, SourceStatus
+from forecaster.core.notice import NamespaceNotice, Outcome, SourceStatus
 from forecaster.core.notice_use import PoolNotice
 from forecaster.core.operating_point import OperatingPoint
 from forecaster.core.planner import Plan
@@ -159,6 +159,9 @@ class TickRecord:
     notice_pools: tuple[PoolNotice, ...] = ()
     """Each pool's announced work per source over 7 days, in GPU-hours by notice
     (``NoticeLedger.by_pool``)."""
+    notice_namespaces: tuple[NamespaceNotice, ...] = ()
+    """The namespaces whose announced work held the most prewarm in 7 days (``doctor``, the
+    status): precision and waste per namespace."""
     budgets: dict[str, ErrorBudgetState] = field(default_factory=dict)
     """Each configured pool's error budget after this tick (immutable): what the endpoint and
     the metrics read, from their own threads - never the loop's live state."""

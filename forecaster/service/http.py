@@ -32,7 +32,7 @@ from forecaster.core.error_budget import (
 )
 from forecaster.core.finops import PoolSpend
 from forecaster.core.kueue import KueueRoom
-from forecaster.core.notice import AnnouncedItem, SourceStatus
+from forecaster.core.notice import AnnouncedItem, NamespaceNotice, SourceStatus
 from forecaster.core.notice_use import KINDS, PoolNotice
 from forecaster.core.planner import Mode
 from forecaster.core.policy import PlanningHorizon
@@ -247,6 +247,9 @@ def create_app(daemon: Daemon) -> FastAPI:
                 for c in (record.claimed if record else ())
             ],
             "notice_sources": [_notice_source(n) for n in (record.notice if record else ())],
+            "notice_namespaces": [
+                _namespace_notice(n) for n in (record.notice_namespaces if record else ())
+            ],
             "pools": pools,
             "budgets": {
                 "prewarm_gpus": record.plan.total_target_gpus if record else 0,
@@ -343,6 +346,18 @@ def _notice_source(n: SourceStatus) -> dict[str, Any]:
         "came_gpus_7d": n.came_gpus,
         "ahead_gpus_7d": n.ahead_gpus,
         "median_notice_seconds_7d": n.median_notice_seconds,
+    }
+
+
+def _namespace_notice(n: NamespaceNotice) -> dict[str, Any]:
+    """A namespace whose announced work held prewarm in 7 days: whom notice serves, at what
+    cost (the top ten by GPU-hours held)."""
+    return {
+        "namespace": n.namespace,
+        "resolved_7d": n.resolved,
+        "precision_7d": round(n.precision, 3),
+        "held_gpu_hours_7d": round(n.held_gpu_hours, 3),
+        "waste_gpu_hours_7d": round(n.waste_gpu_hours, 3),
     }
 
 

@@ -331,6 +331,15 @@ class NoticeSettings(_Strict):
         description="notice sources read every tick (RBAC: list their kinds); one not served"
         " by the cluster is shown as not installed; [] reads none",
     )
+    namespace_share: float = Field(
+        0.25,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="the share of planning.budgets.max_prewarm_gpu_hours_per_day one namespace's"
+        " announced work may hold in a day; past it its items are not planned until the day"
+        " rolls on, so one tenant's notice cannot spend the budget other pools' floors need",
+    )
     grace_seconds: int = Field(
         600,
         ge=0,

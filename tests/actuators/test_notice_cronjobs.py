@@ -230,6 +230,7 @@ def test_the_daemon_prewarms_an_announced_run_once_and_drops_it_when_its_job_exi
         "waste_gpu_hours_7d": 0.0,
         "trusted": True,
         "distrusted_namespaces": [],
+        "dropped_items": 0,
         "came_gpus_7d": 0,
         "ahead_gpus_7d": 0,
         "median_notice_seconds_7d": None,

@@ -16,10 +16,13 @@ from forecaster.core.notice import (
     DISTRUST_AFTER_SECONDS,
     TRUST_WINDOW_SECONDS,
     AnnouncedItem,
+    InFlight,
     NoticeLedger,
     Outcome,
     SourceStatus,
     distrusted_keys,
+    over_share,
+    top_namespaces,
 )
 from forecaster.core.planner import Mode, PoolInput, announced_gpus, plan, planned_demand
 from forecaster.core.policy import Budgets
@@ -374,3 +377,39 @@ def test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted(
     assert ledger.dropped == {"cronjob": 5}
     assert ledger.judged(SourceStatus("cronjob", True), now=NOW + 30).dropped == 5  # status
     assert all(ledger.ended("a", f"k{i:02d}") for i in range(10, 15))
+
+
+def test_a_namespace_over_its_share_of_the_day_is_left_out_for_every_source() -> None:
+    """What a namespace's notice held in the last day: its ended items' held GPU-hours and
+    those in flight since they became due; at its share, each of its sources' keys is left
+    out, with why. Another namespace, an older day and items of no namespace never count."""
+    day = 86400
+    outcomes = [
+        Outcome("cronjob", "a", "x", False, NOW - 3600, 30.0, namespace="greedy"),
+        Outcome("cronjob", "a", "y", False, NOW - day - 1, 500.0, namespace="calm"),  # older
+        Outcome("cronjob", "a", "z", False, NOW - 60, 900.0),  # no namespace
+    ]
+    due = dataclasses.replace(item("w", source="jobset"), namespace="greedy")
+    flying = [InFlight(due, NOW - 2 * 3600, NOW - 2 * 3600)]  # 16 GPUs due for 2 h: 32
+    out = over_share(outcomes, flying, now=NOW, limit=60.0)
+    assert sorted(out) == ["cronjob/greedy", "jobset/greedy"]
+    assert "held 62.0 GPU-hours of prewarm in a day, its share is 60.0" in out["jobset/greedy"]
+    assert sorted(over_share(outcomes, flying, now=NOW, limit=62.0)) == sorted(out)  # at it
+    assert over_share(outcomes, flying, now=NOW, limit=62.5) == {}
+
+
+def test_the_top_namespaces_are_those_whose_notice_held_the_most() -> None:
+    outcomes = [
+        Outcome("cronjob", "a", "1", False, NOW - 60, 30.0, namespace="greedy"),
+        Outcome("jobset", "a", "2", True, NOW - 60, 10.0, namespace="greedy"),
+        Outcome("cronjob", "a", "3", True, NOW - 60, 5.0, namespace="a-ml"),  # first by name
+        Outcome("cronjob", "a", "4", False, NOW - 8 * 86400, 99.0, namespace="old"),  # gone
+        Outcome("cronjob", "a", "5", False, NOW - 60, 99.0),  # no namespace
+    ]
+    top = top_namespaces(outcomes, now=NOW)
+    assert [(n.namespace, n.resolved, n.precision) for n in top] == [
+        ("greedy", 2, 0.5),
+        ("a-ml", 1, 1.0),
+    ]
+    assert (top[0].held_gpu_hours, top[0].waste_gpu_hours) == (40.0, 30.0)
+    assert top_namespaces(outcomes, now=NOW, count=1) == top[:1]

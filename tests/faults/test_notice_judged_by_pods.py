@@ -41,15 +41,23 @@ def api() -> Iterator[KubeApiDouble]:
     assert server.invalid == [], server.invalid
 
 
-def daemon(tmp_path: Path) -> Any:
-    """A tick function: the daemon on POOL at ``now`` (flat demand: 16 GPUs, all running)."""
+def daemon(tmp_path: Path, *, day_budget: float | None = None) -> Any:
+    """A tick function: the daemon on POOL at ``now`` (flat demand: 16 GPUs, all running);
+    ``day_budget``: the GPU-hours/day budget (each namespace's notice may hold a quarter)."""
+    config = one_pool_settings(tmp_path)
+    if day_budget is not None:
+        caps = config.planning.budgets.model_copy(
+            update={"max_prewarm_gpu_hours_per_day": day_budget}
+        )
+        planning = config.planning.model_copy(update={"budgets": caps})
+        config = config.model_copy(update={"planning": planning})
     source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
     last = [T0]
 
     def tick(api: KubeApiDouble, now: int) -> TickRecord:
         kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
         if not hasattr(tick, "daemon"):
-            loop = build.build_reconciler(one_pool_settings(tmp_path), source=source, kube=kube)
+            loop = build.build_reconciler(config, source=source, kube=kube)
             tick.daemon = Daemon(reconciler=loop, pools=(POOL,))  # type: ignore[attr-defined]
         source.append(*([16.0] * ((now - last[0]) // 60)))
         last[0] = now
@@ -142,7 +150,7 @@ def test_a_namespace_whose_runs_never_come_is_cut_within_25_h_and_only_it(
     api.put("cronjobs", greedy)
     api.put("cronjobs", cronjob("hourly", pool=POOL, schedule="0 * * * *"))
     sim = ClusterSim(api)
-    tick = daemon(tmp_path)
+    tick = daemon(tmp_path, day_budget=1200)  # ml's hourly notice (~64 GPU-h a day) in its share
     cut_at = None
     for now in range(T0, T0 + 25 * 3600 + 1, 300):
         ran = datetime.fromtimestamp(now - now % 60, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
