@@ -30,12 +30,15 @@ FLOOR = 16
 TICK = 300
 
 
-def floor_cut(tmp_path: Path, *, tenant: bool) -> tuple[int, float]:
-    """When ``other``'s floor was first cut (seconds from T0), and the GPU-hours spent then."""
+def floor_cut(tmp_path: Path, *, tenant: bool, share: float | None = None) -> tuple[int, float]:
+    """When ``other``'s floor was first cut (seconds from T0), and the GPU-hours spent then
+    (``share``: ``notice.namespace_share``, else its default)."""
+    notice = {} if share is None else {"namespace_share": share}
     config = Settings.model_validate(
         {
             "source": {"kind": "prometheus"},
-            "models_dir": str(tmp_path / f"models-{tenant}"),
+            "notice": notice,
+            "models_dir": str(tmp_path / f"models-{tenant}-{share}"),
             "planning": {
                 "actuation": "placeholders",
                 "budgets": {"max_total_prewarm_gpus": 64, "max_prewarm_gpu_hours_per_day": BUDGET},
