@@ -348,8 +348,16 @@ def test_every_write_names_forecaster_as_field_manager(tmp_path: Path) -> None:
     assert unnamed == []
 
 
-POD_MAKERS = {"pods", "jobs", "cronjobs", "deployments", "replicasets", "statefulsets",
-              "daemonsets", "replicationcontrollers"}  # fmt: skip
+POD_MAKERS = {
+    "pods",
+    "jobs",
+    "cronjobs",
+    "deployments",
+    "replicasets",
+    "statefulsets",
+    "daemonsets",
+    "replicationcontrollers",
+}
 """What can start a pod (and so run as any ServiceAccount of its namespace)."""
 
 

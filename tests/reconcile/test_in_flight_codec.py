@@ -16,6 +16,7 @@ import string
 
 import pytest
 
+from bench.performance.notice_state import format_4_rows
 from forecaster.core.notice import MAX_IN_FLIGHT, AnnouncedItem, InFlight, NoticeLedger
 from forecaster.reconcile.in_flight_codec import MAX_ENCODED_BYTES, encode, fit
 from forecaster.reconcile.state import ServiceState, StateFormatError
@@ -57,25 +58,9 @@ def test_ten_thousand_items_in_flight_fit_and_read_back_equal() -> None:
 
 def test_a_format_4_list_is_read_on_upgrade() -> None:
     (flight,) = flights(1)
-    item = flight.item
     data = ServiceState(last_tick=T).to_dict()
     data["format_version"] = 4
-    data["notice_in_flight"] = [
-        {
-            "pool": item.pool,
-            "source": item.source,
-            "key": item.key,
-            "gpus_per_pod": item.gpus_per_pod,
-            "pods": item.pods,
-            "gang": item.gang,
-            "earliest": item.earliest_start,
-            "latest": item.latest_start,
-            "in_history": item.in_history,
-            "namespace": item.namespace,
-            "due_since": flight.due_since,
-            "first_seen": flight.first_seen,
-        }
-    ]
+    data["notice_in_flight"] = format_4_rows((flight,))
     assert ServiceState.from_dict(data).notice_in_flight == (flight,)
 
 
