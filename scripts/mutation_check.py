@@ -35,10 +35,46 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "a namespace's items past its share of the prewarm GPUs are planned anyway",
+        "forecaster/core/planner.py",
+        " and i.key not in distrusted)",
+        ")",
+        (
+            "tests/core/test_notice.py::test_a_namespaces_items_due_at_once_past_its_share_of_the_caps_are_left_out",
+        ),
+    ),
+    Mutation(
+        "a namespace's work due at once is held to its share of the pool only, not of all pools",
+        "forecaster/core/notice.py",
+        "        if here > pool_limit or everywhere > total_limit:",
+        "        if here > pool_limit:",
+        (
+            "tests/core/test_notice.py::test_a_namespaces_items_due_at_once_past_its_share_of_the_caps_are_left_out",
+        ),
+    ),
+    Mutation(
+        "a namespace's share of the prewarm GPUs is never used up",
+        "forecaster/core/notice.py",
+        "        on_pool[(namespace, pool)], overall[namespace] = here, everywhere",
+        "        pass",
+        (
+            "tests/core/test_notice.py::test_a_namespaces_items_due_at_once_past_its_share_of_the_caps_are_left_out",
+        ),
+    ),
+    Mutation(
+        "the loop leaves out a namespace's items past its share of the pool by trust key only",
+        "forecaster/reconcile/observing.py",
+        "    return {name: {**cut, **over.get(name, {})} for name in names}",
+        "    return {name: cut for name in names}",
+        (
+            "tests/faults/test_notice_spend_share.py::test_a_namespaces_work_due_at_once_is_planned_up_to_its_share_of_the_pool",
+        ),
+    ),
+    Mutation(
         "a distrusted notice source's items are planned anyway",
         "forecaster/core/planner.py",
-        "    return tuple(i for i in due if i.trust_key not in distrusted)",
-        "    return due",
+        "i for i in due if i.trust_key not in distrusted and ",
+        "i for i in due if ",
         ("tests/core/test_notice.py::test_a_distrusted_sources_items_are_left_out_and_said",),
     ),
     Mutation(
@@ -2150,8 +2186,8 @@ MUTATIONS = (
     Mutation(
         "a namespace's cut items are matched by source: every namespace of it is cut",
         "forecaster/core/planner.py",
-        "    return tuple(i for i in due if i.trust_key not in distrusted)",
-        "    return tuple(i for i in due if i.source not in distrusted)",
+        "if i.trust_key not in distrusted and i.key",
+        "if i.source not in distrusted and i.key",
         (
             "tests/core/test_notice.py::test_a_namespaces_misses_cut_its_own_items_not_the_sources_in_another_namespace",
         ),
@@ -2329,9 +2365,11 @@ MUTATIONS = (
     Mutation(
         "a namespace's notice may spend the whole day budget (other pools' floors cut early)",
         "forecaster/reconcile/observing.py",
-        "    return {**over, **ledger.distrusted(now=now)}",
-        "    return {**ledger.distrusted(now=now)}",
-        ("tests/faults/test_notice_spend_share.py",),
+        "    cut = {**ledger.over_share(now=now, limit=budgets.notice_namespace_gpu_hours)}",
+        "    cut = {}",
+        (
+            "tests/faults/test_notice_spend_share.py::test_a_tenants_notice_brings_the_floor_cut_no_earlier_than_its_share_buys",
+        ),
     ),
     Mutation(
         "a namespace at its notice share is still planned",

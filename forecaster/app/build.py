@@ -120,6 +120,7 @@ def budgets(settings: Settings) -> Budgets:
         max_cost_per_hour=caps.max_cost_per_hour,
         commitment_seconds=settings.planning.placeholders.ttl_seconds,
         notice_namespace_share=settings.notice.namespace_share,
+        notice_namespace_gpu_share=settings.notice.namespace_gpu_share,
     )
 
 

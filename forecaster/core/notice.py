@@ -10,8 +10,9 @@ come). Pure: the notice sources (``actuators.notice``) build the items from the 
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -495,6 +496,47 @@ def over_share(
             )
             for source in sorted(sources[namespace]):
                 out[trust_key(source, namespace)] = why
+    return out
+
+
+def over_gpu_share(
+    due: Mapping[str, Sequence[AnnouncedItem]],
+    pool_caps: Mapping[str, int],
+    *,
+    share: float,
+    total_gpus: int,
+    left_out: Mapping[str, str],
+) -> dict[str, dict[str, str]]:
+    """Per pool, the keys of the items ``due`` there that the plan leaves out now, with why:
+    their namespace's work due at once is past ``share`` of the pool's cap (``pool_caps``, on
+    that pool) or of ``total_gpus`` (over all pools). Soonest first is kept, so what a tenant
+    adds later never displaces what it announced earlier. Items of no namespace, items whose
+    pods stay in the histories (``in_history``: Kueue's reserved workloads, bounded by the
+    quota the cluster's admin sets) and items already left out (``left_out``, by trust key)
+    claim nothing."""
+    ordered = sorted(
+        ((item, pool) for pool, items in due.items() for item in items),
+        key=lambda entry: (entry[0].earliest_start, entry[0].key, entry[1]),
+    )
+    total_limit = math.floor(share * total_gpus)
+    on_pool: dict[tuple[str, str], int] = {}
+    overall: dict[str, int] = {}
+    out: dict[str, dict[str, str]] = {}
+    for item, pool in ordered:
+        namespace = item.namespace
+        if not namespace or item.in_history or item.trust_key in left_out:
+            continue
+        pool_limit = math.floor(share * pool_caps[pool])
+        here = on_pool.get((namespace, pool), 0) + item.gpus
+        everywhere = overall.get(namespace, 0) + item.gpus
+        if here > pool_limit or everywhere > total_limit:
+            which = f"{pool_limit} of this pool's" if here > pool_limit else f"{total_limit} of all"
+            out.setdefault(pool, {})[item.key] = (
+                f"namespace {namespace}'s announced work due at once is past its share"
+                f" ({which} prewarm GPUs)"
+            )
+            continue
+        on_pool[(namespace, pool)], overall[namespace] = here, everywhere
     return out
 
 

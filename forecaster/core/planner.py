@@ -342,24 +342,29 @@ def announced_gpus(
 def _trusted_due(
     snap: PoolSnapshot, *, window_seconds: float, distrusted: Mapping[str, str]
 ) -> tuple[AnnouncedItem, ...]:
-    """The items due within ``window_seconds`` that the plan covers (of trusted sources and
-    namespaces: ``AnnouncedItem.trust_key``), soonest first."""
+    """The items due within ``window_seconds`` that the plan covers, soonest first: of trusted
+    sources and namespaces (``AnnouncedItem.trust_key``), and not left out by their own key (a
+    namespace past its share of the prewarm GPUs: ``core.notice.over_gpu_share``)."""
     due = due_items(snap.announced, snap.observed_at, within_seconds=window_seconds)
-    return tuple(i for i in due if i.trust_key not in distrusted)
+    return tuple(i for i in due if i.trust_key not in distrusted and i.key not in distrusted)
 
 
 def _distrusted(snap: PoolSnapshot, item: PoolInput) -> list[str]:
-    """A reason per distrusted source (or source and namespace) that announced work due now:
-    what was left out, why."""
+    """A reason per distrusted source (or source and namespace) that announced work due now,
+    and per namespace past its share of the prewarm GPUs: what was left out, why."""
     due = due_items(snap.announced, snap.observed_at, within_seconds=item.window_seconds)
-    reasons = []
-    for source, why in sorted(item.distrusted.items()):
-        gpus = sum(i.gpus for i in due if i.trust_key == source)
-        if gpus:
-            reasons.append(
-                f"notice source {source} not trusted ({why}): its {gpus} GPUs due not planned"
-            )
-    return reasons
+    left: dict[str, int] = {}
+    for i in due:
+        if i.trust_key in item.distrusted:
+            label = f"notice source {i.trust_key} not trusted ({item.distrusted[i.trust_key]})"
+        elif i.key in item.distrusted:
+            label = item.distrusted[i.key]
+        else:
+            continue
+        left[label] = left.get(label, 0) + i.gpus
+    return [
+        f"{label}: its {gpus} GPUs due not planned" for label, gpus in sorted(left.items()) if gpus
+    ]
 
 
 def _known_work(

@@ -72,6 +72,11 @@ class Budgets:
     """The share of ``max_prewarm_gpu_hours_per_day`` one namespace's announced work may hold
     in a day (``NoticeLedger.over_share``): past it, its items are not planned until the day
     rolls on - one tenant's notice cannot spend the budget the other pools' floors live on."""
+    notice_namespace_gpu_share: float = 1.0
+    """The share of each pool's ``max_prewarm_gpus`` (on that pool) and of
+    ``max_total_prewarm_gpus`` (over all pools) one namespace's announced work due at once may
+    claim (``core.notice.over_gpu_share``): one tenant's notice cannot fill the caps the other
+    pools' floors and forecasts are planned within."""
 
     @property
     def notice_namespace_gpu_hours(self) -> float:
@@ -81,6 +86,9 @@ class Budgets:
     def __post_init__(self) -> None:
         _require(self.max_total_prewarm_gpus >= 0, "max_total_prewarm_gpus must be >= 0")
         _require(0 < self.notice_namespace_share <= 1, "notice_namespace_share must be in (0, 1]")
+        _require(
+            0 < self.notice_namespace_gpu_share <= 1, "notice_namespace_gpu_share must be in (0, 1]"
+        )
         _finite_non_negative(self.max_prewarm_gpu_hours_per_day, "max_prewarm_gpu_hours_per_day")
         _finite_non_negative(self.max_cost_per_hour, "max_cost_per_hour")
         _require(self.commitment_seconds > 0, "commitment_seconds must be > 0")

@@ -67,6 +67,7 @@ from forecaster.reconcile.state import ServiceState, StateStore
 from forecaster.sources.base import DemandSource
 
 log = logging.getLogger(__name__)
+Snapshots = Mapping[str, PoolSnapshot] | None
 SAVE_EVERY_SECONDS = 300
 """Persist the state at least this often (and at every change of mode; a replay, never read back,
 less): the tallies are 5-minute buckets (``core.budget.BUCKET_SECONDS``), a crash loses ~one."""
@@ -127,12 +128,14 @@ class Reconciler:
             self.last = kept(self._planned, snapshots, now, budgets=self._budgets())
             return self.last
         ended = follow_notice(self.notice_ledger, snapshots or {}, now, self._window) if act else ()
-        distrusted = left_out(self.notice_ledger, now=now, budgets=self.budgets)
+        distrusted = left_out(
+            self.notice_ledger, snapshots, self.budgets, self.pools, self._window, now=now
+        )
         inputs, views, scored, transitions = [], {}, {}, []
         for runtime in self.pools:
             name = runtime.policy.pool
             pool_input, views[name], scored[name], changed = self._pool(
-                runtime, snapshots, now, errors, distrusted
+                runtime, snapshots, now, errors, distrusted[name]
             )
             inputs.append(pool_input)
             transitions += changed
@@ -299,12 +302,7 @@ class Reconciler:
         return report
 
     def _record(
-        self,
-        snapshots: Mapping[str, PoolSnapshot] | None,
-        now: int,
-        errors: list[TickError],
-        *,
-        halted: bool,
+        self, snapshots: Snapshots, now: int, errors: list[TickError], *, halted: bool
     ) -> None:
         held = sum(s.billed_gpus for s in snapshots.values()) if snapshots else 0
         if halted and not held:

@@ -14,7 +14,7 @@ import numpy as np
 
 from forecaster.core.actions import Halt
 from forecaster.core.cluster import Observation, PoolSnapshot, assumed_snapshot
-from forecaster.core.notice import NoticeLedger, Outcome
+from forecaster.core.notice import NoticeLedger, Outcome, due_items, over_gpu_share
 from forecaster.core.policy import Budgets
 from forecaster.errors import ForecasterError
 from forecaster.reconcile.records import PoolRuntime, PoolView, TickError
@@ -74,11 +74,36 @@ def read_halt(reader: HaltReader | None, errors: list[TickError]) -> tuple[Halt 
     return halt, True
 
 
-def left_out(ledger: NoticeLedger, *, now: int, budgets: Budgets) -> dict[str, str]:
-    """Trust keys whose announced items the plan leaves out now, with why: not trusted (their
-    items did not come), or their namespace's notice over its share of the day's GPU-hours."""
-    over = ledger.over_share(now=now, limit=budgets.notice_namespace_gpu_hours)
-    return {**over, **ledger.distrusted(now=now)}
+def left_out(
+    ledger: NoticeLedger,
+    snapshots: Mapping[str, PoolSnapshot] | None,
+    budgets: Budgets,
+    pools: Sequence[PoolRuntime],
+    window_of: Callable[[str], int],
+    *,
+    now: int,
+) -> dict[str, dict[str, str]]:
+    """Per pool, the announced work the plan leaves out now, with why: by trust key, the
+    sources and namespaces not trusted (their items did not come) or whose notice is over its
+    share of the day's GPU-hours; by item key, a namespace's items due at once past its share
+    of the pool's and of the total prewarm GPUs (``core.notice.over_gpu_share``; due within the
+    horizon each pool last planned for)."""
+    cut = {**ledger.over_share(now=now, limit=budgets.notice_namespace_gpu_hours)}
+    cut.update(ledger.distrusted(now=now))
+    names = [p.policy.pool for p in pools]
+    due = {
+        name: due_items(snap.announced, snap.observed_at, within_seconds=window_of(name))
+        for name, snap in (snapshots or {}).items()
+        if name in names
+    }
+    over = over_gpu_share(
+        due,
+        {p.policy.pool: p.policy.max_prewarm_gpus for p in pools},
+        share=budgets.notice_namespace_gpu_share,
+        total_gpus=budgets.max_total_prewarm_gpus,
+        left_out=cut,
+    )
+    return {name: {**cut, **over.get(name, {})} for name in names}
 
 
 def follow_notice(

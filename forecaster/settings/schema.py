@@ -340,6 +340,16 @@ class NoticeSettings(_Strict):
         " announced work may hold in a day; past it its items are not planned until the day"
         " rolls on, so one tenant's notice cannot spend the budget other pools' floors need",
     )
+    namespace_gpu_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        allow_inf_nan=False,
+        description="the share of each pool's max_prewarm_gpus, and of"
+        " planning.budgets.max_total_prewarm_gpus over all pools, that one namespace's announced"
+        " work due at once may claim (soonest first; the rest is not planned); 1 on a cluster"
+        " whose pools each serve one team",
+    )
     grace_seconds: int = Field(
         600,
         ge=0,

@@ -21,6 +21,7 @@ from forecaster.core.notice import (
     Outcome,
     SourceStatus,
     distrusted_keys,
+    over_gpu_share,
     over_share,
     top_namespaces,
 )
@@ -396,6 +397,61 @@ def test_a_namespace_over_its_share_of_the_day_is_left_out_for_every_source() ->
     assert "held 62.0 GPU-hours of prewarm in a day, its share is 60.0" in out["jobset/greedy"]
     assert sorted(over_share(outcomes, flying, now=NOW, limit=62.0)) == sorted(out)  # at it
     assert over_share(outcomes, flying, now=NOW, limit=62.5) == {}
+
+
+def test_a_namespaces_items_due_at_once_past_its_share_of_the_caps_are_left_out() -> None:
+    """Per namespace, soonest first: at most ``share`` of each pool's cap on that pool and of
+    the total cap over all pools; the rest is left out by item key, said on the plan; another
+    namespace, items of no namespace and items already left out claim nothing of it."""
+
+    def of(key: str, namespace: str, start: int, pool: str = "a") -> AnnouncedItem:
+        return dataclasses.replace(item(key, start=start), pool=pool, namespace=namespace)
+
+    first, second = of("t1", "tenant", NOW + 60), of("t2", "tenant", NOW + 120)
+    other, bare, on_b = (
+        of("o1", "other", NOW + 30),
+        of("n1", "", NOW + 10),
+        of("t3", "tenant", NOW + 90, "b"),
+    )
+    due = {"a": [second, other, bare, first], "b": [on_b]}
+    caps = {"a": 32, "b": 64}
+    out = over_gpu_share(due, caps, share=0.5, total_gpus=128, left_out={})
+    assert {pool: list(keys) for pool, keys in out.items()} == {"a": ["t2"]}
+    assert out["a"]["t2"] == (
+        "namespace tenant's announced work due at once is past its share"
+        " (16 of this pool's prewarm GPUs)"
+    )
+    out = over_gpu_share(due, caps, share=0.25, total_gpus=128, left_out={})
+    assert {pool: sorted(keys) for pool, keys in out.items()} == {"a": ["o1", "t1", "t2"]}
+    out = over_gpu_share(due, {"a": 64, "b": 64}, share=0.5, total_gpus=40, left_out={})
+    assert {pool: list(keys) for pool, keys in out.items()} == {"b": ["t3"], "a": ["t2"]}
+    assert out["b"]["t3"].endswith("(20 of all prewarm GPUs)")
+    cut = {"cronjob/tenant": "not trusted"}  # already left out: claims none of the share
+    assert over_gpu_share(due, caps, share=0.25, total_gpus=128, left_out=cut) == {
+        "a": {"o1": out_of_pool("other", 8)}
+    }
+
+    left = over_gpu_share({"a": [first, second]}, caps, share=0.5, total_gpus=128, left_out={})
+    inputs = PoolInput(
+        policy(),
+        snapshot(announced=(first, second)),
+        forecast(0.0),
+        Mode.PREDICTIVE,
+        window_seconds=WINDOW,
+        distrusted=left["a"],
+    )
+    pool = plan(
+        [inputs], budgets=Budgets(64, 1000, 1000, 3600), spent_gpu_hours_last_day=0, now=NOW
+    ).pools[0]
+    assert pool.target_gpus == 16  # the first only
+    assert f"{out_of_pool('tenant', 16)}: its 16 GPUs due not planned" in pool.reasons
+
+
+def out_of_pool(namespace: str, gpus: int) -> str:
+    return (
+        f"namespace {namespace}'s announced work due at once is past its share"
+        f" ({gpus} of this pool's prewarm GPUs)"
+    )
 
 
 def test_the_top_namespaces_are_those_whose_notice_held_the_most() -> None:

@@ -20,10 +20,10 @@ from forecaster.app import build
 from forecaster.core.budget import spent_last_day
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
-from tests.factories import cronjob
+from tests.factories import cronjob, one_pool_settings
 from tests.kubeapi.cluster import ClusterSim
 from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0, LiveSource
+from tests.service.fakes import POOL, T0, LiveSource
 
 BUDGET = 200.0
 FLOOR = 16
@@ -90,3 +90,32 @@ def test_a_tenants_notice_brings_the_floor_cut_no_earlier_than_its_share_buys(
     earliest = alone - share * BUDGET / rate * 3600 - TICK
     assert with_tenant >= earliest, (alone / 3600, with_tenant / 3600, earliest / 3600)
     assert with_tenant < alone  # the tenant did spend (its share)
+
+
+def test_a_namespaces_work_due_at_once_is_planned_up_to_its_share_of_the_pool(
+    tmp_path: Path,
+) -> None:
+    """``notice.namespace_gpu_share`` (0.5) of the pool's 64 GPUs: three 16-GPU runs of one
+    namespace due at once are planned up to 32 GPUs, the latest left out and said; another
+    namespace's run beside them is planned whole."""
+    config = one_pool_settings(tmp_path)
+    with KubeApiDouble() as api:
+        api.clock = float(T0)
+        ClusterSim(api).busy_pool(POOL, limit_gpus=400)
+        for name in ("a", "b", "c"):
+            api.put("cronjobs", cronjob(name, pool=POOL))
+        theirs = cronjob("theirs", pool=POOL)
+        theirs["metadata"]["namespace"] = "team-b"
+        api.put("cronjobs", theirs)
+        kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
+        source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
+        loop = build.build_reconciler(config, source=source, kube=kube)
+        record = Daemon(reconciler=loop, pools=(POOL,)).reconcile(T0)
+        assert api.invalid == [], api.invalid
+    assert record is not None
+    plan = record.plan.pool(POOL)
+    assert plan.target_gpus == 48, plan.reasons  # ml's a and b (32), team-b's 16
+    assert (
+        "namespace ml's announced work due at once is past its share (32 of this pool's"
+        " prewarm GPUs): its 16 GPUs due not planned" in plan.reasons
+    )
