@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import kubernetes_validate
 import yaml
+from kubernetes_validate import utils
+from referencing import Registry, Resource
 
 CRDS = Path(__file__).resolve().parent / "crds"
 """Verbatim copies of Karpenter v1.14.1's CRDs (see crds/PROVENANCE.md); a test checks they
@@ -93,10 +96,31 @@ def validate(obj: dict[str, Any]) -> list[str]:
         ]
         return errors + _cel_rules(obj)
     try:
-        kubernetes_validate.validate(obj, KUBERNETES_VERSION, strict=True)
-    except kubernetes_validate.ValidationError as exc:
+        core_validator(*key).validate(obj)
+    except jsonschema.ValidationError as exc:
         return [str(exc).splitlines()[0]]
     return _event_rules(obj)
+
+
+@functools.cache
+def core_validator(api_version: str, kind: str) -> jsonschema.Draft202012Validator:
+    """``kubernetes-validate``'s strict schema of the kind, as its ``validate`` chooses and
+    reads it, built once: the library re-reads and re-parses its JSON (the definitions are
+    megabytes) at every call - about 10 ms an object, most of what filling the double with a
+    large cluster (``bench.performance.scale``) and much of the suite cost."""
+    wanted = utils.major_minor(KUBERNETES_VERSION)
+    version = [v for v in utils.all_versions() if utils.major_minor(v) <= wanted][-1]
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    folder = f"kubernetes-json-schema/v{version}-local-strict"
+    try:
+        schema = utils.schema_contents(f"{folder}/{kind.lower()}-{group}.json", wanted)
+    except FileNotFoundError:
+        raise kubernetes_validate.SchemaNotFoundError(
+            version=wanted, kind=kind, api_version=api_version
+        ) from None
+    definitions = utils.schema_contents(f"{folder}/_definitions.json", wanted)
+    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.Draft202012Validator(schema, registry=registry)
 
 
 def _event_rules(obj: dict[str, Any]) -> list[str]:
