@@ -35,6 +35,15 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "a reading of a pool never visits its items in flight (none resolves)",
+        "forecaster/core/notice.py",
+        "            self._pool_keys.setdefault(pool, {})[key] = None\n",
+        "",
+        (
+            "tests/core/test_notice.py::test_an_item_comes_when_its_pods_come_not_when_it_leaves_the_reading",
+        ),
+    ),
+    Mutation(
         "a namespace's items past its share of the prewarm GPUs are planned anyway",
         "forecaster/core/planner.py",
         " and i.key not in distrusted)",
@@ -2331,7 +2340,8 @@ MUTATIONS = (
     Mutation(
         "a dropped item is followed again when its source lists it once more",
         "forecaster/core/notice.py",
-        "            self._ended[key] = now\n            self.dropped[",
+        "            self._close(key, now=now)\n            self.dropped[",
+        "            del self._open[key]\n            del self._pool_keys[key[0]][key]\n"
         "            self.dropped[",
         (
             "tests/core/test_notice.py::test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted",

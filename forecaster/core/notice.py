@@ -9,6 +9,7 @@ come). Pure: the notice sources (``actuators.notice``) build the items from the 
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 import statistics
@@ -210,6 +211,9 @@ class NoticeLedger:
 
     def __init__(self) -> None:
         self._open: dict[tuple[str, str], InFlight] = {}
+        self._pool_keys: dict[str, dict[tuple[str, str], None]] = {}
+        """The keys in ``_open`` by pool (in the order they opened): a reading of one pool
+        visits its items only, not every pool's (30 pools x 10,000 items a tick)."""
         self.outcomes: list[Outcome] = []
         self.use = NoticeUse()
         self._ended: dict[tuple[str, str], int] = {}  # (pool, key) -> when it came or went
@@ -233,18 +237,16 @@ class NoticeLedger:
         ``marking``: the sources that mark their pods (see the class docstring)."""
         seen = self._seen(pool, items, now=now)
         resolved = []
-        for key, held in list(self._open.items()):
-            if key[0] != pool:
-                continue
+        for key in list(self._pool_keys.get(pool, ())):
+            held = self._open[key]
             came = self._came(
                 key, held, seen, now=now, readable=readable, present=present, marking=marking
             )
             if came is None:
                 continue
             resolved.append(self._outcome(pool, held, came, now=now, window=window_seconds))
-            del self._open[key]
+            self._close(key, now=now)
             seen.pop(key, None)
-            self._ended[key] = now
         for key, item in seen.items():
             due = item.due(now, within_seconds=window_seconds)
             before = self._open.get(key)
@@ -253,10 +255,15 @@ class NoticeLedger:
             self._open[key] = InFlight(
                 item, since if since is not None else (now if due else None), first
             )
+            self._pool_keys.setdefault(pool, {})[key] = None
         resolved += self._drop_past_cap(now=now, window=window_seconds)
         kept = now - TRUST_WINDOW_SECONDS - DISTRUST_AFTER_SECONDS  # the window, a day ago too
-        self.outcomes = [o for o in self.outcomes if o.at > kept] + resolved
-        self._ended = {k: t for k, t in self._ended.items() if now - t < ENDED_SECONDS}
+        # outcomes are appended as they end (``at`` is then now): the old ones are a prefix
+        del self.outcomes[: bisect.bisect_right(self.outcomes, kept, key=lambda o: o.at)]
+        self.outcomes += resolved
+        oldest = next(iter(self._ended.values()), now)  # ``_close`` keeps them in time order
+        if now - oldest >= ENDED_SECONDS:
+            self._ended = {k: t for k, t in self._ended.items() if now - t < ENDED_SECONDS}
         if len(self._ended) > MAX_ENDED:  # the oldest go first
             newest = sorted(self._ended.items(), key=lambda kv: kv[1])[-MAX_ENDED:]
             self._ended = dict(newest)
@@ -280,11 +287,18 @@ class NoticeLedger:
         urgency = sorted(self._open, key=lambda k: (self._open[k].item.earliest_start, k))
         dropped = []
         for key in urgency[-count:]:
-            held = self._open.pop(key)  # charged to now, not to its own deadline:
+            held = self._open[key]  # charged to now, not to its own deadline:
             dropped.append(self._outcome(key[0], held, False, now=now, window=window, until=now))
-            self._ended[key] = now
+            self._close(key, now=now)
             self.dropped[held.item.source] = self.dropped.get(held.item.source, 0) + 1
         return dropped
+
+    def _close(self, key: tuple[str, str], *, now: int) -> None:
+        """``key`` is no longer in flight: it ended now."""
+        del self._open[key]
+        del self._pool_keys[key[0]][key]
+        self._ended.pop(key, None)  # re-added last: the dict stays in time order
+        self._ended[key] = now
 
     def ended(self, pool: str, key: str) -> bool:
         """Whether ``key`` on ``pool`` ended lately - came (its pods are demand now) or was
@@ -377,6 +391,9 @@ class NoticeLedger:
         """The ledger as ``saved`` left it (after a restart)."""
         self.outcomes = list(outcomes)
         self._open = {(f.item.pool, f.item.key): f for f in in_flight}
+        self._pool_keys = {}
+        for key in self._open:
+            self._pool_keys.setdefault(key[0], {})[key] = None
         self.use.restore(use)
 
     def precision(self, source: str, *, now: int) -> tuple[float | None, int]:

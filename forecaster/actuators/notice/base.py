@@ -22,6 +22,7 @@ Adding a source: a module here with a class satisfying ``NoticeSource``, and its
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -139,11 +140,22 @@ class NoticeContext:
     """Each pool's accelerator resource (``nvidia.com/gpu`` where not named)."""
     node_units: Mapping[str, int] = field(default_factory=dict)
     """Units of its resource one node of each pool holds: more per pod can never be placed."""
+    _placements: dict[str, str | None] = field(default_factory=dict, compare=False, repr=False)
+    """``pool_of`` by the fields it reads, for this reading: 10,000 CronJobs of a few shapes
+    are matched against every pool a few times, not 10,000 times (most of a tick's CPU)."""
 
     def pool_of(self, template: PodTemplateSpec) -> str | None:
         """The pool Karpenter would launch this template's pods in (None: none fits)."""
-        pod = cast(Pod, {"metadata": template.get("metadata") or {}, "spec": template["spec"]})
-        return nodepool_of(pod, self.pools)
+        spec = template["spec"]
+        shape = json.dumps(
+            [spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations")],
+            sort_keys=True,
+            default=str,
+        )
+        if shape not in self._placements:
+            pod = cast(Pod, {"metadata": template.get("metadata") or {}, "spec": spec})
+            self._placements[shape] = nodepool_of(pod, self.pools)
+        return self._placements[shape]
 
     def resource_of(self, pool: str) -> str:
         """The accelerator resource ``pool`` counts in."""
