@@ -202,7 +202,12 @@ function operatingPoint(o) {
     + o.budget_percent.toFixed(1) + "% over reactive). " + esc(o.reason) + "</p><table><tr><th>quantile+floor GPUs</th><th>GPU-hours vs reactive</th><th>mean wait</th><th>P95 wait</th><th>&gt; 5 min</th></tr>"
     + o.candidates.map(row).join("") + "</table><p>Replayed " + o.window.map(w => new Date(w * 1000).toISOString().slice(0, 16)).join(" to ") + " UTC at the last retrain.</p>";
 }
-function announced(sources, items, pool) {
+function namespaces(top) {
+  const row = n => "<tr><td>" + esc(n.namespace) + "</td><td>" + (n.precision_7d * 100).toFixed(0) + "% of " + n.resolved_7d + "</td><td>" + n.held_gpu_hours_7d.toFixed(1) + "</td><td>" + n.waste_gpu_hours_7d.toFixed(1) + "</td></tr>";
+  return top.length ? "<table><tr><th>namespace (top by prewarm held, 7 days)</th><th>came</th><th>GPU-hours held for its announced work</th><th>of them for work that did not come</th></tr>" + top.map(row).join("") + "</table>"
+    : "<p>No namespace's announced work held prewarm in 7 days.</p>";
+}
+function announced(sources, top, items, pool) {
   const mins = s => (s / 60).toFixed(0);
   const hours = n => n.gpu_hours.ahead.toFixed(1) + " / " + n.gpu_hours.short.toFixed(1) + " / " + n.gpu_hours.unmeasured.toFixed(1);
   const used = n => "<tr><td>" + esc(n.source) + "</td><td>" + hours(n) + " of " + n.pool_gpu_hours.toFixed(1) + "</td><td>" + (n.ahead_share === null ? "-" : (n.ahead_share * 100).toFixed(1) + "%")
@@ -211,7 +216,7 @@ function announced(sources, items, pool) {
     + (s.problem ? " (" + esc(s.problem) + ")" : "") + "</td><td>" + s.items + "</td><td>" + (s.precision_7d === null ? "-" : (s.precision_7d * 100).toFixed(0) + "% of " + s.resolved_7d)
     + "</td><td>" + s.waste_gpu_hours_7d.toFixed(1) + "</td><td>" + (s.came_gpus_7d ? s.ahead_gpus_7d + " of " + s.came_gpus_7d + " GPUs; median " + (s.median_notice_seconds_7d / 60).toFixed(0) + " min" : "-") + "</td></tr>";
   const item = i => "<tr><td>" + esc(i.key) + "</td><td>" + i.gpus + (i.gang ? " (gang)" : "") + "</td><td>" + i.earliest_start + " (in " + Math.max(0, i.starts_in_seconds) + " s)</td></tr>";
-  $("announced").innerHTML = (sources.length ? "<table><tr><th>notice source</th><th>state</th><th>items now</th><th>came, 7 days</th><th>GPU-hours held for work that did not come</th><th>came with notice &ge; lead time, 7 days</th></tr>" + sources.map(src).join("") + "</table>" : "<p>No notice source read.</p>")
+  $("announced").innerHTML = (sources.length ? "<table><tr><th>notice source</th><th>state</th><th>items now</th><th>came, 7 days</th><th>GPU-hours held for work that did not come</th><th>came with notice &ge; lead time, 7 days</th></tr>" + sources.map(src).join("") + "</table>" + namespaces(top) : "<p>No notice source read.</p>")
     + (pool.length ? "<table><tr><th>this pool, 7 days</th><th>GPU-hours announced: ahead / short / unmeasured notice, of the pool's</th><th>share of the pool's GPU-hours with notice &ge; lead time</th><th>came, on this pool</th><th>notice P10 / P50 / P90</th></tr>" + pool.map(used).join("") + "</table>" : "")
     + (items.length ? "<table><tr><th>announced for this pool</th><th>GPUs</th><th>earliest start</th></tr>" + items.slice(0, 10).map(item).join("") + "</table>" : "<p>Nothing announced for this pool now.</p>");
 }
@@ -225,7 +230,7 @@ async function refresh() {
     $("loading").style.display = "none";
     const xrange = timeRange(data, hist);
     drawDemand(data, hist, xrange); drawBudgets(hist, xrange); drawHeld(hist, xrange); overview(status); finops(status.pools[pool].finops); operatingPoint(status.pools[pool].operating_point);
-    announced(status.notice_sources || [], status.pools[pool].announced || [], status.pools[pool].notice_7d || []);
+    announced(status.notice_sources || [], status.notice_namespaces || [], status.pools[pool].announced || [], status.pools[pool].notice_7d || []);
     $("at").textContent = "as of " + data.generated_at + " - model " + data.model + " (" + data.model_version + ")";
     $("mode").textContent = status.pools[pool].mode;
     const b = $("banner");

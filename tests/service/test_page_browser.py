@@ -30,6 +30,7 @@ import uvicorn
 from PIL import Image
 
 from forecaster.app.build import build_embedded
+from forecaster.core.notice import Outcome
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
@@ -40,6 +41,9 @@ from tests.service.fakes import POOL, T0, LiveSource, calm_history
 from tests.support.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+NEVER_CAME = Outcome(
+    "cronjob", POOL, "cronjob team-a/x@t", False, T0 - 600, 8.0, gpus=8, namespace="team-a"
+)
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -97,6 +101,8 @@ def served_on_the_double(tmp_path: Path, *, forecast_only: bool = False) -> Iter
         for minute in range(30, -1, -1):
             api.clock = float(T0 - 60 * minute)
             busy_cluster.step()
+            if minute == 0:  # a tenant's run that never came: the top namespaces' table
+                daemon.reconciler.notice_ledger.outcomes.append(NEVER_CAME)
             daemon.reconcile(T0 - 60 * minute)
         if forecast_only:
             assert api.objects("jobs", "forecaster") == []
@@ -239,6 +245,7 @@ def test_page_renders_a_chart_with_data(
     if fixture == "served_cluster":  # the daemon on the API double reads CronJobs (none yet)
         assert "<td>cronjob</td><td>trusted</td>" in notice.group(1), notice.group(1)
         assert "<td>jobset</td><td>not installed</td>" in notice.group(1), notice.group(1)
+        assert "<td>team-a</td><td>0% of 1</td><td>8.0</td><td>8.0</td>" in notice.group(1)
     shot = tmp_path / "page.png"
     subprocess.run(
         [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--screenshot={shot}", served],
