@@ -19,7 +19,8 @@ How a run goes, all on the commit checked out (HEAD; a run judges a commit):
 4. the result by module and function - mutants, killed, equivalent (``equivalent.py``, each
    with its reason), survived, pending - printed and written to ``docs/results/mutation.json``.
 
-Run: ``.venv/bin/python -m bench.mutation.run [--minutes 60]`` (``--report`` only reports).
+Run: ``.venv/bin/python -m bench.mutation.run [--minutes 60] [--only notice]`` (``--report``
+only reports; ``--only`` keeps the modules whose path holds that part).
 """
 
 from __future__ import annotations
@@ -275,7 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="run every survivor against all its covering tests, not only the fastest",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="PART",
+        help="run (and report) only the scoped modules whose path contains PART (repeatable)",
+    )
     args = parser.parse_args(argv)
+    chosen = [m for m in SCOPE if not args.only or any(part in m for part in args.only)]
     judged = STATE / "judged-commit"  # what the sessions judge, whatever is committed meanwhile
     if not args.report:
         if git("status", "--porcelain", "--untracked-files=no", *COPIED):
@@ -288,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         copies = [export(STATE / f"work-{shard}") for shard in range(SHARDS)]
         for copy in copies:
             (copy / TESTS_MAP).write_text(json.dumps(built))
-        for module in SCOPE:
+        for module in chosen:
             prepare(module, copies[0], map_key)
             if args.confirm:
                 _confirm_survivors(module, session_of(module), judged.read_text().strip())
@@ -299,7 +308,7 @@ def main(argv: list[str] | None = None) -> int:
                 args=(modules, copy, deadline, stopped),
                 kwargs={"confirm": args.confirm},
             )
-            for modules, copy in zip(_shards(list(SCOPE)), copies, strict=True)
+            for modules, copy in zip(_shards(chosen), copies, strict=True)
         ]
         for worker in workers:
             worker.start()
@@ -315,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"mutation: ran {time.monotonic() - started:.0f} s of a {args.minutes:.0f}-minute box"
         )
-    sessions = {module: session_of(module) for module in SCOPE}
+    sessions = {module: session_of(module) for module in chosen}
     survivors = publish(sessions, judged.read_text().strip(), RESULT)
     return 1 if survivors else 0
 
