@@ -35,6 +35,31 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "an item that came while still listed is followed again (and judged twice)",
+        "forecaster/core/notice.py",
+        "            seen.pop(key, None)\n",
+        "",
+        (
+            "tests/core/test_notice.py::test_an_item_comes_when_its_pods_come_not_when_it_leaves_the_reading",
+        ),
+    ),
+    Mutation(
+        "shedding none withdraws every item in flight",
+        "forecaster/core/notice.py",
+        "        if count <= 0:",
+        "        if count < 0:",
+        ("tests/core/test_notice.py::test_shedding_none_withdraws_nothing",),
+    ),
+    Mutation(
+        "an item of negative pods is accepted when its GPUs per pod are not negative",
+        "forecaster/core/notice.py",
+        "if self.gpus_per_pod < 0 or self.pods < 0:",
+        "if self.gpus_per_pod < 0 and self.pods < 0:",
+        (
+            "tests/core/test_notice.py::test_an_item_of_negative_gpus_or_pods_or_an_inverted_deadline_is_refused",
+        ),
+    ),
+    Mutation(
         "a reading of a pool never visits its items in flight (none resolves)",
         "forecaster/core/notice.py",
         "            self._pool_keys.setdefault(pool, {})[key] = None\n",

@@ -283,6 +283,8 @@ def test_an_item_comes_when_its_pods_come_not_when_it_leaves_the_reading() -> No
     (came,) = follow(ledger, [other], NOW + 400, present=[("cronjob", "other")])
     assert came.came and came.notice_seconds == 400  # its pods came, still listed or not
     assert ledger.ended("a", "other") and ledger.ended("a", "run")
+    assert ledger.saved()[1] == ()  # came while listed: judged once, not followed again
+    assert follow(ledger, [other], NOW + 460, present=[("cronjob", "other")]) == []
 
 
 def test_a_source_that_marks_no_pods_or_unknown_pods_keep_the_reading_rule() -> None:
@@ -297,6 +299,24 @@ def test_a_source_that_marks_no_pods_or_unknown_pods_keep_the_reading_rule() -> 
     twin.observe("a", [item("run")], readable=None, now=NOW, window_seconds=WINDOW)
     (came,) = twin.observe("a", [], readable=None, now=NOW + 60, window_seconds=WINDOW)
     assert came.came
+
+
+def test_an_item_of_negative_gpus_or_pods_or_an_inverted_deadline_is_refused() -> None:
+    """What a source makes of a tenant's object is checked once more where it becomes an item:
+    a negative count on either side, or a latest start before the earliest, names the key."""
+    base = item("bad")
+    for change in ({"pods": -1}, {"gpus_per_pod": -1}, {"latest_start": base.earliest_start - 1}):
+        with pytest.raises(ValueError, match=r"^bad: "):
+            dataclasses.replace(base, **change)
+    assert dataclasses.replace(base, pods=0, gpus_per_pod=0).gpus == 0  # nothing is no error
+
+
+def test_shedding_none_withdraws_nothing() -> None:
+    """``shed(0)`` (the state fits its bytes) keeps every item in flight and charges none."""
+    ledger = NoticeLedger()
+    ledger.observe("a", [item("x"), item("y")], readable=None, now=NOW, window_seconds=WINDOW)
+    assert ledger.shed(0, now=NOW + 60) == []
+    assert len(ledger.saved()[1]) == 2 and ledger.outcomes == [] and ledger.dropped == {}
 
 
 def test_an_item_keeps_its_first_deadline_and_is_not_followed_again_once_ended() -> None:
