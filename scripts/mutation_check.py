@@ -380,9 +380,9 @@ MUTATIONS = (
     ),
     Mutation(
         "a hand-off waits for the next scheduled save",
-        "forecaster/reconcile/loop.py",
-        "if not due and modes == self._saved_modes:",
-        "if not due:",
+        "forecaster/reconcile/persisting.py",
+        "return self.at is None or now - self.at >= every or modes != self.modes",
+        "return self.at is None or now - self.at >= every",
         (
             "tests/reconcile/test_loop.py::test_state_is_saved_every_five_minutes_and_at_once_on_a_change_of_mode",
         ),
@@ -560,9 +560,9 @@ MUTATIONS = (
     ),
     Mutation(
         "a save conflict does not re-read the other leader's state",
-        "forecaster/reconcile/loop.py",
-        "            self._loaded = False\n        except ForecasterError as exc:",
-        "            pass\n        except ForecasterError as exc:",
+        "forecaster/reconcile/persisting.py",
+        "        return False\n    except ForecasterError as exc:",
+        "    except ForecasterError as exc:",
         (
             "tests/reconcile/test_loop.py::test_a_save_conflict_rereads_the_state_another_leader_wrote",
         ),
@@ -906,9 +906,9 @@ MUTATIONS = (
     ),
     Mutation(
         "a state of the wrong shape crashes the tick",
-        "forecaster/reconcile/loop.py",
-        "            state = ServiceState() if saved is None else ServiceState.from_dict(saved)\n",
-        "            state = ServiceState()\n",
+        "forecaster/reconcile/persisting.py",
+        "        state = None if saved is None else ServiceState.from_dict(saved)\n",
+        "        state = None\n",
         (
             "tests/faults/test_fail_closed_state.py::test_an_untrusted_state_stops_prewarm_and_says_why",
         ),
@@ -1283,8 +1283,8 @@ MUTATIONS = (
     Mutation(
         "a restart trusts again a notice source that announced work that never came",
         "forecaster/reconcile/loop.py",
-        "            self.notice_ledger.restore(state.notice, state.notice_in_flight,"
-        " state.notice_use)\n",
+        "            self.notice_ledger.restore(saved.notice, saved.notice_in_flight,"
+        " saved.notice_use)\n",
         "",
         (
             "tests/actuators/test_notice_cronjobs.py::test_runs_that_never_come_cut_the_source_and_runs_that_come_restore_it",

@@ -502,9 +502,13 @@ def small_frontier(*, continuation_gaps: tuple[float, ...] = ()) -> Any:
     """``simulation.frontier.frontier`` with one or two knobs per built-in curve: what a test of
     the command's wiring swaps in for the full sweep (the sweep itself: ``test_frontier``)."""
     return functools.partial(
-        frontier, static_knobs=(0, 32), predictive_knobs=(0.9,), floor_nodes=(0,),
-        burst_knobs=(2.0,), continuation_gaps=continuation_gaps,
-    )  # fmt: skip
+        frontier,
+        static_knobs=(0, 32),
+        predictive_knobs=(0.9,),
+        floor_nodes=(0,),
+        burst_knobs=(2.0,),
+        continuation_gaps=continuation_gaps,
+    )
 
 
 PAUSE_RECORD = "forecaster.io/original-disruption"

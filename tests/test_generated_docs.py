@@ -111,24 +111,48 @@ def test_declared_notice_runs_become_a_row_per_budget_and_share_with_the_seeds_s
         "reactive": FRONTIER["reactive"],
         "static": FRONTIER["static"],
         "runs": [
-            {"budget": 5, "mix_percent": 0, "seed": 1, "metrics": metrics(1050, 0.06, 60, 330),
-             "groups": []},
-            {"budget": 5, "mix_percent": 30, "seed": 1, "metrics": metrics(1100, 0.05, 40, 200),
-             "groups": [{"group": "ahead", "jobs": 90, "p95_wait_s": 5.0, "mean_wait_s": 1.0},
-                        {"group": "later", "jobs": 0, "p95_wait_s": None, "mean_wait_s": None},
-                        {"group": "none", "jobs": 300, "p95_wait_s": 250.0, "mean_wait_s": 1.0}],
-             "ledger": {"cronjob": {"precision_7d": 1.0, "waste_gpu_hours_7d": 0.0}},
-             "hold": {"held_gpu_hours": 3.0, "announced_gpu_hours": 200.0, "withdrawn": 0}},
-            {"budget": 5, "mix_percent": 30, "seed": 2, "metrics": metrics(1100, 0.04, 40, 240),
-             "groups": [{"group": "ahead", "jobs": 80, "p95_wait_s": 7.0, "mean_wait_s": 1.0},
-                        {"group": "later", "jobs": 4, "p95_wait_s": 60.0, "mean_wait_s": 1.0},
-                        {"group": "none", "jobs": 310, "p95_wait_s": 290.0, "mean_wait_s": 1.0}],
-             "ledger": {"cronjob": {"precision_7d": 0.95, "waste_gpu_hours_7d": 2.5}},
-             "hold": {"held_gpu_hours": 5.0, "announced_gpu_hours": 250.0, "withdrawn": 1}},
-            {"budget": 10, "mix_percent": 30, "seed": 1, "metrics": metrics(1300, 0.0, 1, 9),
-             "groups": []},
+            {
+                "budget": 5,
+                "mix_percent": 0,
+                "seed": 1,
+                "metrics": metrics(1050, 0.06, 60, 330),
+                "groups": [],
+            },
+            {
+                "budget": 5,
+                "mix_percent": 30,
+                "seed": 1,
+                "metrics": metrics(1100, 0.05, 40, 200),
+                "groups": [
+                    {"group": "ahead", "jobs": 90, "p95_wait_s": 5.0, "mean_wait_s": 1.0},
+                    {"group": "later", "jobs": 0, "p95_wait_s": None, "mean_wait_s": None},
+                    {"group": "none", "jobs": 300, "p95_wait_s": 250.0, "mean_wait_s": 1.0},
+                ],
+                "ledger": {"cronjob": {"precision_7d": 1.0, "waste_gpu_hours_7d": 0.0}},
+                "hold": {"held_gpu_hours": 3.0, "announced_gpu_hours": 200.0, "withdrawn": 0},
+            },
+            {
+                "budget": 5,
+                "mix_percent": 30,
+                "seed": 2,
+                "metrics": metrics(1100, 0.04, 40, 240),
+                "groups": [
+                    {"group": "ahead", "jobs": 80, "p95_wait_s": 7.0, "mean_wait_s": 1.0},
+                    {"group": "later", "jobs": 4, "p95_wait_s": 60.0, "mean_wait_s": 1.0},
+                    {"group": "none", "jobs": 310, "p95_wait_s": 290.0, "mean_wait_s": 1.0},
+                ],
+                "ledger": {"cronjob": {"precision_7d": 0.95, "waste_gpu_hours_7d": 2.5}},
+                "hold": {"held_gpu_hours": 5.0, "announced_gpu_hours": 250.0, "withdrawn": 1},
+            },
+            {
+                "budget": 10,
+                "mix_percent": 30,
+                "seed": 1,
+                "metrics": metrics(1300, 0.0, 1, 9),
+                "groups": [],
+            },
         ],
-    }  # fmt: skip
+    }
     source = tmp_path / "declared-notice-toy.json"
     source.write_text(json.dumps(document))
     page = tmp_path / "doc.md"

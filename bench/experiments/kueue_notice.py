@@ -97,8 +97,10 @@ def main() -> None:
         f"{mine.trace}: {len(tasks)} replays on {mine.workers} workers in"
         f" {time.perf_counter() - began:.0f} s; the frontier's chosen points with Kueue notice"
     )
-    print("(GPU-hours vs reactive; P95 / mean wait; > 5 min; vs static at the same GPU-hours;"
-          " P95 vs reactive's)")  # fmt: skip
+    print(
+        "(GPU-hours vs reactive; P95 / mean wait; > 5 min; vs static at the same GPU-hours;"
+        " P95 vs reactive's)"
+    )
     for window in WINDOWS:
         document = frontier if window == "eval" else frontier["tune"]
         static = [from_document(m) for m in document["static"]]

@@ -16,6 +16,17 @@ TEST_GROUP = Path(".test-group")  # the process group of the mutant's pytest, wh
 
 # what a working copy holds (a `git archive` of HEAD: the run judges a commit)
 COPIED = (
-    "forecaster", "tests", "data", "config", "deploy", "scripts", "bench", "docs", "models",
-    "pyproject.toml", "README.md", ".dockerignore", ".ci",
-)  # fmt: skip
+    "forecaster",
+    "tests",
+    "data",
+    "config",
+    "deploy",
+    "scripts",
+    "bench",
+    "docs",
+    "models",
+    "pyproject.toml",
+    "README.md",
+    ".dockerignore",
+    ".ci",
+)

@@ -47,13 +47,20 @@ def judge(
         elif result.test_outcome == TestOutcome.SURVIVED:
             reason = reason_for(module, mutation.operator_name, line, _added(result.diff))
             outcome = "equivalent" if reason else "survived"
-            listed.append({
-                "module": module, "function": function, "line": mutation.start_pos[0],
-                "source": line, "operator": mutation.operator_name,
-                "occurrence": mutation.occurrence,
-                "outcome": outcome, "reason": reason, "diff": result.diff,
-                "job_id": item.job_id,
-            })  # fmt: skip
+            listed.append(
+                {
+                    "module": module,
+                    "function": function,
+                    "line": mutation.start_pos[0],
+                    "source": line,
+                    "operator": mutation.operator_name,
+                    "occurrence": mutation.occurrence,
+                    "outcome": outcome,
+                    "reason": reason,
+                    "diff": result.diff,
+                    "job_id": item.job_id,
+                }
+            )
         else:
             outcome = "error"
         counts[function].update(("mutants", outcome))
@@ -91,11 +98,16 @@ def publish(sessions: dict[str, Path], commit: str, path: Path) -> int:
         print(f"STALE equivalent listing {listing.module} {listing.operator}: {listing.line}")
     path.write_text(
         json.dumps(
-            {"commit": commit, "total": {o: total[o] for o in OUTCOMES}, "functions": rows,
-             "not_killed": listed},
+            {
+                "commit": commit,
+                "total": {o: total[o] for o in OUTCOMES},
+                "functions": rows,
+                "not_killed": listed,
+            },
             indent=1,
-        ) + "\n"
-    )  # fmt: skip
+        )
+        + "\n"
+    )
     path.with_suffix(".md").write_text(markdown(commit, rows, total, listed))
     return total["survived"] + len(unmet)
 

@@ -75,6 +75,7 @@ SCOPE: dict[str, tuple[str, ...]] = {
         "_allocatable",
         "_node_gpus",
         "_snapshot",
+        "_empty_gpus",
     ),
     # ... and its count of each pool's pods (ours apart; another team's passed over alone)
     "forecaster/actuators/observe/pod_tally.py": (
@@ -95,7 +96,9 @@ SCOPE: dict[str, tuple[str, ...]] = {
     "forecaster/actuators/coordination/control.py": ("read",),
     # the daemon's reconcile and stuck logic; the loop's halt, act and spend record
     "forecaster/service/daemon.py": ("stuck", "reconcile", "spend"),
-    "forecaster/reconcile/loop.py": ("_act", "_record"),
+    "forecaster/reconcile/loop.py": ("_act", "_record", "_load_state"),
+    # the persisted state: read failing closed, saved when due or a mode changed
+    "forecaster/reconcile/persisting.py": ("read_state", "due", "save_state"),
     "forecaster/reconcile/observing.py": ("read_halt",),
     # the expiry and cleanup job
     "forecaster/app/cleanup.py": (

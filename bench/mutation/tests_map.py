@@ -64,11 +64,20 @@ def build(copy: Path, test_files: list[str] | None = None) -> dict[str, object]:
     junit = copy / ".junit.xml"
     modules = [path.removesuffix(".py").replace("/", ".") for path in SCOPE]
     command = [
-        sys.executable, "-m", "pytest", "-q", "-n", str(os.cpu_count() or 1),
-        "-p", "no:cacheprovider", "--cov-context=test", "--cov-report=",
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-n",
+        str(os.cpu_count() or 1),
+        "-p",
+        "no:cacheprovider",
+        "--cov-context=test",
+        "--cov-report=",
         *(f"--cov={module}" for module in modules),
-        f"--junitxml={junit}", *(test_files or ()),
-    ]  # fmt: skip
+        f"--junitxml={junit}",
+        *(test_files or ()),
+    ]
     env = dict(os.environ, COVERAGE_FILE=str(data_file), PYTHONPATH=str(copy))
     result = subprocess.run(command, cwd=copy, env=env, check=False)
     if result.returncode not in (0, 1, 5):  # 5: no tests (every changed file deleted)

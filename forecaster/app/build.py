@@ -69,9 +69,10 @@ def pool_horizon(settings: Settings, pool: PoolSettings) -> int:
     """The pool's configured forecast horizon: the shortest that covers its prewarm window
     (lead time + reconcile interval + Karpenter's batch, ``core.policy.horizon_for_lead``)."""
     return horizon_for_lead(
-        pool.lead_time.total_seconds, settings.reconcile_every_seconds,
+        pool.lead_time.total_seconds,
+        settings.reconcile_every_seconds,
         settings.forecast.horizons_seconds,
-    )  # fmt: skip
+    )
 
 
 def training_plan(settings: Settings, pool: PoolSettings) -> TrainingPlan:

@@ -39,8 +39,11 @@ def build_source(settings: Settings) -> DemandSource:
                 log.warning(
                     "pool %s: its %s has no %s: forecaster's own placeholders may be counted as"
                     " demand (put %s inside the pod selector)",
-                    pool.name, key, EXCLUDE, EXCLUDE,
-                )  # fmt: skip
+                    pool.name,
+                    key,
+                    EXCLUDE,
+                    EXCLUDE,
+                )
     return PrometheusSource(
         url=prom.url,
         queries={p.name: p.query for p in settings.pools if p.query},

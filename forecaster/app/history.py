@@ -168,8 +168,12 @@ def _days_found(source: PrometheusSource, *, pool: str, days: int, end: int) -> 
         log.warning(
             "pool %s: the pod history starts at %s: %d of the %d days asked (Prometheus keeps"
             " %s by default: --storage.tsdb.retention.time)",
-            pool, iso_utc(first), found, days, DEFAULT_RETENTION,
-        )  # fmt: skip
+            pool,
+            iso_utc(first),
+            found,
+            days,
+            DEFAULT_RETENTION,
+        )
     if found < 1:
         raise DataError(
             f"pool {pool}: the pod history starts at {iso_utc(first)}, less than a day before"

@@ -242,9 +242,15 @@ def _replay(args: argparse.Namespace) -> int:
         _write_json(args.json, results + sweep, by_pull=by_pull, notice=said_notice)
     if args.report:
         _write_report(
-            args, history, jobs=jobs, setup=setup, results=results, sweep=sweep,
-            comparison=comparison, said_notice=said_notice,
-        )  # fmt: skip
+            args,
+            history,
+            jobs=jobs,
+            setup=setup,
+            results=results,
+            sweep=sweep,
+            comparison=comparison,
+            said_notice=said_notice,
+        )
         print(f"wrote {args.report}")
     return 0
 

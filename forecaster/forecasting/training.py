@@ -150,9 +150,15 @@ def train_pool(
         series, quality=quality, scores=scores, selection=selection, spec=spec, plan=plan
     )
     version = store.publish(
-        pool=pool, model_name=model_name, model=model, metadata=metadata, created=created,
-        make_current=promote, arrivals=arrivals_model, operating_point=operating_point,
-    )  # fmt: skip
+        pool=pool,
+        model_name=model_name,
+        model=model,
+        metadata=metadata,
+        created=created,
+        make_current=promote,
+        arrivals=arrivals_model,
+        operating_point=operating_point,
+    )
     verb = "published" if promote else "published challenger"
     return PoolTraining(
         pool=pool,
@@ -207,9 +213,12 @@ def rise_model(
     """What the plan follows, and a line saying so (``fit_rise`` with the plan's horizons,
     quantiles and burst share)."""
     return fit_rise(
-        series, arrivals, horizons_seconds=plan.horizons_seconds, quantiles=plan.quantiles,
+        series,
+        arrivals,
+        horizons_seconds=plan.horizons_seconds,
+        quantiles=plan.quantiles,
         burst_alpha=plan.burst_alpha,
-    )  # fmt: skip
+    )
 
 
 def fit_rise(

@@ -9,12 +9,15 @@ cannot be read is never guessed at: nothing is written.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 
 from forecaster.core.actions import ActuationReport, Halt, commands
 from forecaster.core.cluster import PoolSnapshot
 from forecaster.core.planner import Plan
 from forecaster.reconcile.records import PrewarmActuator, TickError
+
+log = logging.getLogger("forecaster.reconcile.loop")  # the tick's lines, under one logger
 
 
 def write_plan(
@@ -34,3 +37,17 @@ def write_plan(
     report = actuator.apply(commands(decision, images=images), now=now)
     errors.extend(TickError("actuate", pool, m) for pool, m in report.errors.items())
     return report
+
+
+def log_plan(decision: Plan, idle: str) -> None:
+    """The tick's line per pool: mode, prewarm and every reason (and why nothing is written)."""
+    for pool_plan in decision.pools:
+        log.info(
+            "pool %s: %s, prewarm %d GPUs (%d placeholders)%s: %s",
+            pool_plan.pool,
+            pool_plan.mode,
+            pool_plan.target_gpus,
+            pool_plan.placeholders,
+            idle,
+            "; ".join(pool_plan.reasons),
+        )

@@ -55,9 +55,18 @@ def forecast_pool(
     """Fetch the pool's history, score the pending forecasts on it and forecast anew."""
     name = runtime.policy.pool
     empty = PoolView(
-        name, None, None, None, track.last_demand, None, (), None, 0,
-        runtime.target_quantile, horizon,
-    )  # fmt: skip
+        name,
+        None,
+        None,
+        None,
+        track.last_demand,
+        None,
+        (),
+        None,
+        0,
+        runtime.target_quantile,
+        horizon,
+    )
     try:
         series, quality = history.source.fetch(
             name, start=now - history.lookback_seconds, end=now, step_seconds=history.step_seconds
@@ -81,9 +90,15 @@ def forecast_pool(
             **{**empty.__dict__, "history": series, "quality": _lines(quality)}
         ), evaluations
     view = _predict(
-        runtime, track, empty, series, quality=_lines(quality), evaluated=len(evaluations),
-        errors=errors, ahead=horizon.horizon_seconds,
-    )  # fmt: skip
+        runtime,
+        track,
+        empty,
+        series,
+        quality=_lines(quality),
+        evaluated=len(evaluations),
+        errors=errors,
+        ahead=horizon.horizon_seconds,
+    )
     if view.forecast is not None:
         track.fetched = (now, view)
     return view, evaluations
@@ -117,9 +132,19 @@ def _predict(
             name, p50, p95, data_end=origin, model=active.name, quantile=q
         )
     return PoolView(
-        name, active.name, active.version, forecast, track.last_demand, series, quality, None,
-        evaluated, q, empty.horizon, active.operating_point,
-    )  # fmt: skip
+        name,
+        active.name,
+        active.version,
+        forecast,
+        track.last_demand,
+        series,
+        quality,
+        None,
+        evaluated,
+        q,
+        empty.horizon,
+        active.operating_point,
+    )
 
 
 RISE_BY = {"arrivals": "arrivals model", "burst": "burst rule: floor + alpha x last 15 min"}

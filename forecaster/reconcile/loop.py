@@ -10,6 +10,7 @@ it in simulated time. ``tick`` reads as that data path; each step lives in its o
   is no fresher), and the peak rise from the pods created lately, at every tick;
 * ``scoring`` - the error budget: past forecasts scored, the pool's mode moved on;
 * ``operating_points`` - the quantile, floor, SLO and cap a published operating point sets;
+* ``acting`` - the plan written, and said; ``persisting`` - the state read and saved;
 * ``core.planner.plan`` - the plan, pure; the actuator carries it out.
 
 It never raises for a data, model or cluster problem: each is logged, kept in the
@@ -36,12 +37,11 @@ from forecaster.core.cluster import Observation, PoolSnapshot
 from forecaster.core.error_budget import ErrorBudgetState, Evaluation, SloPolicy, Transition
 from forecaster.core.notice import NoticeLedger, top_namespaces
 from forecaster.core.operating_point import OperatingPoint, following_the_points
-from forecaster.core.planner import Mode, Plan, PoolInput, plan
-from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.core.planner import Plan, PoolInput, plan
+from forecaster.core.policy import Budgets, PlanningHorizon, PoolPolicy
 from forecaster.durations import DAY
-from forecaster.errors import ConflictError, ForecasterError
 from forecaster.reconcile import in_flight_codec, operating_points
-from forecaster.reconcile.acting import write_plan
+from forecaster.reconcile.acting import log_plan, write_plan
 from forecaster.reconcile.forecast import History, forecast_pool, no_forecast, with_arrivals
 from forecaster.reconcile.observing import (
     HaltReader,
@@ -52,6 +52,7 @@ from forecaster.reconcile.observing import (
     observe_pools,
     read_halt,
 )
+from forecaster.reconcile.persisting import Saves, UnreadableStateError, read_state, save_state
 from forecaster.reconcile.quiet import Now, is_quiet, kept
 from forecaster.reconcile.records import (
     Models,
@@ -105,12 +106,12 @@ class Reconciler:
         """Announced items followed to their end: each notice source's precision and waste."""
         self.tracks = {p.policy.pool: PoolTrack() for p in self.pools}  # memory, per pool
         self._loaded = False
-        self._saved_at: int | None = None  # when the state was last persisted
-        self._saved_modes: dict[str, Mode] = {}  # and each pool's mode in it
+        self._saves = Saves()  # when the state was last persisted, each pool's mode in it
         self.last: TickRecord | None = None
         self._planned: TickRecord | None = None  # the last tick that planned (not quiet)
 
     def tick(self, now: int, *, act: bool = True, not_acting: str | None = None) -> TickRecord:
+        # long: the data path of one tick, read top to bottom (each step is a call to its module)
         """One reconcile pass at ``now`` (epoch seconds).
 
         ``act=False`` (a replica that is not the leader): forecast and plan, write nothing -
@@ -152,18 +153,26 @@ class Reconciler:
             self._record(snapshots, now, errors, halted=halt is not None)
         if not act:
             self._loaded = False  # a follower re-reads each tick: fresh when it takes over
-        _log_decision(
-            decision, "" if act else f" [writes nothing: {not_acting or 'not the leader'}]"
-        )
+        log_plan(decision, "" if act else f" [writes nothing: {not_acting or 'not the leader'}]")
         observed = snapshots if isinstance(snapshots, Observation) else Observation()
         self.last = self._planned = TickRecord(
-            now, decision, views, tuple(transitions), report, tuple(errors), halt,
-            observed.unattributed, scored, skipped=observed.skipped,
+            at=now,
+            plan=decision,
+            pools=views,
+            transitions=tuple(transitions),
+            actuation=report,
+            errors=tuple(errors),
+            halt=halt,
+            unattributed=observed.unattributed,
+            evaluations=scored,
+            skipped=observed.skipped,
             notice=tuple(self.notice_ledger.judged(n, now=now) for n in observed.notice),
-            notice_ended=ended, budgets=self._budgets(), claimed=observed.claimed,
+            notice_ended=ended,
+            budgets=self._budgets(),
+            claimed=observed.claimed,
             notice_pools=self.notice_ledger.by_pool(views, now=now),
             notice_namespaces=top_namespaces(self.notice_ledger.outcomes, now=now),
-        )  # fmt: skip
+        )
         return self.last
 
     def _pool(
@@ -178,31 +187,33 @@ class Reconciler:
         input, and the mode changes its scores made."""
         name, track = runtime.policy.pool, self.tracks[runtime.policy.pool]
         pool_state = self.state.pool(name)
-        measured = snapshots[name].measured_lead if snapshots and name in snapshots else None
-        horizon = runtime.horizon(measured)
-        if track.horizon_seconds not in (None, horizon.horizon_seconds):
-            log.warning(
-                "pool %s: forecasting %d s ahead now (%s)", name, horizon.horizon_seconds,
-                horizon.reason,
-            )  # fmt: skip
-        track.horizon_seconds = horizon.horizon_seconds
+        horizon = self._horizon(runtime, snapshots)
         evaluations: list[Evaluation] = []
         try:
             if track.fetched is not None and now - track.fetched[0] < self.step_seconds:
                 view = track.fetched[1]  # the history is no fresher yet
             else:
                 view, evaluations = forecast_pool(
-                    runtime, track, pool_state, self._history(), now=now, horizon=horizon,
+                    runtime,
+                    track,
+                    pool_state,
+                    self._history(),
+                    now=now,
+                    horizon=horizon,
                     errors=errors,
-                )  # fmt: skip
+                )
         except Exception as exc:  # a bug or malformed input harms only this pool
             log.exception("pool %s: forecasting failed; the pool withdraws this tick", name)
             errors.append(TickError("crash", name, f"{type(exc).__name__}: {exc}"))
             view, evaluations = no_forecast(runtime), []
         changed = advance_budget(
-            name, pool_state, evaluations, wasted_gpu_hours=track.wasted_gpu_hours,
-            slo=self.slo_for(name), now=now,
-        )  # fmt: skip
+            name,
+            pool_state,
+            evaluations,
+            wasted_gpu_hours=track.wasted_gpu_hours,
+            slo=self.slo_for(name),
+            now=now,
+        )
         snapshot = snapshots[name] if snapshots else assumed(runtime, view, now)
         view = with_arrivals(
             runtime, track, view, snapshot, now=now, horizon=horizon, errors=errors
@@ -213,15 +224,37 @@ class Reconciler:
         policy = self.policy_for(runtime)
         view = PoolView(**{**view.__dict__, "snapshot": snapshot, "floor_gpus": policy.floor_gpus})
         pool_input = PoolInput(
-            policy, snapshot, view.demand, pool_state.budget.mode, window_seconds=window,
+            policy,
+            snapshot,
+            view.demand,
+            pool_state.budget.mode,
+            window_seconds=window,
             distrusted=distrusted,
-        )  # fmt: skip
+        )
         return pool_input, view, tuple(evaluations), changed
 
+    def _horizon(self, runtime: PoolRuntime, snapshots: Snapshots) -> PlanningHorizon:
+        """How far ahead the pool plans now: its lead as measured, said when it moves."""
+        name, track = runtime.policy.pool, self.tracks[runtime.policy.pool]
+        measured = snapshots[name].measured_lead if snapshots and name in snapshots else None
+        horizon = runtime.horizon(measured)
+        if track.horizon_seconds not in (None, horizon.horizon_seconds):
+            log.warning(
+                "pool %s: forecasting %d s ahead now (%s)",
+                name,
+                horizon.horizon_seconds,
+                horizon.reason,
+            )
+        track.horizon_seconds = horizon.horizon_seconds
+        return horizon
+
     def _quiet(
-        self, snapshots: Mapping[str, PoolSnapshot] | None, halt: Halt | None, now: int,
+        self,
+        snapshots: Mapping[str, PoolSnapshot] | None,
+        halt: Halt | None,
+        now: int,
         errors: list[TickError],
-    ) -> bool:  # fmt: skip
+    ) -> bool:
         """Whether the last plan stands (``reconcile.quiet``); never before the state is read."""
         return self._loaded and is_quiet(
             self._planned,
@@ -264,27 +297,13 @@ class Reconciler:
         if self._loaded:
             return
         try:
-            saved = self.state_store.load()
-            state = ServiceState() if saved is None else ServiceState.from_dict(saved)
-        except (ForecasterError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            message = (
-                f"could not read the persisted state ({exc}): acting as if the GPU-hours budget"
-                " were spent until it can be read"
-            )
-            errors.append(TickError("state", None, message))
-            log.error("%s", message)
-            self.state_store.refused(message, now=now)
+            saved = read_state(self.state_store, errors, now=now)
+        except UnreadableStateError:
             return  # fail closed: never "start from zero" on a damaged, newer or lost state
-        self._saved_at = None  # the next record saves: what was read is all the store has
+        self._saves = Saves()  # the next record saves: what was read is all the store has
         if saved is not None:
-            self.state = state
-            self.notice_ledger.restore(state.notice, state.notice_in_flight, state.notice_use)
-            for name, pool_state in self.state.pools.items():
-                if pool_state.budget.mode.value != "predictive":
-                    log.warning(
-                        "pool %s: restored %s since %s: %s", name, pool_state.budget.mode,
-                        pool_state.budget.since, pool_state.budget.reason,
-                    )  # fmt: skip
+            self.state = saved
+            self.notice_ledger.restore(saved.notice, saved.notice_in_flight, saved.notice_use)
         self._loaded = True
 
     def _act(
@@ -317,32 +336,6 @@ class Reconciler:
         self.state.last_tick = now
         notice = in_flight_codec.fit(self.notice_ledger, now=now)  # within its ConfigMap share
         self.state.notice, self.state.notice_in_flight, self.state.notice_use = notice
-        modes = {name: p.budget.mode for name, p in self.state.pools.items()}
-        due = self._saved_at is None or now - self._saved_at >= self.save_every_seconds
-        if not due and modes == self._saved_modes:
-            return
-        try:
-            self.state_store.save(self.state.to_dict())
-            self._saved_at, self._saved_modes = now, modes
-        except ConflictError as exc:
-            message = f"state changed under us (another leader?): re-reading it: {exc}"
-            errors.append(TickError("state", None, message))
-            log.error("%s", message)
-            self._loaded = False
-        except ForecasterError as exc:
-            errors.append(TickError("state", None, f"could not save state: {exc}"))
-            log.error("could not save state: %s", exc)
-
-
-def _log_decision(decision: Plan, idle: str) -> None:
-    """The tick's line per pool: mode, prewarm and every reason (and why nothing is written)."""
-    for pool_plan in decision.pools:
-        log.info(
-            "pool %s: %s, prewarm %d GPUs (%d placeholders)%s: %s",
-            pool_plan.pool,
-            pool_plan.mode,
-            pool_plan.target_gpus,
-            pool_plan.placeholders,
-            idle,
-            "; ".join(pool_plan.reasons),
-        )
+        every = self.save_every_seconds
+        if not save_state(self.state_store, self.state, self._saves, errors, now=now, every=every):
+            self._loaded = False  # changed under us: re-read before acting again

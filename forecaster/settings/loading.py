@@ -95,9 +95,11 @@ def _our_words(error: Any) -> str:
     if kind in ("extra_forbidden", "unexpected_keyword_argument"):  # a model / a core dataclass
         valid = _fields_at(error["loc"][:-1])
         near = difflib.get_close_matches(str(error["loc"][-1]), valid, n=1, cutoff=0.6)
-        return f"unknown key; did you mean `{near[0]}`?" if near else (
-            f"unknown key (valid here: {', '.join(valid)})"
-        )  # fmt: skip
+        return (
+            f"unknown key; did you mean `{near[0]}`?"
+            if near
+            else (f"unknown key (valid here: {', '.join(valid)})")
+        )
     templates = {
         **{k: f"must be {op} {{bound}}, got {{given!r}}" for k, op in _BOUNDS.items()},
         "string_pattern_mismatch": "must match the pattern {pattern}, got {given!r}",

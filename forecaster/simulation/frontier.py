@@ -303,6 +303,50 @@ def frontier(
     each budget (``simulation.verdict``; ``pool`` names the pool its configuration lines are
     for). ``make_policy`` must pickle when ``workers`` > 1. ``policy_knobs``: other policies
     by name, swept at their knobs (``name:knob``) and chosen per budget as burst is."""
+    setup, windows = _windows(setup, epoch=epoch, tune=tune, evaluate=evaluate)
+    runs = sweep(
+        setup,
+        static_knobs=static_knobs,
+        predictive_knobs=predictive_knobs,
+        floor_nodes=floor_nodes,
+        burst_knobs=burst_knobs,
+        continuation_gaps=continuation_gaps,
+        policy_knobs=policy_knobs or {},
+    )
+    more = functools.partial(
+        _replayed,
+        jobs=jobs,
+        make_policy=make_policy,
+        windows=windows,
+        workers=workers,
+        progress=progress,
+        done=[],
+    )
+    chains = FloorChains(runs, setup, floor_nodes=floor_nodes)
+    curves = _Curves.of(runs, more(runs, follow=chains), continuation_gaps)
+    curves.static = extend_static(
+        curves.static,
+        curves.chosen_gpu_hours(),
+        gpus_per_node=setup.twin.gpus_per_node,
+        run=lambda knobs: more([Run("static", f"static:{k}", k, setup) for k in knobs]),
+    )
+    document, (header, scope) = curves.document(), _said(pool, tune=tune, evaluate=evaluate)
+    lines = [header, *curves.tables()]
+    lines += _choices(curves, document)
+    lines += confirm_burst(
+        document,
+        reactive=curves.reactive,
+        static=curves.static,
+        run=lambda alphas: more([Run(LIVE_BURST, f"{LIVE_BURST}:{a:g}", a, setup) for a in alphas]),
+    )
+    return document, lines + _verdict(document, scope=scope, pool=pool)
+
+
+def _windows(
+    setup: ReplaySetup, *, epoch: int, tune: tuple[float, float], evaluate: tuple[float, float]
+) -> tuple[ReplaySetup, dict[str, tuple[float, float]]]:
+    """The setup warmed up to the tuning window's start and run to the evaluation window's end,
+    and both windows in epoch seconds; tuning must end before the evaluation begins."""
     if tune[1] > evaluate[0]:
         raise ConfigError("--tune-days must end before --eval-days begin")
     setup = dataclasses.replace(
@@ -312,32 +356,17 @@ def frontier(
         "tune": (epoch + tune[0] * DAY, epoch + tune[1] * DAY),
         "eval": (epoch + evaluate[0] * DAY, epoch + evaluate[1] * DAY),
     }
-    runs = sweep(
-        setup, static_knobs=static_knobs, predictive_knobs=predictive_knobs,
-        floor_nodes=floor_nodes, burst_knobs=burst_knobs, continuation_gaps=continuation_gaps,
-        policy_knobs=policy_knobs or {},
-    )  # fmt: skip
-    more = functools.partial(
-        _replayed, jobs=jobs, make_policy=make_policy, windows=windows, workers=workers,
-        progress=progress, done=[],
-    )  # fmt: skip
-    chains = FloorChains(runs, setup, floor_nodes=floor_nodes)
-    curves = _Curves.of(runs, more(runs, follow=chains), continuation_gaps)
-    curves.static = extend_static(
-        curves.static, curves.chosen_gpu_hours(), gpus_per_node=setup.twin.gpus_per_node,
-        run=lambda knobs: more([Run("static", f"static:{k}", k, setup) for k in knobs]),
-    )  # fmt: skip
-    document = curves.document()
+    return setup, windows
+
+
+def _said(
+    pool: str | None, *, tune: tuple[float, float], evaluate: tuple[float, float]
+) -> tuple[str, str]:
+    """The windows as the table's header says them (days from 0), and the verdict's scope (as
+    the history split says them: ``_counted``)."""
     days = f"tune days {tune[0]:g}-{tune[1]:g}, evaluation days {evaluate[0]:g}-{evaluate[1]:g}"
-    lines = [f"windows: {days}", *curves.tables()]
-    lines += _choices(curves, document)
-    lines += confirm_burst(
-        document, reactive=curves.reactive, static=curves.static,
-        run=lambda alphas: more([Run(LIVE_BURST, f"{LIVE_BURST}:{a:g}", a, setup) for a in alphas]),
-    )  # fmt: skip
-    scope = f"{pool or 'the trace'}, tuned days {_counted(tune)}"  # as the history split says
-    scope += f", judged days {_counted(evaluate)}"
-    return document, lines + _verdict(document, scope=scope, pool=pool)
+    scope = f"{pool or 'the trace'}, tuned days {_counted(tune)}, judged days {_counted(evaluate)}"
+    return f"windows: {days}", scope
 
 
 def _counted(window: tuple[float, float]) -> str:
@@ -399,9 +428,13 @@ class _Curves:
             point.eval.gpu_hours
             for points in (self.predictive, self.burst, *self.policies.values())
             for budget in BUDGETS_PERCENT
-            if (point := choose(points, reactive_gpu_hours=self.reactive.tune.gpu_hours,
-                                budget_percent=budget)) is not None
-        ]  # fmt: skip
+            if (
+                point := choose(
+                    points, reactive_gpu_hours=self.reactive.tune.gpu_hours, budget_percent=budget
+                )
+            )
+            is not None
+        ]
 
     def document(self) -> dict[str, Any]:
         """The JSON document's figures: every point on the evaluation window (top level) and on

@@ -70,8 +70,11 @@ class TwinWorkloads:
     def _workload(self, j: int) -> Obj:
         gpus = int(self.jobs.gpus[j])
         whole, rest = divmod(gpus, self.gpus_per_node)
-        sets = [(name, per, n) for name, per, n in (("nodes", self.gpus_per_node, whole),
-                                                    ("rest", rest, 1)) if per and n]  # fmt: skip
+        sets = [
+            (name, per, n)
+            for name, per, n in (("nodes", self.gpus_per_node, whole), ("rest", rest, 1))
+            if per and n
+        ]
         reserved = kube_timestamp(float(self.jobs.submit[j]) - self.notice_seconds)
         return {
             "apiVersion": f"{KUEUE}/{WORKLOADS.version}",

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from forecaster.core.jobs import JobTrace, jobs_from_series
 from forecaster.core.operating_point import (
     Budget,
+    Candidate,
     OperatingPoint,
     larger_floor_worth_trying,
     operating_point,
@@ -70,8 +71,10 @@ def choose_operating_point(
         log.warning(
             "pool %s: %.1f days of history leave no day to train the replays before the %.1f"
             " measured: no operating point",
-            history.name, (end - history.start) / DAY, measure_seconds / DAY,
-        )  # fmt: skip
+            history.name,
+            (end - history.start) / DAY,
+            measure_seconds / DAY,
+        )
         return None
     jobs = _jobs(history, setup, pods=pods, demand_pod_gpus=demand_pod_gpus)
     base = _measured(setup, start=history.start, warmup_end=warmup_end, end=end)
@@ -85,7 +88,42 @@ def choose_operating_point(
     days = measure_seconds / DAY
     ceiling = setup.budgets.max_prewarm_gpu_hours_per_day
     cap = budget.gpu_hours_per_day(reactive.gpu_hours / days, ceiling=ceiling)
-    percent = 100 * cap / (reactive.gpu_hours / days)
+    candidates = _candidates(
+        base,
+        run,
+        name=history.name,
+        quantiles=quantiles,
+        floors_gpus=floors_gpus,
+        cap=cap,
+        budget_percent=100 * cap / (reactive.gpu_hours / days),
+        reactive_gpu_hours=reactive.gpu_hours,
+        p95_wait_s=budget.p95_wait_s,
+    )
+    return operating_point(
+        candidates,
+        reactive_gpu_hours=reactive.gpu_hours,
+        budget=budget,
+        window=(warmup_end, end),
+        ceiling_gpu_hours_per_day=ceiling,
+        replayed="demand" if pods is None else "pods",
+    )
+
+
+def _candidates(
+    base: ReplaySetup,
+    run: Callable[[str, ReplaySetup], ReplayMetrics],
+    *,
+    name: str,
+    quantiles: Sequence[float],
+    floors_gpus: Sequence[int],
+    cap: float,
+    budget_percent: float,
+    reactive_gpu_hours: float,
+    p95_wait_s: float | None,
+) -> list[Candidate]:
+    """Each quantile replayed at each floor under the GPU-hours ``cap``, smallest floor first;
+    a quantile's larger floors are not tried once one is not worth it; a replay that fails is
+    said and is no candidate."""
     candidates = []
     for q in quantiles:
         for floor in sorted(set(floors_gpus)):
@@ -93,19 +131,21 @@ def choose_operating_point(
             try:
                 candidates.append(as_candidate(q, run("predictive", which), floor_gpus=floor))
             except ForecasterError as exc:
-                log.warning("pool %s: replay at %s failed (%s): not a candidate",
-                            history.name, point_label(q, floor), exc)  # fmt: skip
+                log.warning(
+                    "pool %s: replay at %s failed (%s): not a candidate",
+                    name,
+                    point_label(q, floor),
+                    exc,
+                )
                 continue
             if not larger_floor_worth_trying(
-                candidates[-1], reactive_gpu_hours=reactive.gpu_hours, budget_percent=percent,
-                p95_wait_s=budget.p95_wait_s,
-            ):  # fmt: skip
+                candidates[-1],
+                reactive_gpu_hours=reactive_gpu_hours,
+                budget_percent=budget_percent,
+                p95_wait_s=p95_wait_s,
+            ):
                 break
-    return operating_point(
-        candidates, reactive_gpu_hours=reactive.gpu_hours, budget=budget,
-        window=(warmup_end, end), ceiling_gpu_hours_per_day=ceiling,
-        replayed="demand" if pods is None else "pods",
-    )  # fmt: skip
+    return candidates
 
 
 @contextmanager

@@ -113,9 +113,12 @@ class WeeklyRetrain:
             log.warning("replay retrain at %s failed (%s): keeping the previous model", now, exc)
             return
         arrivals, _ = fit_rise(
-            history, inputs.arrivals, horizons_seconds=self.horizons_seconds,
-            quantiles=self.quantiles, burst_alpha=self.burst_alpha,
-        )  # fmt: skip
+            history,
+            inputs.arrivals,
+            horizons_seconds=self.horizons_seconds,
+            quantiles=self.quantiles,
+            burst_alpha=self.burst_alpha,
+        )
         self.current = ActiveModel(fitted, self.model_name, f"replay-{now}", arrivals)
         self.fits.append((now, history.end))
 

@@ -77,9 +77,13 @@ def run_each(
 
     if workers > 1 and (len(tasks) > 1 or follow is not None):
         return _in_processes(
-            run, tasks, workers=workers, finish=finish, grows=follow is not None,
+            run,
+            tasks,
+            workers=workers,
+            finish=finish,
+            grows=follow is not None,
             rank=rank or (lambda task: 0),
-        )  # fmt: skip
+        )
     finished: dict[int, Result] = {}
     try:
         for index, task in enumerate(tasks):  # ``finish`` may add to ``tasks`` as it goes

@@ -72,17 +72,23 @@ def test_compatibility_follows_karpenter_requirements() -> None:
                     "metadata": {"labels": {"gpu-type": "a100"}},
                     "spec": {
                         "requirements": [
-                            {"key": "karpenter.sh/capacity-type", "operator": "In",
-                             "values": ["spot"]},
-                            {"key": "topology.kubernetes.io/zone", "operator": "NotIn",
-                             "values": ["us-east-1c"]},
+                            {
+                                "key": "karpenter.sh/capacity-type",
+                                "operator": "In",
+                                "values": ["spot"],
+                            },
+                            {
+                                "key": "topology.kubernetes.io/zone",
+                                "operator": "NotIn",
+                                "values": ["us-east-1c"],
+                            },
                         ],
                         "taints": [GPU_TAINT],
                     },
                 }
             },
         }
-    )  # fmt: skip
+    )
 
     def pod(*terms: list[dict[str, object]], tolerate: bool = True) -> dict[str, object]:
         spec: dict[str, object] = {"containers": []}

@@ -44,8 +44,9 @@ def launched(
 
 
 def check(kube: Kube, api: KubeApiDouble, *, lead: int) -> list[str]:
-    pool = PoolCheck(POOL, allow_unlimited=False, horizon_seconds=900, image_pull_seconds=60,
-                     lead_seconds=lead)  # fmt: skip
+    pool = PoolCheck(
+        POOL, allow_unlimited=False, horizon_seconds=900, image_pull_seconds=60, lead_seconds=lead
+    )
     findings = guardrails.check(kube, [pool], now=int(api.clock))
     return [
         f.code

@@ -68,9 +68,14 @@ def node(name: str, kind: str, phase: str, boundary: str = "", **more: Any) -> d
 def pipeline(prep_phase: str = "Running", **changes: Any) -> dict[str, Any]:
     """A DAG: ``prep`` (CPU) -> ``train`` (8 GPUs) -> ``eval`` (1 GPU); ``prep`` running."""
     prep = node(
-        "wf.prep", "Pod", prep_phase, "wf", templateName="prep", startedAt=STARTED,
+        "wf.prep",
+        "Pod",
+        prep_phase,
+        "wf",
+        templateName="prep",
+        startedAt=STARTED,
         estimatedDuration=ESTIMATE,
-    )  # fmt: skip
+    )
     obj: dict[str, Any] = {
         "apiVersion": "argoproj.io/v1alpha1",
         "kind": "Workflow",

@@ -41,8 +41,13 @@ def run_job(api: KubeApiDouble) -> dict[str, Any]:
     (cron,) = api.objects("cronjobs", "ml")
     cron["status"] = {"lastScheduleTime": "2027-01-15T09:05:00Z", "active": [{"name": "r"}]}
     api.store.replace(("cronjobs", "ml", "nightly"), cron)
-    owner = {"apiVersion": "batch/v1", "kind": "CronJob", "name": "nightly",
-             "uid": cron["metadata"]["uid"], "controller": True}  # fmt: skip
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "name": "nightly",
+        "uid": cron["metadata"]["uid"],
+        "controller": True,
+    }
     return api.put(
         "jobs",
         {
@@ -70,8 +75,10 @@ def test_the_gpu_hours_of_a_run_announced_ahead_are_reported_per_pool_and_source
     tmp_path: Path, cluster: tuple[KubeApiDouble, ClusterSim]
 ) -> None:
     api, sim = cluster
-    api.put("cronjobs", cronjob(schedule="5 9 * * *", pool=POOL,
-                                job_spec={"parallelism": 1, "completions": 1}))  # fmt: skip
+    api.put(
+        "cronjobs",
+        cronjob(schedule="5 9 * * *", pool=POOL, job_spec={"parallelism": 1, "completions": 1}),
+    )
     source = LiveSource(T0 - 2 * 86400, [16.0] * 2881)
     kube = Kube(api_client(host=api.url), dry_run=False, backoff_seconds=0.01)
     reconciler = build.build_reconciler(one_pool_settings(tmp_path), source=source, kube=kube)

@@ -69,14 +69,18 @@ def test_the_upstreams_earlier_runs_set_the_eta(api: KubeApiDouble) -> None:
     api.put(
         "jobs",
         jobset_job(
-            "train-0", "dataset-initializer", started="2027-01-14T08:00:00Z",
+            "train-0",
+            "dataset-initializer",
+            started="2027-01-14T08:00:00Z",
             completed="2027-01-14T08:20:00Z",
         ),
-    )  # fmt: skip
+    )
     old = jobset_job(
-        "train-9", "dataset-initializer", started="2027-01-14T09:00:00Z",
+        "train-9",
+        "dataset-initializer",
+        started="2027-01-14T09:00:00Z",
         completed="2027-01-14T09:30:00Z",
-    )  # fmt: skip
+    )
     old["metadata"]["name"] = "train-9-init"
     api.put("jobs", old)
     api.put("jobs", jobset_job("train-1", "dataset-initializer", started="2027-01-15T07:50:00Z"))

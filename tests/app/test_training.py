@@ -138,8 +138,9 @@ def test_training_with_arrivals_publishes_the_arrivals_model_and_says_so(
         refit_every_seconds=DAY,
     )
     report = regularize(demand.timestamps, demand.values, step_seconds=60, name="a")[1]
-    trained = train_pool(demand, report, plan=plan, store=store, created="20260101T000000Z",
-                         arrivals=arrivals)  # fmt: skip
+    trained = train_pool(
+        demand, report, plan=plan, store=store, created="20260101T000000Z", arrivals=arrivals
+    )
     assert "arrivals model fitted on" in trained.message
     artifact = store.load_current("a")
     assert artifact is not None and artifact.arrivals is not None
@@ -245,8 +246,9 @@ def test_the_operating_point_replays_the_pools_pods_where_the_source_keeps_them(
     config = settings(tmp_path, operating_point={"budget_percent": 5})
     pool = config.pools[0]
     history, _ = bursty(3, seed=2)
-    pods = JobTrace(submit=np.array([float(history.start)]), duration=np.array([600.0]),
-                    gpus=np.array([8]))  # fmt: skip
+    pods = JobTrace(
+        submit=np.array([float(history.start)]), duration=np.array([600.0]), gpus=np.array([8])
+    )
     handed: list[JobTrace | None] = []
     floors: list[list[int]] = []
 

@@ -235,8 +235,20 @@ def test_backtest_shows_progress_on_a_terminal_only(tmp_path: Path) -> None:
     """On a terminal, ``backtest`` draws a bar advanced per model; piped (CronJob logs), none."""
     data = write_csv(tmp_path / "short.csv", HELIOS, days=4)
     command = str(Path(sys.executable).parent / "forecaster")  # the installed console script
-    args = [command, "backtest", "--data", str(data), "--models", "persistence,seasonal-naive",
-            "--test", "1d", "--train", "2d", "--horizon", "15m"]  # fmt: skip
+    args = [
+        command,
+        "backtest",
+        "--data",
+        str(data),
+        "--models",
+        "persistence,seasonal-naive",
+        "--test",
+        "1d",
+        "--train",
+        "2d",
+        "--horizon",
+        "15m",
+    ]
     primary, secondary = pty.openpty()
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a terminal
     with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=secondary) as proc:

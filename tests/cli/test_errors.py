@@ -136,10 +136,23 @@ def test_an_unknown_config_key_names_the_nearest_valid_one(
 
 def test_replay_output_folders_are_created_before_the_work(tmp_path: Path) -> None:
     out = tmp_path / "out" / "deeper"
-    code = main([
-        "replay", "--series", str(ITP), "--policy", "reactive", "--warmup-days", "1",
-        "--end-day", "2", "--json", str(out / "r.json"), "--report", str(out / "r.html"),
-    ])  # fmt: skip
+    code = main(
+        [
+            "replay",
+            "--series",
+            str(ITP),
+            "--policy",
+            "reactive",
+            "--warmup-days",
+            "1",
+            "--end-day",
+            "2",
+            "--json",
+            str(out / "r.json"),
+            "--report",
+            str(out / "r.html"),
+        ]
+    )
     assert code == 0 and (out / "r.json").exists() and (out / "r.html").exists()
 
 

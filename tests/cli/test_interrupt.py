@@ -61,12 +61,16 @@ def started(argv: list[str], tmp_path: Path) -> tuple[subprocess.Popen[bytes], P
     out, err = tmp_path / "out", tmp_path / "err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         process = subprocess.Popen(
-            [sys.executable, "-c", "import sys; from forecaster.cli import main; sys.exit(main())",
-             *argv],
+            [
+                sys.executable,
+                "-c",
+                "import sys; from forecaster.cli import main; sys.exit(main())",
+                *argv,
+            ],
             stdout=stdout,
             stderr=stderr,
             env={**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": str(scratch(tmp_path))},
-        )  # fmt: skip
+        )
     return process, out, err
 
 
@@ -125,8 +129,8 @@ def test_ctrl_c_in_a_replica_says_what_stays_held(tmp_path: Path, forecast_only:
             PlaceholderSpec(pool="old", gpus=8, ttl_seconds=3600), target=2, now=int(api.clock)
         )
         port = free_port()
-        argv = ["run", "--kube-host", api.url, "--config", str(config(tmp_path)),
-                "--port", str(port)]  # fmt: skip
+        argv = ["run", "--kube-host", api.url, "--config", str(config(tmp_path))]
+        argv += ["--port", str(port)]
         process, out, err = started(argv + (["--forecast-only"] if forecast_only else []), tmp_path)
         ready(port, process)
         lines = interrupt(process, err)
@@ -160,8 +164,8 @@ def test_sigterm_releases_the_lease(tmp_path: Path) -> None:
     with KubeApiDouble() as api:
         a_cluster(api)
         port = free_port()
-        argv = ["run", "--kube-host", api.url, "--config", str(config(tmp_path)),
-                "--port", str(port)]  # fmt: skip
+        argv = ["run", "--kube-host", api.url, "--config", str(config(tmp_path))]
+        argv += ["--port", str(port)]
         process, _, _ = started(argv, tmp_path)
         ready(port, process)
         process.send_signal(signal.SIGTERM)

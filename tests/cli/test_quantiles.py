@@ -72,9 +72,25 @@ def test_replay_plans_for_the_quantile_asked(tmp_path: Path) -> None:
     used = {}
     for q in (0.9, 0.99):
         out = tmp_path / f"r{q}.json"
-        args = ["replay", "--jobs", str(path), "--epoch", epoch, "--policy", "predictive",
-                "--model", "persistence", "--quantile", str(q), "--warmup-days", "7",
-                "--end-day", "8", "--json", str(out)]  # fmt: skip
+        args = [
+            "replay",
+            "--jobs",
+            str(path),
+            "--epoch",
+            epoch,
+            "--policy",
+            "predictive",
+            "--model",
+            "persistence",
+            "--quantile",
+            str(q),
+            "--warmup-days",
+            "7",
+            "--end-day",
+            "8",
+            "--json",
+            str(out),
+        ]
         assert main(args) == 0
         used[q] = json.loads(out.read_text())["predictive"]["prewarm_gpu_hours_used"]
         used[q] += json.loads(out.read_text())["predictive"]["prewarm_gpu_hours_expired"]

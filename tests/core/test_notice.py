@@ -76,9 +76,13 @@ def test_a_distrusted_sources_items_are_left_out_and_said() -> None:
     snap = snapshot(running_gpus=16, allocatable_gpus=16, announced=(item(),))
     distrusted = {"cronjob": "precision 0.25 over 4 items in 7 days < 0.5"}
     inputs = PoolInput(
-        policy(), snap, forecast(16.0), Mode.PREDICTIVE, window_seconds=WINDOW,
+        policy(),
+        snap,
+        forecast(16.0),
+        Mode.PREDICTIVE,
+        window_seconds=WINDOW,
         distrusted=distrusted,
-    )  # fmt: skip
+    )
     decision = plan(
         [inputs], budgets=Budgets(64, 1000, 1000, 3600), spent_gpu_hours_last_day=0, now=NOW
     )
@@ -170,8 +174,9 @@ def test_below_half_precision_for_a_day_a_source_is_cut_and_restored_when_it_rec
     assert (status.trusted, status.precision, status.resolved) == (False, 0.0, 4)
     assert status.waste_gpu_hours == 4 * 16 * 900 / 3600
     for n in range(4):  # then four that came: 4 of 8 is 0.5, not below it
-        ledger.observe("a", [item(f"came-{n}", start=now + 300)], readable=None, now=now,
-                       window_seconds=WINDOW)  # fmt: skip
+        ledger.observe(
+            "a", [item(f"came-{n}", start=now + 300)], readable=None, now=now, window_seconds=WINDOW
+        )
         ledger.observe("a", [], readable=None, now=now + 300, window_seconds=WINDOW)
         now += 1000
     assert ledger.distrusted(now=now) == {}

@@ -28,8 +28,9 @@ def item(key: str, *, start: int, gpus: int = 8, source: str = "cronjob") -> Ann
 
 def came(ledger: NoticeLedger, key: str, *, first: int, at: int, source: str = "cronjob") -> None:
     """``key`` read first at ``first``, its pods come at ``at`` (it leaves the reading)."""
-    ledger.observe("a", [item(key, start=at, source=source)], readable=None, now=first,
-                   window_seconds=WINDOW)  # fmt: skip
+    ledger.observe(
+        "a", [item(key, start=at, source=source)], readable=None, now=first, window_seconds=WINDOW
+    )
     ledger.observe("a", [], readable=None, now=at, window_seconds=WINDOW)
 
 

@@ -399,14 +399,24 @@ def test_the_image_is_one_value_in_kustomize_and_helm(tmp_path: Path) -> None:
         check=True,
     ).stdout
     helm_rendered = subprocess.run(
-        [helm(), "template", "forecaster", str(ROOT / "deploy" / "helm" / "forecaster"),
-         "-f", POOL_VALUES, "--set", "forecastOnly=false",
-         "--set", "image.repository=registry.example.com/forecaster", "--set",
-         "image.tag=0.2.0"],
+        [
+            helm(),
+            "template",
+            "forecaster",
+            str(ROOT / "deploy" / "helm" / "forecaster"),
+            "-f",
+            POOL_VALUES,
+            "--set",
+            "forecastOnly=false",
+            "--set",
+            "image.repository=registry.example.com/forecaster",
+            "--set",
+            "image.tag=0.2.0",
+        ],
         capture_output=True,
         text=True,
         check=True,
-    ).stdout  # fmt: skip
+    ).stdout
     for text in (rendered, helm_rendered):
         images = set(re.findall(r"image: (\S+)", text))
         images.discard("registry.k8s.io/pause:3.10")
@@ -472,8 +482,16 @@ def test_the_build_context_leaves_out_virtualenvs_history_and_caches() -> None:
                 verdict = not keep
         return verdict
 
-    for path in (".venv", ".venv-tools", "out/frontier.json", ".git", ".pytest_cache",
-                 ".mypy_cache", ".ruff_cache", "forecaster/__pycache__/x.pyc"):  # fmt: skip
+    for path in (
+        ".venv",
+        ".venv-tools",
+        "out/frontier.json",
+        ".git",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        "forecaster/__pycache__/x.pyc",
+    ):
         assert ignored(path), path
     for line in (ROOT / "deploy" / "Dockerfile").read_text().splitlines():
         if line.startswith("COPY ") and "--from" not in line:

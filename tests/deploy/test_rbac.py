@@ -54,8 +54,11 @@ SETUP_WRITES = {
     ("", "nodes", "update", "cluster"),
 }
 VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
-MANIFEST_OBJECTS = {("Lease", "forecaster-leader"), ("ConfigMap", "forecaster-state"),
-                    ("ConfigMap", "forecaster-control")}  # fmt: skip
+MANIFEST_OBJECTS = {
+    ("Lease", "forecaster-leader"),
+    ("ConfigMap", "forecaster-state"),
+    ("ConfigMap", "forecaster-control"),
+}
 """What the manifests create for the daemon, which may then only get and update them by name."""
 Use = tuple[str, str, str, str, str | None]
 """(apiGroup, resource, verb, scope, name): scope is 'cluster' or the namespace; name None for

@@ -46,9 +46,15 @@ def test_one_expiry_run_undoes_all_it_can_and_exits_1_naming_the_rest(
         )
         api.faults.add("PATCH", "/nodepools/gpu-b$", status=409, times=10_000)  # for ever
         code = main(
-            ["cleanup", "--expired", "--config", str(invalid_config(tmp_path)),
-             "--kube-host", api.url]
-        )  # fmt: skip
+            [
+                "cleanup",
+                "--expired",
+                "--config",
+                str(invalid_config(tmp_path)),
+                "--kube-host",
+                api.url,
+            ]
+        )
         out, err = capsys.readouterr()
         assert code == 1
         assert paused_nodepools(api) == {"gpu-b"}

@@ -203,11 +203,19 @@ def busy_pool() -> PoolState:
 def test_the_state_of_150_busy_pools_fits_a_config_map() -> None:
     """With a full notice ledger too: its verdicts come back but for the items' keys."""
     outcomes = tuple(
-        Outcome(f"source-{i % 3}", f"pool-{i % 150:03d}", f"cronjob ml/run-{i}", i % 4 != 0,
-                T0 - 7 * 86400 + 300 * i, held_gpu_hours=0.0 if i % 4 else 2.667, gpus=16,
-                notice_seconds=86400 + i, ahead=i % 4 != 0)
+        Outcome(
+            f"source-{i % 3}",
+            f"pool-{i % 150:03d}",
+            f"cronjob ml/run-{i}",
+            i % 4 != 0,
+            T0 - 7 * 86400 + 300 * i,
+            held_gpu_hours=0.0 if i % 4 else 2.667,
+            gpus=16,
+            notice_seconds=86400 + i,
+            ahead=i % 4 != 0,
+        )
         for i in range(MAX_NOTICE_OUTCOMES)
-    )  # fmt: skip
+    )
     state = ServiceState(
         pools={f"pool-{i:03d}": busy_pool() for i in range(150)}, last_tick=T0, notice=outcomes
     )

@@ -697,13 +697,22 @@ class ClusterSim:
             buffer["status"] = {
                 "replicas": chunks,
                 "conditions": [
-                    {"type": "ReadyForProvisioning", "status": "True", "reason": "Ready",
-                     "message": "", "lastTransitionTime": at},
-                    {"type": "Provisioning", "status": "True",
-                     "reason": "FitsExistingCapacity" if free >= need else "RequiresNewCapacity",
-                     "message": "", "lastTransitionTime": at},
+                    {
+                        "type": "ReadyForProvisioning",
+                        "status": "True",
+                        "reason": "Ready",
+                        "message": "",
+                        "lastTransitionTime": at,
+                    },
+                    {
+                        "type": "Provisioning",
+                        "status": "True",
+                        "reason": "FitsExistingCapacity" if free >= need else "RequiresNewCapacity",
+                        "message": "",
+                        "lastTransitionTime": at,
+                    },
                 ],
-            }  # fmt: skip
+            }
             self._save("capacitybuffers", buffer)
 
     def _provision(self) -> None:
@@ -753,8 +762,11 @@ class ClusterSim:
                 "apiVersion": "v1",
                 "kind": "Event",
                 "metadata": {"name": f"{claim}.{self._serial}", "namespace": "default"},
-                "involvedObject": {"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
-                                   "name": claim},
+                "involvedObject": {
+                    "apiVersion": "karpenter.sh/v1",
+                    "kind": "NodeClaim",
+                    "name": claim,
+                },
                 "reason": "InsufficientCapacityError",
                 "message": f"NodeClaim {claim} event: creating instance, insufficient capacity,"
                 " InsufficientInstanceCapacity: We currently do not have sufficient p5.48xlarge"
@@ -765,7 +777,7 @@ class ClusterSim:
                 "lastTimestamp": at,
                 "count": 1,
             },
-        )  # fmt: skip
+        )
 
     def _consolidate(self) -> None:
         pods = self.api.store.list("pods", None)

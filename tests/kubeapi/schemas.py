@@ -68,8 +68,11 @@ def limits(obj: dict[str, Any]) -> list[str]:
     if len(json.dumps(obj).encode()) > OBJECT_BYTES:
         errors.append(f"object is larger than {OBJECT_BYTES} bytes")
     if obj.get("kind") == "ConfigMap":
-        size = sum(len(str(v).encode()) for part in ("data", "binaryData")
-                   for v in (obj.get(part) or {}).values())  # fmt: skip
+        size = sum(
+            len(str(v).encode())
+            for part in ("data", "binaryData")
+            for v in (obj.get(part) or {}).values()
+        )
         if size > CONFIG_MAP_BYTES:
             errors.append(f"data: Too long: must have at most {CONFIG_MAP_BYTES} bytes")
     metadata = obj.get("metadata") or {}

@@ -394,9 +394,13 @@ def test_a_point_the_model_cannot_forecast_is_ignored_and_said(
     series, _ = source.fetch(POOL, start=0, end=T0, step_seconds=60)
     model = build("quantreg-raw", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95))
     ArtifactStore(tmp_path / "models").publish(
-        pool=POOL, model_name="quantreg-raw", model=model.fit(series), metadata={},
-        created="20260101T000000Z", operating_point=chosen,
-    )  # fmt: skip
+        pool=POOL,
+        model_name="quantreg-raw",
+        model=model.fit(series),
+        metadata={},
+        created="20260101T000000Z",
+        operating_point=chosen,
+    )
     with caplog.at_level(logging.ERROR):
         loop = reconciler(
             tmp_path, api, source, operating_point={"budget_percent": 5, "quantiles": [0.95]}
@@ -416,9 +420,12 @@ def test_setting_a_budget_keeps_the_current_model_until_the_next_retrain(
     series, _ = source.fetch(POOL, start=0, end=T0, step_seconds=60)
     model = build("quantreg-raw", horizons_seconds=(300, 900, 1800), quantiles=(0.5, 0.95))
     ArtifactStore(tmp_path / "models").publish(
-        pool=POOL, model_name="quantreg-raw", model=model.fit(series), metadata={},
+        pool=POOL,
+        model_name="quantreg-raw",
+        model=model.fit(series),
+        metadata={},
         created="20260101T000000Z",
-    )  # fmt: skip
+    )
     loop = reconciler(tmp_path, api, source, operating_point={"budget_percent": 5})
     view = loop.tick(T0).pools[POOL]
     assert (view.model, view.quantile, view.operating_point) == ("quantreg-raw", 0.95, None)

@@ -218,8 +218,8 @@ def test_replay_follows_the_conduct_it_declared(ledger: str, tmp_path: Path) -> 
     runs = {}
     for backend in (ledger, "capacitybuffer", "placeholders"):
         out = tmp_path / f"{backend}.json"
-        assert main(["replay", "--jobs", str(trace), *days, "--policy", "static:32",
-                     "--sweep", "", "--backend", backend, "--json", str(out)]) == 0  # fmt: skip
+        policy = ["--policy", "static:32", "--sweep", "", "--backend", backend]
+        assert main(["replay", "--jobs", str(trace), *days, *policy, "--json", str(out)]) == 0
         runs[backend] = json.loads(out.read_text())["static:32"]
     assert runs[ledger] == runs["capacitybuffer"]  # the conduct, not the name, is simulated
     assert runs[ledger] != runs["placeholders"]

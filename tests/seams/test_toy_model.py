@@ -85,11 +85,18 @@ def test_a_registered_model_trains_publishes_and_serves(toy: str, tmp_path: Path
     assert toy in registry.candidates()
     demand, _ = bursty(10, seed=5)
     plan = TrainingPlan(
-        models=(toy,), horizons_seconds=(600,), quantiles=(0.5, 0.95),
-        selection_horizon_seconds=600, target_quantile=0.95, coverage_tolerance=0.05,
-        min_history_seconds=3 * DAY, test_seconds=DAY, train_seconds=6 * DAY,
-        origin_every_seconds=3600, refit_every_seconds=DAY,
-    )  # fmt: skip
+        models=(toy,),
+        horizons_seconds=(600,),
+        quantiles=(0.5, 0.95),
+        selection_horizon_seconds=600,
+        target_quantile=0.95,
+        coverage_tolerance=0.05,
+        min_history_seconds=3 * DAY,
+        test_seconds=DAY,
+        train_seconds=6 * DAY,
+        origin_every_seconds=3600,
+        refit_every_seconds=DAY,
+    )
     report = regularize(demand.timestamps, demand.values, step_seconds=60, name="a")[1]
     store = ArtifactStore(tmp_path / "models")
     trained = train_pool(demand, report, plan=plan, store=store, created="20260101T000000Z")

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,15 +63,12 @@ def test_a_registered_policy_runs_in_replay_and_in_the_frontier(
     trace, epoch = jobs_csv(tmp_path / "jobs.csv", synthetic(3, seed=7))
     days = ["--epoch", epoch, "--start-day", "0", "--warmup-days", "1", "--end-day", "3"]
     out = tmp_path / "replay.json"
-    assert main(["replay", "--jobs", str(trace), *days, "--policy", "constant:32,static:32",
-                 "--sweep", "", "--json", str(out)]) == 0  # fmt: skip
+    policy = ["--policy", "constant:32,static:32", "--sweep", ""]
+    assert main(["replay", "--jobs", str(trace), *days, *policy, "--json", str(out)]) == 0
     runs = json.loads(out.read_text())
     assert set(runs) == {"constant:32", "static:32"}
     assert runs["constant:32"] == runs["static:32"]  # the twin treats it as any policy
-    out = tmp_path / "frontier.json"
-    assert main(["replay", "--jobs", str(trace), "--epoch", epoch, "--frontier", "--workers", "1",
-                 "--tune-days", "1-2", "--eval-days", "2-3", "--json", str(out)]) == 0  # fmt: skip
-    document = json.loads(out.read_text())
+    document = frontier_document(trace, epoch, tmp_path / "frontier.json")
     points = document["policies"][constant]
     assert [p["knob"] for p in points] == [0, 32]
     static = {p["knob"]: p for p in document["static"]}
@@ -89,10 +87,7 @@ def test_the_built_in_frontier_document_has_no_policies_key(
     small_frontier: None, tmp_path: Path
 ) -> None:
     trace, epoch = jobs_csv(tmp_path / "jobs.csv", synthetic(3, seed=7))
-    out = tmp_path / "frontier.json"
-    assert main(["replay", "--jobs", str(trace), "--epoch", epoch, "--frontier", "--workers", "1",
-                 "--tune-days", "1-2", "--eval-days", "2-3", "--json", str(out)]) == 0  # fmt: skip
-    document = json.loads(out.read_text())
+    document = frontier_document(trace, epoch, tmp_path / "frontier.json")
     assert "policies" not in document and "chosen_policies" not in document
 
 
@@ -103,3 +98,10 @@ def test_a_policy_name_taken_or_a_knob_it_does_not_take_is_refused(constant: str
         replay_policies.register_policy("other", lambda asked: Constant(0), frontier_knobs=(1,))
     with pytest.raises(ForecasterError, match="unknown policy 'reactive:3'"):
         replay_policies.replay_policy("reactive:3", None, jobs=None)  # type: ignore[arg-type]
+
+
+def frontier_document(trace: Path, epoch: str, out: Path) -> Any:
+    """``replay --frontier`` of ``trace`` (tuned on day 2, judged on day 3): its JSON."""
+    days = ["--frontier", "--workers", "1", "--tune-days", "1-2", "--eval-days", "2-3"]
+    assert main(["replay", "--jobs", str(trace), "--epoch", epoch, *days, "--json", str(out)]) == 0
+    return json.loads(out.read_text())

@@ -60,21 +60,18 @@ def test_pause_withdraws_everything_in_one_tick_then_writes_nothing(
     assert placeholders(api) and ORIGINAL in _nodepool_annotations(api)
 
     config = _config(tmp_path)
-    assert main(["pause", "--reason", "INC-42 bad forecast", "--config", str(config),
-                 "--kube-host", api.url]) == 0  # fmt: skip
+    pause = ["pause", "--config", str(config), "--kube-host", api.url]
+    assert main([*pause, "--reason", "INC-42 bad forecast"]) == 0
     assert "withdraws every prewarm within one tick" in capsys.readouterr().out
     # a second pause (another on-call, the same incident) keeps the first reason ...
-    assert main(["pause", "--reason", "me too", "--config", str(config),
-                 "--kube-host", api.url]) == 0  # fmt: skip
+    assert main([*pause, "--reason", "me too"]) == 0
     assert "already paused" in capsys.readouterr().out
     switch = Control(Kube(api_client(host=api.url), dry_run=True), namespace=HOME)
     assert (switch.read() or Halt("", "")).reason == "INC-42 bad forecast"
     # ... unless it says --force
-    assert main(["pause", "--reason", "INC-43", "--force", "--config", str(config),
-                 "--kube-host", api.url]) == 0  # fmt: skip
+    assert main([*pause, "--reason", "INC-43", "--force"]) == 0
     assert (switch.read() or Halt("", "")).reason == "INC-43"
-    assert main(["pause", "--reason", "INC-42 bad forecast", "--force", "--config", str(config),
-                 "--kube-host", api.url]) == 0  # fmt: skip
+    assert main([*pause, "--reason", "INC-42 bad forecast", "--force"]) == 0
     capsys.readouterr()
     record = daemon.reconcile(T0 + 30)
     assert record is not None and record.halt is not None

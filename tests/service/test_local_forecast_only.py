@@ -65,9 +65,20 @@ def test_a_local_forecast_only_run_serves_forecasts_and_writes_nothing(
     with KubeApiDouble(capacity_buffers=True) as api:
         ClusterSim(api).busy_pool(POOL)
         before = len(api.writes())
-        args = ["run", "--config", str(config), "--prometheus-url", recent_prometheus,
-                "--forecast-only", "--kube-host", api.url, "--port", str(port),
-                "--duration", "8s"]  # fmt: skip
+        args = [
+            "run",
+            "--config",
+            str(config),
+            "--prometheus-url",
+            recent_prometheus,
+            "--forecast-only",
+            "--kube-host",
+            api.url,
+            "--port",
+            str(port),
+            "--duration",
+            "8s",
+        ]
         codes: list[int] = []
         runner = threading.Thread(target=lambda: codes.append(main(args)))
         runner.start()

@@ -151,9 +151,11 @@ def test_announced_prewarm_is_held_from_the_window_not_from_the_announcement() -
         # seconds past the minute, and up to a tick
         assert window - 60 <= o.held_gpu_hours * 3600 / o.gpus <= window + 60 + 60, o
     hold = notice_hold(
-        run.notice_ended, jobs, declare(jobs, NoticeMix(cron_share=1.0)),
+        run.notice_ended,
+        jobs,
+        declare(jobs, NoticeMix(cron_share=1.0)),
         window=(s.warmup_end, s.end),
-    )  # fmt: skip
+    )
     inside = (jobs.submit >= s.warmup_end) & (jobs.submit < s.end)
     assert hold.announced_gpu_hours == pytest.approx(
         float((jobs.gpus * jobs.duration)[inside].sum()) / 3600
@@ -200,9 +202,21 @@ def test_slow_waits_are_told_apart_from_waits_on_a_node_still_pulling() -> None:
 def test_replay_labels_simulated_notice_and_splits_the_waits(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv = ["replay", "--jobs", TRACE, "--policy",
-            "static:32", "--notice", "cron=15%:1d,pipeline=15%:2m-15m,seed=1", "--start-day",
-            "10", "--warmup-days", "1", "--end-day", "12"]  # fmt: skip
+    argv = [
+        "replay",
+        "--jobs",
+        TRACE,
+        "--policy",
+        "static:32",
+        "--notice",
+        "cron=15%:1d,pipeline=15%:2m-15m,seed=1",
+        "--start-day",
+        "10",
+        "--warmup-days",
+        "1",
+        "--end-day",
+        "12",
+    ]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.startswith("simulated notice: cron 15% (24 h), pipeline 15% (2-15 min), seed 1;")

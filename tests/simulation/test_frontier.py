@@ -52,11 +52,22 @@ from tests.factories import jobs_csv, setup, small_frontier, synthetic
 
 def metrics(gpu_hours: float, mean: float = 0.0, share: float = 0.0) -> ReplayMetrics:
     return ReplayMetrics(
-        jobs=1, mean_wait_s=mean, p50_wait_s=0, p95_wait_s=mean * 3, p99_wait_s=0,
-        share_waiting_over_60s=share, share_waiting_over_5min=share, gpu_hours=gpu_hours,
-        idle_gpu_hours=0, prewarm_gpu_hours_used=0, prewarm_gpu_hours_expired=0, cost=0,
-        cost_spot=0, cap_breaches=0, handoffs=0,
-    )  # fmt: skip
+        jobs=1,
+        mean_wait_s=mean,
+        p50_wait_s=0,
+        p95_wait_s=mean * 3,
+        p99_wait_s=0,
+        share_waiting_over_60s=share,
+        share_waiting_over_5min=share,
+        gpu_hours=gpu_hours,
+        idle_gpu_hours=0,
+        prewarm_gpu_hours_used=0,
+        prewarm_gpu_hours_expired=0,
+        cost=0,
+        cost_spot=0,
+        cap_breaches=0,
+        handoffs=0,
+    )
 
 
 def test_window_flags() -> None:
@@ -121,12 +132,20 @@ def test_no_choice_looks_at_the_evaluation_window(tmp_path: Path) -> None:
     )
     runs = [
         frontier(
-            jobs, s, make_policy=replay_policy, epoch=T0, tune=(1, 3), evaluate=(4, 6),
-            static_knobs=(0, 16, 64), predictive_knobs=(0.95,), floor_nodes=(0, 6),
-            burst_knobs=(1.0, 4.0), continuation_gaps=(60,),
+            jobs,
+            s,
+            make_policy=replay_policy,
+            epoch=T0,
+            tune=(1, 3),
+            evaluate=(4, 6),
+            static_knobs=(0, 16, 64),
+            predictive_knobs=(0.95,),
+            floor_nodes=(0, 6),
+            burst_knobs=(1.0, 4.0),
+            continuation_gaps=(60,),
         )[0]
         for jobs in (base, changed)
-    ]  # fmt: skip
+    ]
     a, b = runs
     assert a["tune"] == b["tune"]  # the tuning window ends before the traces differ
     assert a["static"] != b["static"]  # ... and the evaluation window sees the difference
@@ -156,11 +175,25 @@ def test_the_cli_writes_the_frontier_json(
     jobs = synthetic(3, seed=7)
     trace, epoch = jobs_csv(tmp_path / "jobs.csv", jobs)
     out = tmp_path / "frontier.json"
-    code = main([
-        "replay", "--jobs", str(trace), "--epoch", epoch, "--frontier", "--tune-days", "1-2",
-        "--eval-days", "2-3", "--json", str(out), "--report", str(tmp_path / "f.html"),
-        "--bounds",
-    ])  # fmt: skip
+    code = main(
+        [
+            "replay",
+            "--jobs",
+            str(trace),
+            "--epoch",
+            epoch,
+            "--frontier",
+            "--tune-days",
+            "1-2",
+            "--eval-days",
+            "2-3",
+            "--json",
+            str(out),
+            "--report",
+            str(tmp_path / "f.html"),
+            "--bounds",
+        ]
+    )
     assert code == 0
     document = json.loads(out.read_text())
     assert {"reactive", "oracle", "static", "predictive", "chosen", "tune"} <= set(document)
@@ -192,10 +225,19 @@ def test_the_cli_writes_the_frontier_json(
 def test_workers_give_the_same_frontier() -> None:
     jobs = synthetic(3, seed=7)
     sweep = functools.partial(
-        frontier, jobs, setup(3), make_policy=replay_policy, epoch=T0, tune=(1, 2),
-        evaluate=(2, 3), static_knobs=(0, 32), predictive_knobs=(0.9,), floor_nodes=(0, 2),
-        burst_knobs=(2.0,), continuation_gaps=(60,),
-    )  # fmt: skip
+        frontier,
+        jobs,
+        setup(3),
+        make_policy=replay_policy,
+        epoch=T0,
+        tune=(1, 2),
+        evaluate=(2, 3),
+        static_knobs=(0, 32),
+        predictive_knobs=(0.9,),
+        floor_nodes=(0, 2),
+        burst_knobs=(2.0,),
+        continuation_gaps=(60,),
+    )
     reported: list[str] = []
     serial = sweep(workers=1)
     assert sweep(workers=2, progress=reported.append) == serial
@@ -232,9 +274,13 @@ def test_a_larger_floor_is_replayed_only_while_the_last_kept_within_the_largest_
     are known. The training job's choice skips floors by the same rule."""
     s = setup(3)
     runs = sweep(
-        s, static_knobs=(0,), predictive_knobs=(0.8, 0.9), floor_nodes=(0, 2, 4),
-        burst_knobs=(), continuation_gaps=(),
-    )  # fmt: skip
+        s,
+        static_knobs=(0,),
+        predictive_knobs=(0.8, 0.9),
+        floor_nodes=(0, 2, 4),
+        burst_knobs=(),
+        continuation_gaps=(),
+    )
     assert [r.label for r in runs if r.curve == "predictive"] == [
         "predictive P80",
         "predictive P90",
@@ -269,8 +315,13 @@ def test_the_burst_rule_is_replayed_in_the_loop_only_where_its_point_qualifies()
     ]
 
     def row(gpu_hours: float, mean: float, knob: float) -> dict[str, float]:
-        return {"gpu_hours": gpu_hours, "mean_wait_s": mean, "p95_wait_s": mean * 3,
-                "share_waiting_over_5min": 0.0, "knob": knob}  # fmt: skip
+        return {
+            "gpu_hours": gpu_hours,
+            "mean_wait_s": mean,
+            "p95_wait_s": mean * 3,
+            "share_waiting_over_5min": 0.0,
+            "knob": knob,
+        }
 
     document = {
         "static": [row(100 + p.knob, 100 - p.knob, p.knob) for p in static],
@@ -307,10 +358,18 @@ def test_ctrl_c_in_the_static_extension_keeps_the_sweep_that_finished() -> None:
 
     with pytest.raises(FrontierInterrupted) as stop:
         frontier(
-            synthetic(3, seed=7), setup(3), make_policy=interrupted_past_static_0, epoch=T0,
-            tune=(1, 2), evaluate=(2, 3), static_knobs=(0,), predictive_knobs=(0.9,),
-            floor_nodes=(0,), burst_knobs=(0.25,), continuation_gaps=(),
-        )  # fmt: skip
+            synthetic(3, seed=7),
+            setup(3),
+            make_policy=interrupted_past_static_0,
+            epoch=T0,
+            tune=(1, 2),
+            evaluate=(2, 3),
+            static_knobs=(0,),
+            predictive_knobs=(0.9,),
+            floor_nodes=(0,),
+            burst_knobs=(0.25,),
+            continuation_gaps=(),
+        )
     document = stop.value.document
     assert document["partial"] is True
     assert {"reactive", "oracle", "static:0", "predictive P90", "burst:0.25"} <= set(

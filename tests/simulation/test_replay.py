@@ -140,10 +140,11 @@ def test_series_become_pods_that_reproduce_it() -> None:
 
 @examples(max_examples=150, deadline=None)
 @given(
-    st.lists(st.one_of(st.integers(0, 40).map(float), st.just(float("nan"))), min_size=1,
-             max_size=80),
+    st.lists(
+        st.one_of(st.integers(0, 40).map(float), st.just(float("nan"))), min_size=1, max_size=80
+    ),
     st.integers(1, 8),
-)  # fmt: skip
+)
 def test_series_become_pods_of_up_to_a_node_that_track_it(
     values: list[float], max_pod_gpus: int
 ) -> None:

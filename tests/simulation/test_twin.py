@@ -150,9 +150,13 @@ class PlannedSteps:
         self.steps = steps
         self.planner = PlannedPrewarm(
             pool_policy(allow_unlimited_nodepool=True),
-            Budgets(max_total_prewarm_gpus=64, max_prewarm_gpu_hours_per_day=1e6,
-                    max_cost_per_hour=1e6, commitment_seconds=3600),
-        )  # fmt: skip
+            Budgets(
+                max_total_prewarm_gpus=64,
+                max_prewarm_gpu_hours_per_day=1e6,
+                max_cost_per_hour=1e6,
+                commitment_seconds=3600,
+            ),
+        )
 
     def decide(self, view: TwinView) -> Decision:
         gpus = ([g for at, g in self.steps if view.now >= T0 + at] or [0])[-1]
@@ -276,12 +280,23 @@ def test_the_oracle_prewarms_for_the_jobs_about_to_arrive() -> None:
     of them waits the lead time."""
     jobs = trace(*[(1800 + 600 * i, 1200, 8) for i in range(6)], (3000, 1200, 16))
     planner = PlannedPrewarm(
-        PoolPolicy(pool="gpu", gpus_per_node=8, placeholder_size_gpus=8, max_prewarm_gpus=64,
-                   price_per_gpu_hour=1.0, stale_after_seconds=900, hold_seconds=900,
-                   allow_unlimited_nodepool=True),
-        Budgets(max_total_prewarm_gpus=64, max_prewarm_gpu_hours_per_day=1e6,
-                max_cost_per_hour=1e6, commitment_seconds=3600),
-    )  # fmt: skip
+        PoolPolicy(
+            pool="gpu",
+            gpus_per_node=8,
+            placeholder_size_gpus=8,
+            max_prewarm_gpus=64,
+            price_per_gpu_hour=1.0,
+            stale_after_seconds=900,
+            hold_seconds=900,
+            allow_unlimited_nodepool=True,
+        ),
+        Budgets(
+            max_total_prewarm_gpus=64,
+            max_prewarm_gpu_hours_per_day=1e6,
+            max_cost_per_hour=1e6,
+            commitment_seconds=3600,
+        ),
+    )
     oracle = Oracle(planner, prewarm_window_seconds(360, 60), jobs)
     record = run(jobs, oracle, end=7200)
     assert max(waits(record)) <= CFG.preempt_grace_seconds
@@ -296,8 +311,12 @@ def test_continuation_knows_a_submission_only_once_its_first_pod_exists() -> Non
     policy = pool_policy(
         "gpu", stale_after_seconds=900, hold_seconds=0, allow_unlimited_nodepool=True
     )
-    budgets = Budgets(max_total_prewarm_gpus=64, max_prewarm_gpu_hours_per_day=1e6,
-                      max_cost_per_hour=1e6, commitment_seconds=3600)  # fmt: skip
+    budgets = Budgets(
+        max_total_prewarm_gpus=64,
+        max_prewarm_gpu_hours_per_day=1e6,
+        max_cost_per_hour=1e6,
+        commitment_seconds=3600,
+    )
     window = prewarm_window_seconds(360, 60)
     for bound, first_job_prewarmed in (
         (continuation(PlannedPrewarm(policy, budgets), window, jobs, gap_seconds=300), False),

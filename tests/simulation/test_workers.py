@@ -142,9 +142,12 @@ def test_a_finished_task_may_add_the_next_and_its_result_comes_after_those_given
     given, in the order added."""
     seen: list[int] = []
     results = run_each(
-        plain_square, [1, 5], workers=workers, follow=next_while_small,
+        plain_square,
+        [1, 5],
+        workers=workers,
+        follow=next_while_small,
         done=lambda i, k: seen.append(i),
-    )  # fmt: skip
+    )
     # 1 -> 2 -> 3 -> 4 (16: no more); 5 (25): none
     assert results == [1, 25, 4, 9, 16]
     assert sorted(seen) == [0, 1, 2, 3, 4]
@@ -166,9 +169,13 @@ def test_tasks_start_by_rank_and_so_do_those_follow_adds() -> None:
     last link running alone."""
     seen: list[int] = []
     run_each(
-        sleeps, [1.0, 1.0, 1.0, 0.2, 3.0], workers=2, follow=chain_of_short_ones,
-        done=lambda i, k: seen.append(i), rank=short_first,
-    )  # fmt: skip
+        sleeps,
+        [1.0, 1.0, 1.0, 0.2, 3.0],
+        workers=2,
+        follow=chain_of_short_ones,
+        done=lambda i, k: seen.append(i),
+        rank=short_first,
+    )
     chain, fillers = [3, 5, 6], [0, 1, 2]
     assert max(seen.index(i) for i in chain) < min(seen.index(i) for i in fillers), seen
 

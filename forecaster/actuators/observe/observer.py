@@ -282,16 +282,18 @@ def _snapshot(
     tally = tally_pods(pool, resource, read, node_units=node_units, passed=passed)
     used_on, ours_on, placeholders = tally.used_on, tally.ours_on, tally.placeholders
     paused_until, limit = _nodepool_facts(kube.get_nodepool(pool), resource)
+    paused = paused_until is not None
     stranded, held = _node_gpus(
-        own, resource=resource, used_on=used_on, ours_on=ours_on, busy=tally.busy,
-        paused=paused_until is not None,
-        unclaimed_launching=max(0, capacity[False] - tally.pending), buffer_gpus=buffer_gpus,
-    )  # fmt: skip
-    podless = sum(
-        _allocatable(n, resource) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
+        own,
+        resource=resource,
+        used_on=used_on,
+        ours_on=ours_on,
+        busy=tally.busy,
+        paused=paused,
+        unclaimed_launching=max(0, capacity[False] - tally.pending),
+        buffer_gpus=buffer_gpus,
     )
-    # empty nodes go at consolidation - unless our pause keeps them, or they are the buffer's
-    empty = 0 if paused_until is not None else max(0, podless - buffer_gpus)
+    empty = 0 if paused else _empty_gpus(own, resource, used_on, buffer_gpus=buffer_gpus)
     return PoolSnapshot(
         pool=pool,
         observed_at=now,
@@ -319,6 +321,17 @@ def _snapshot(
         announced_present=tuple(sorted(tally.present)),
         arrivals=tally.arrivals(),
     )
+
+
+def _empty_gpus(
+    own: list[Node], resource: str, used_on: Mapping[str, int], *, buffer_gpus: int
+) -> int:
+    """GPUs of ready nodes with no pods, past the buffer's: what consolidation takes (unless
+    our pause keeps them)."""
+    podless = sum(
+        _allocatable(n, resource) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
+    )
+    return max(0, podless - buffer_gpus)
 
 
 def _nodepool_facts(nodepool: NodePool | None, resource: str) -> tuple[int | None, int | None]:
