@@ -663,7 +663,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the lighter NodePool wins",
-        "forecaster/actuators/observe/attribution.py",
+        "forecaster/actuators/attribution.py",
         "key=lambda p: (-p.weight, p.name)",
         "key=lambda p: (p.weight, p.name)",
         ("tests/actuators/test_attribution.py",),

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from forecaster.actuators.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.nodepools import NodePools
 from forecaster.actuators.notice.base import NoticeReading, NoticeSource, read_notice
-from forecaster.actuators.observe.attribution import shape
 from forecaster.actuators.prewarm.capacitybuffers import CapacityBuffers
 from forecaster.actuators.prewarm.placeholders import PlaceholderSpec
 from forecaster.app import build

@@ -26,7 +26,6 @@ SCOPE: dict[str, tuple[str, ...]] = {
     "forecaster/actuators/prewarm/placeholders.py": (
         "verify_priority_class",
         "apply",
-        "remove_all",
         "remove_bare_pods",
         "_pod_standing",
         "_scale_down_order",

@@ -171,7 +171,7 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
     resources = {p.name: p.resource for p in settings.pools}
     node_units = {p.name: p.gpus_per_node for p in settings.pools}
     notice = NoticeReader(
-        [SOURCES[name] for name in settings.notice.sources],
+        [SOURCES.get(name) for name in settings.notice.sources],
         grace_seconds=settings.notice.grace_seconds,
         namespaces=notice_namespaces(settings),
     )

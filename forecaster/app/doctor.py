@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from forecaster.accelerators import GPU, unit_of
 from forecaster.actuators import guardrails
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.attribution import shape
 from forecaster.actuators.coordination.state_store import ConfigMapStateStore
 from forecaster.actuators.guardrails import Guardrail, PoolCheck
 from forecaster.actuators.kube import NODEPOOL_GRANT, Kube
 from forecaster.actuators.notice.base import NamespaceFilter, read_notice
 from forecaster.actuators.notice.registry import SOURCES
-from forecaster.actuators.observe.attribution import shape
 from forecaster.actuators.observe.claims import claimed_pods
 from forecaster.actuators.observe.pod_watch import LIVE_PODS
 from forecaster.actuators.prewarm.backends import BackendChoice, choose_backend
@@ -137,7 +137,7 @@ def namespace_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
 def notice_lines(settings: Settings, kube: Kube, *, now: int) -> list[str]:
     """One line per configured notice source: not installed, unreadable, or what it announces
     now (the soonest item per pool)."""
-    sources = [SOURCES[name] for name in settings.notice.sources]
+    sources = [SOURCES.get(name) for name in settings.notice.sources]
     if not sources:
         return ["notice: no source configured (notice.sources: [])"]
     shapes = [shape(n) for n in kube.list_nodepools()]

@@ -16,6 +16,7 @@ from forecaster.app.build_replay import predictive, replay_pool_policy
 from forecaster.core.jobs import JobTrace
 from forecaster.core.policy import prewarm_window_seconds
 from forecaster.errors import ConfigError, ForecasterError
+from forecaster.registry import REPLAY_POLICY, Registry
 from forecaster.simulation.policies import (
     SUBMISSION_GAP_SECONDS,
     Burst,
@@ -54,7 +55,7 @@ class _Entry:
     curves of their own)."""
 
 
-_POLICIES: dict[str, _Entry] = {}
+POLICIES: Registry[_Entry] = Registry(REPLAY_POLICY)
 
 
 def register_policy(
@@ -67,21 +68,21 @@ def register_policy(
     """Make ``name`` (``name:KNOB`` when ``knob`` says what the knob sets) a replay policy;
     with ``frontier_knobs`` ``replay --frontier`` sweeps it too and chooses its knob per
     budget on the tuning window, as it does burst's."""
-    if name in _POLICIES or ":" in name:
-        raise ConfigError(f"replay policy {name!r} is registered already or has a colon")
+    if ":" in name:
+        raise ConfigError(f"replay policy {name!r}: the colon is the knob's")
     if frontier_knobs and knob is None:
         raise ConfigError(f"replay policy {name!r}: frontier knobs for a policy without a knob")
-    _POLICIES[name] = _Entry(make, knob, tuple(frontier_knobs))
+    POLICIES.register(name, _Entry(make, knob, tuple(frontier_knobs)))
 
 
 def policy_names() -> tuple[str, ...]:
     """Every registered policy, built-ins first."""
-    return tuple(_POLICIES)
+    return POLICIES.names()
 
 
 def frontier_knobs() -> dict[str, tuple[float, ...]]:
     """The registered policies ``replay --frontier`` sweeps besides its own curves."""
-    return {name: e.frontier_knobs for name, e in _POLICIES.items() if e.frontier_knobs}
+    return {name: e.frontier_knobs for name, e in POLICIES.items() if e.frontier_knobs}
 
 
 def replay_policy(
@@ -91,9 +92,9 @@ def replay_policy(
     ``continuation:GAP`` the seconds between two jobs of one submission; the setup's floor is
     the floor of the planning ones)."""
     base, colon, knob = name.partition(":")
-    entry = _POLICIES.get(base)
+    entry = POLICIES.get(base) if base in POLICIES else None
     if entry is None or (colon and entry.knob is None):
-        knobs = ", ".join(f"{n}:{e.knob}" for n, e in _POLICIES.items() if e.knob)
+        knobs = ", ".join(f"{n}:{e.knob}" for n, e in POLICIES.items() if e.knob)
         raise ForecasterError(
             f"unknown policy {name!r}; known: {', '.join(policy_names())} ({knobs})"
         )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from forecaster.actuators.observe.signals import SignalReader
 from forecaster.errors import ConfigError
+from forecaster.registry import SIGNAL, Registry
 from forecaster.simulation.twin import TwinSignal
 
 
@@ -22,24 +23,22 @@ class _Signal:
     twin: TwinSignal | None
 
 
-_SIGNALS: dict[str, _Signal] = {}
+SIGNALS: Registry[_Signal] = Registry(SIGNAL)
 
 
 def register_signal(name: str, *, live: SignalReader, twin: TwinSignal | None = None) -> None:
     """Read ``name`` into every pool's snapshot: ``live`` from the cluster each tick, ``twin``
     (if given) from the twin's state in replays and the embedded default."""
-    if name in _SIGNALS:
-        raise ConfigError(f"signal {name!r} is registered already")
     if live.name != name or (twin is not None and twin.name != name):
         raise ConfigError(f"signal {name!r}: its readers must carry the same name")
-    _SIGNALS[name] = _Signal(live, twin)
+    SIGNALS.register(name, _Signal(live, twin))
 
 
 def live_readers() -> tuple[SignalReader, ...]:
     """The cluster readers, in registration order (``observe(signals=...)``)."""
-    return tuple(s.live for s in _SIGNALS.values())
+    return tuple(s.live for _, s in SIGNALS.items())
 
 
 def twin_signals() -> tuple[TwinSignal, ...]:
     """The twin's readers, in registration order (``TwinConfig.signals``)."""
-    return tuple(s.twin for s in _SIGNALS.values() if s.twin is not None)
+    return tuple(s.twin for _, s in SIGNALS.items() if s.twin is not None)

@@ -19,23 +19,25 @@ from __future__ import annotations
 
 import functools
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
 from forecaster.errors import ModelError
 from forecaster.forecasting.base import Forecaster
+from forecaster.registry import MODEL, Registry
 
-_WHERE: dict[str, Any] = {
-    "persistence": "forecaster.forecasting.baselines:PersistenceQuantile",
-    "seasonal-naive": "forecaster.forecasting.baselines:SeasonalNaive",
-    "prophet": "forecaster.forecasting.prophet_model:ProphetLevel",
-    "quantreg": "forecaster.forecasting.statsmodels_model:FourierQuantReg",
-    "gbm": "forecaster.forecasting.gbm:GradientBoostingQuantile",
-    "ensemble": "forecaster.forecasting.ensemble:MeanEnsemble",
-    "calibrated": "forecaster.forecasting.calibration:Calibrated",
-}
-"""name -> class, or "module:Class" imported on first use (each class's ``name`` matches)."""
-_BASELINES = ["persistence", "seasonal-naive"]
-_CANDIDATES = ["persistence", "seasonal-naive", "prophet", "quantreg", "gbm", "ensemble"]
+
+@dataclass(frozen=True)
+class _Model:
+    where: type[Forecaster] | str
+    """The class, or "module:Class" imported on first use (the class's ``name`` matches)."""
+    candidate: bool = True
+    """Selection may choose it (the calibrator is not a forecast of its own)."""
+    baseline: bool = False
+    """Never calibrated: its quantiles are empirical."""
+
+
+MODELS: Registry[_Model] = Registry(MODEL)
 RAW_SUFFIX = "-raw"
 FALLBACK = "persistence"
 CALIBRATOR = "calibrated"
@@ -47,25 +49,22 @@ def register(name: str, model: type[Forecaster] | str, *, baseline: bool = False
     ``model`` is the class (its ``name`` must be ``name``) or "module:Class". A baseline is
     never calibrated (its quantiles are empirical); any other model is, unless named ``*-raw``.
     """
-    if name in _WHERE or name.endswith(RAW_SUFFIX):
+    if name in MODELS or name.endswith(RAW_SUFFIX):
         raise ModelError(f"model {name!r} is registered already or ends in {RAW_SUFFIX!r}")
     if not isinstance(model, str) and getattr(model, "name", name) != name:
         raise ModelError(f"model {name!r}: its class says its name is {model.name!r}")
-    _WHERE[name] = model
-    _CANDIDATES.append(name)
-    if baseline:
-        _BASELINES.append(name)
+    MODELS.register(name, _Model(model, baseline=baseline))
     _class.cache_clear()
 
 
 def candidates() -> tuple[str, ...]:
     """Every registered candidate model, built-ins first."""
-    return tuple(_CANDIDATES)
+    return tuple(name for name, m in MODELS.items() if m.candidate)
 
 
 @functools.cache
 def _class(name: str) -> Any:
-    where = _WHERE[name]
+    where = MODELS.get(name).where
     if not isinstance(where, str):
         return where
     module, _, attr = where.partition(":")
@@ -74,8 +73,8 @@ def _class(name: str) -> Any:
 
 def model_class(name: str) -> Any:
     """The class registered under ``name``."""
-    if name not in _WHERE:
-        raise ModelError(f"unknown model {name!r}; known: {sorted(_WHERE)}")
+    if name not in MODELS:
+        raise ModelError(f"unknown model {name!r}; known: {', '.join(MODELS.names())}")
     return _class(name)
 
 
@@ -92,18 +91,34 @@ def restore(name: str, state: dict[str, Any]) -> Forecaster:
 
 def known_names() -> list[str]:
     """Every name ``build`` accepts."""
-    return list(_CANDIDATES) + [n + RAW_SUFFIX for n in _CANDIDATES if n not in _BASELINES]
+    chosen = [(name, m) for name, m in MODELS.items() if m.candidate]
+    return [n for n, _ in chosen] + [n + RAW_SUFFIX for n, m in chosen if not m.baseline]
 
 
 def build(
     name: str, *, horizons_seconds: tuple[int, ...], quantiles: tuple[float, ...]
 ) -> Forecaster:
     """A fresh, unfitted model; non-baseline models come calibrated unless named ``*-raw``."""
-    base = name.removesuffix(RAW_SUFFIX)
-    if base not in _CANDIDATES or (name != base and base in _BASELINES):
+    if name not in known_names():
         raise ModelError(f"unknown model {name!r}; known: {known_names()}")
+    base = name.removesuffix(RAW_SUFFIX)
     inner: Forecaster = _class(base)(horizons_seconds=horizons_seconds, quantiles=quantiles)
-    if base in _BASELINES or name.endswith(RAW_SUFFIX):
+    if MODELS.get(base).baseline or name.endswith(RAW_SUFFIX):
         return inner
     calibrated: Forecaster = _class(CALIBRATOR)(inner)
     return calibrated
+
+
+for _name, _where in (
+    ("persistence", "forecaster.forecasting.baselines:PersistenceQuantile"),
+    ("seasonal-naive", "forecaster.forecasting.baselines:SeasonalNaive"),
+):
+    register(_name, _where, baseline=True)
+for _name, _where in (
+    ("prophet", "forecaster.forecasting.prophet_model:ProphetLevel"),
+    ("quantreg", "forecaster.forecasting.statsmodels_model:FourierQuantReg"),
+    ("gbm", "forecaster.forecasting.gbm:GradientBoostingQuantile"),
+    ("ensemble", "forecaster.forecasting.ensemble:MeanEnsemble"),
+):
+    register(_name, _where)
+MODELS.register(CALIBRATOR, _Model("forecaster.forecasting.calibration:Calibrated", False))

@@ -24,12 +24,10 @@ from pydantic import (
 )
 
 from forecaster.accelerators import GPU, check_resource
-from forecaster.actuators.notice.registry import SOURCES
-from forecaster.actuators.prewarm.backends import AUTO
-from forecaster.actuators.prewarm.registry import backend_names
 from forecaster.core.error_budget import SloPolicy, following_the_plan
 from forecaster.core.operating_point import CANDIDATE_FLOOR_NODES, CANDIDATE_QUANTILES, Budget
 from forecaster.errors import ConfigError
+from forecaster.registry import AUTO_BACKEND, BACKEND, NOTICE_SOURCE, check, known
 
 NodePoolName = Annotated[
     str, Field(pattern=r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$", description="Karpenter NodePool")
@@ -169,9 +167,7 @@ class PoolSettings(_Strict):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, backend: str | None) -> str | None:
-        if backend is not None and backend not in backend_names():
-            raise ValueError(f"unknown backend {backend!r}; known: {list(backend_names())}")
-        return backend
+        return None if backend is None else check(BACKEND, backend)
 
     allow_unlimited_nodepool: bool = Field(
         False, description="act even if the NodePool has no limit on the pool's resource"
@@ -272,7 +268,7 @@ class PlanningSettings(_Strict):
     stale_after_seconds: int = Field(300, gt=0, description="older data: no new prewarm")
     hold_seconds: int = Field(900, ge=0, description="then existing prewarm is held this long")
     actuation: str = Field(
-        AUTO,
+        AUTO_BACKEND,
         description="auto: CapacityBuffers where an autoscaler serves them, else placeholder"
         " pods; or a registered backend's name (placeholders, capacitybuffer, ...)",
     )
@@ -280,9 +276,9 @@ class PlanningSettings(_Strict):
     @field_validator("actuation")
     @classmethod
     def _known_actuation(cls, actuation: str) -> str:
-        if actuation != AUTO and actuation not in backend_names():
-            known = [AUTO, *backend_names()]
-            raise ValueError(f"unknown actuation {actuation!r}; known: {known}")
+        if actuation != AUTO_BACKEND and actuation not in known(BACKEND):
+            choices = ", ".join((AUTO_BACKEND, *known(BACKEND)))
+            raise ValueError(f"unknown actuation {actuation!r}; known: {choices}")
         return actuation
 
     protect_nodepools: bool = Field(
@@ -365,10 +361,7 @@ class NoticeSettings(_Strict):
     @field_validator("sources")
     @classmethod
     def _known(cls, sources: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [s for s in sources if s not in SOURCES]
-        if unknown:
-            raise ValueError(f"unknown source(s) {unknown}; known: {sorted(SOURCES)}")
-        return sources
+        return tuple(check(NOTICE_SOURCE, source) for source in sources)
 
 
 class PrometheusSettings(_Strict):

@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from forecaster.accelerators import GPU, taint_key
+from forecaster.actuators.attribution import NodePoolShape, shape
 from forecaster.actuators.notice.base import ApiKind, Obj
 from forecaster.actuators.notice.cronjobs import CRONJOBS
 from forecaster.actuators.notice.jobsets import (
@@ -43,7 +44,6 @@ from forecaster.actuators.notice.jobsets import (
 )
 from forecaster.actuators.notice.kueue_pending import PENDING
 from forecaster.actuators.notice.kueue_reserved import KUEUE, WORKLOADS
-from forecaster.actuators.observe.attribution import NodePoolShape, shape
 from forecaster.actuators.quantities import kube_timestamp
 from forecaster.core.jobs import JobTrace
 from forecaster.core.notice import Outcome

@@ -58,7 +58,7 @@ from forecaster.durations import DAY
 from forecaster.simulation.declared_notice import CRON, PIPELINE, NoticeMix, TwinObjects, declare
 from forecaster.simulation.kueue_objects import TwinWorkloads
 
-NOTICE_SOURCES = (SOURCES["cronjob"], SOURCES["jobset"], SOURCES["kueue-pending"])
+NOTICE_SOURCES = (SOURCES.get("cronjob"), SOURCES.get("jobset"), SOURCES.get("kueue-pending"))
 """The notice sources the twin's declared objects are read by (the daemon's own)."""
 
 ARRIVE, FINISH, READY, TICK, PROVISION, WAKE = range(6)
@@ -384,7 +384,7 @@ class Twin:
             self.workloads.now = self.now
             reading = read_notice(
                 self.workloads,
-                (SOURCES["kueue"],),
+                (SOURCES.get("kueue"),),
                 pools=(),
                 now=int(self.now),
                 grace_seconds=GRACE_SECONDS + math.ceil(self.cfg.kueue_notice_seconds),

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
+from forecaster.actuators.attribution import compatible, nodepool_of, shape
 from forecaster.actuators.kube import Kube
-from forecaster.actuators.observe.attribution import compatible, nodepool_of, shape
 from forecaster.actuators.observe.observer import observe
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app

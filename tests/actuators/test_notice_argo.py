@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from forecaster.actuators.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.argo import ArgoWorkflowSource
 from forecaster.actuators.notice.base import NoticeReader, NoticeReading
 from forecaster.actuators.notice.cronworkflows import CronWorkflowSource
-from forecaster.actuators.observe.attribution import shape
 from forecaster.app import build
 from forecaster.core.notice import NoticeLedger
 from forecaster.service.daemon import Daemon

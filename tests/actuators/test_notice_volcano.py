@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from forecaster.actuators.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import read_notice
 from forecaster.actuators.notice.volcano import VolcanoSource
-from forecaster.actuators.observe.attribution import shape
 from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon

@@ -5,8 +5,8 @@ ended, charged for its whole lifetime; a renewal is charged for the lifetime it 
 and no more than ``max_renewals_per_tick`` happen in one tick; a scale-down charges the
 GPU-hours exactly (no rounding away) and frees placeholders with no node, then warm nodes
 (the oldest first), then nodes still pulling; a pending placeholder is
-never renewed; slots above a smaller target are not refilled past it; ``remove_all`` takes the
-bare pods of older versions too; a Job has ended only on a true Complete/Failed condition;
+never renewed; slots above a smaller target are not refilled past it; ``remove_bare_pods``
+takes the bare pods of older versions; a Job has ended only on a true Complete/Failed condition;
 the PriorityClass must be strictly negative and no lower than ``LOWEST_PRIORITY``; the Job
 manifest keeps every field that bounds it (one pod, no retries, a read-only root).
 """
@@ -221,13 +221,13 @@ def test_slots_left_by_a_smaller_target_are_not_refilled_past_it() -> None:
     assert applied.created == () and len(kube.jobs) == 2
 
 
-def test_remove_all_also_removes_bare_placeholder_pods_and_names_them() -> None:
+def test_bare_placeholder_pods_are_removed_and_named_apart_from_the_jobs() -> None:
     kube = FakeKube()
     job = created(kube, slot=0, at=NOW - 60, running=False)
     labels = {lbl.MANAGED_BY: lbl.MANAGER, lbl.ROLE: lbl.PLACEHOLDER, lbl.POOL: "gpu"}
     kube.bare["old-pod"] = {"metadata": {"name": "old-pod", "labels": labels}, "status": {}}
-    assert placeholders(kube).remove_all("gpu") == [job, "old-pod"]
-    assert kube.jobs == {} and kube.bare == {}
+    assert placeholders(kube).remove_bare_pods("gpu") == ["old-pod"]
+    assert kube.bare == {} and list(kube.jobs) == [job]  # a Job's pod has its owner
 
 
 def test_what_is_not_ours_is_never_deleted() -> None:
@@ -235,7 +235,7 @@ def test_what_is_not_ours_is_never_deleted() -> None:
     name = created(kube, slot=0, at=NOW - 60)
     del kube.jobs[name]["metadata"]["labels"][lbl.MANAGED_BY]  # relabelled by someone else
     with pytest.raises(AssertionError, match="not managed by forecaster"):
-        placeholders(kube).remove_all("gpu")
+        placeholders(kube).delete(kube.jobs[name])
     assert name in kube.jobs
     kube.jobs.clear()
     kube.bare["their-pod"] = {"metadata": {"name": "their-pod", "labels": {}}, "status": {}}

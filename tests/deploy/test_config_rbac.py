@@ -42,7 +42,7 @@ import config_rbac as rbac_script
 POOL = "gpu-a100"
 NOTICE_RESOURCES = {
     (kind.group, f"{kind.plural}/{kind.subresource}" if kind.subresource else kind.plural)
-    for source in SOURCES.values()
+    for _, source in SOURCES.items()
     for kind in source.kinds
 }
 """Every (apiGroup, resource) a notice source reads."""
@@ -81,7 +81,7 @@ def test_forecaster_rbac_prints_what_kustomize_applies(capsys: pytest.CaptureFix
     assert printed == (ROOT / "deploy" / "base" / "config-rbac.yaml").read_text()
 
 
-CHOICES = [[name] for name in SOURCES] + [[], list(SOURCES)]
+CHOICES = [[name] for name in SOURCES.names()] + [[], list(SOURCES.names())]
 
 
 def notice_requests(api: KubeApiDouble, config: Settings, tmp_path: Path) -> set[tuple[str, ...]]:
@@ -118,7 +118,7 @@ def test_notice_grants_follow_notice_sources(
         if kind.subresource
         else (kind.group, kind.plural, "list", "cluster", None)
         for name in sources
-        for kind in SOURCES[name].kinds
+        for kind in SOURCES.get(name).kinds
     }
     assert rules == declared
     # (context kinds are read only when their source has an object: test_rbac.py's whole

@@ -210,7 +210,7 @@ def _damage(kind: str, obj: dict[str, Any], damage: set[str]) -> None:
 
 
 def observed(objects: dict[str, list[dict[str, Any]]]) -> Observation:
-    reader = NoticeReader([SOURCES[name] for name in SOURCE_NAMES])
+    reader = NoticeReader([SOURCES.get(name) for name in SOURCE_NAMES])
     return observe(
         Cluster(objects),  # type: ignore[arg-type]
         pools=[A, B],

@@ -119,7 +119,7 @@ def test_unknown_model_name() -> None:
 def test_the_lazy_registry_names_each_class_by_its_own_name() -> None:
     from forecaster.forecasting import registry
 
-    for name in registry._WHERE:
+    for name in registry.MODELS.names():
         assert registry.model_class(name).name == name
 
 

@@ -131,11 +131,11 @@ class LedgerBackend:
 
 
 @pytest.fixture
-def ledger(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def ledger() -> Iterator[str]:
     """``ledger`` registered for this test only, declaring a CapacityBuffer's conduct."""
-    monkeypatch.setattr(registry, "_BACKENDS", dict(registry._BACKENDS))
-    registry.register_backend(LedgerBackend.name, LedgerBackend.make, conduct=AUTOSCALER_HELD)
-    yield LedgerBackend.name
+    with registry.BACKENDS.trial():
+        registry.register_backend(LedgerBackend.name, LedgerBackend.make, conduct=AUTOSCALER_HELD)
+        yield LedgerBackend.name
 
 
 def daemon(config: Settings, kube: Kube) -> Daemon:

@@ -70,14 +70,11 @@ class ToyLevel:
 
 
 @pytest.fixture
-def toy(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def toy() -> Iterator[str]:
     """``ToyLevel`` registered for this test only (the registry as it was afterwards)."""
-    monkeypatch.setattr(registry, "_WHERE", dict(registry._WHERE))
-    monkeypatch.setattr(registry, "_CANDIDATES", list(registry._CANDIDATES))
-    monkeypatch.setattr(registry, "_BASELINES", list(registry._BASELINES))
-    registry.register(ToyLevel.name, ToyLevel)
-    yield ToyLevel.name
-    registry._class.cache_clear()
+    with registry.MODELS.trial():
+        registry.register(ToyLevel.name, ToyLevel)
+        yield ToyLevel.name
 
 
 def test_a_registered_model_trains_publishes_and_serves(toy: str, tmp_path: Path) -> None:

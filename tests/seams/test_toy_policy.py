@@ -39,16 +39,16 @@ class Constant:
 
 
 @pytest.fixture
-def constant(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def constant() -> Iterator[str]:
     """``constant:K`` registered for this test only, swept by the frontier at 0 and 32."""
-    monkeypatch.setattr(replay_policies, "_POLICIES", dict(replay_policies._POLICIES))
-    replay_policies.register_policy(
-        "constant",
-        lambda asked: Constant(int(asked.knob or 0), name=f"constant:{asked.knob}"),
-        knob="K",
-        frontier_knobs=(0, 32),
-    )
-    yield "constant"
+    with replay_policies.POLICIES.trial():
+        replay_policies.register_policy(
+            "constant",
+            lambda asked: Constant(int(asked.knob or 0), name=f"constant:{asked.knob}"),
+            knob="K",
+            frontier_knobs=(0, 32),
+        )
+        yield "constant"
 
 
 @pytest.fixture

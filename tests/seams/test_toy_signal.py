@@ -62,12 +62,12 @@ class TwinPendingPods:
 
 
 @pytest.fixture
-def reader(monkeypatch: pytest.MonkeyPatch) -> Iterator[PendingPods]:
+def reader() -> Iterator[PendingPods]:
     """``pending-pods`` registered for this test only."""
-    monkeypatch.setattr(signals, "_SIGNALS", dict(signals._SIGNALS))
-    live = PendingPods()
-    signals.register_signal(NAME, live=live, twin=TwinPendingPods())
-    yield live
+    with signals.SIGNALS.trial():
+        live = PendingPods()
+        signals.register_signal(NAME, live=live, twin=TwinPendingPods())
+        yield live
 
 
 def test_the_daemon_reads_it_into_the_snapshot_and_the_status(

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from forecaster.actuators.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import GRACE_SECONDS, read_notice
-from forecaster.actuators.observe.attribution import shape
 from forecaster.cli import main
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY

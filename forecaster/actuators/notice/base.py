@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast, runtime_checkable
 
 from forecaster.accelerators import GPU
+from forecaster.actuators.attribution import NodePoolShape, nodepool_of
 from forecaster.actuators.manifests import Pod, PodTemplateSpec
-from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of
 from forecaster.actuators.quantities import (
     UnplaceableError,
     accelerators,

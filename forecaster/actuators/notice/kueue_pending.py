@@ -35,6 +35,7 @@ import statistics
 from dataclasses import dataclass
 from typing import cast
 
+from forecaster.actuators.kueue_quota import queue_quota
 from forecaster.actuators.manifests import PodTemplateSpec
 from forecaster.actuators.notice.base import ApiKind, NoticeContext, Obj, PodMarker
 from forecaster.actuators.notice.kueue_reserved import (
@@ -44,7 +45,6 @@ from forecaster.actuators.notice.kueue_reserved import (
     flavor_pools,
     pod_set_item,
 )
-from forecaster.actuators.observe.kueue import queue_quota
 from forecaster.actuators.quantities import (
     condition_true,
     pod_gpus,

@@ -14,8 +14,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.attribution import NodePoolShape, nodepool_of
 from forecaster.actuators.manifests import Pod
-from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of
 from forecaster.actuators.quantities import MalformedObjectError
 from forecaster.core.cluster import ClaimedPods
 

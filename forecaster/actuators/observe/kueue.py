@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING
 
 from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.kueue_quota import queue_quota
 from forecaster.actuators.quantities import (
     MalformedObjectError,
-    gpu_quantity,
     status_condition,
     timestamp_seconds,
 )
-from forecaster.core.kueue import KueueRoom, QueueHealth, QueueQuota, room
+from forecaster.core.kueue import KueueRoom, QueueHealth, room
 
-if TYPE_CHECKING:  # the notice sources (and so the CLI's parser) use queue_quota, not the client
+if TYPE_CHECKING:  # types only: the client is the caller's
     from forecaster.actuators.kube import Kube, Obj
 
 
@@ -95,38 +95,6 @@ def _pool_flavors(scope: KueueScope, flavors: list[Obj]) -> set[str]:
         for f in flavors
         if (f.get("spec", {}).get("nodeLabels") or {}).get(lbl.NODEPOOL_LABEL) == scope.pool
     }
-
-
-def queue_quota(cq: Obj, flavors: set[str], resource: str) -> QueueQuota | None:
-    """A ClusterQueue's quota of ``resource`` on ``flavors`` and what it has reserved; None
-    when it holds none there."""
-    spec = cq.get("spec", {})
-    nominal, borrowing, limited, any_quota = 0, 0, True, False
-    for group in spec.get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            if flavor.get("name") not in flavors:
-                continue
-            for quota in flavor.get("resources") or []:
-                if quota.get("name") != resource:
-                    continue
-                any_quota = True
-                nominal += gpu_quantity(quota.get("nominalQuota", 0))
-                if "borrowingLimit" in quota:
-                    borrowing += gpu_quantity(quota["borrowingLimit"])
-                else:
-                    limited = False
-    if not any_quota:
-        return None
-    status = cq.get("status") or {}
-    used = sum(
-        gpu_quantity(r.get("total", 0))
-        for usage in status.get("flavorsReservation") or status.get("flavorsUsage") or []
-        if usage.get("name") in flavors
-        for r in usage.get("resources") or []
-        if r.get("name") == resource
-    )
-    cohort = spec.get("cohortName") or spec.get("cohort") or None
-    return QueueQuota(cq["metadata"]["name"], cohort, nominal, borrowing if limited else None, used)
 
 
 def _health(workloads: list[Obj]) -> dict[str, _Seen]:

@@ -53,11 +53,11 @@ from typing import Protocol
 
 from forecaster.accelerators import GPU
 from forecaster.actuators import labels as lbl
+from forecaster.actuators.attribution import NodePoolShape, nodepool_of, shape
 from forecaster.actuators.kube import Kube, NodePoolForbiddenError
 from forecaster.actuators.manifests import Event, Node, NodePool, Pod
 from forecaster.actuators.nodepools import NodePoolConflictError, pause_record
-from forecaster.actuators.notice.base import NoticeReader, NoticeReading
-from forecaster.actuators.observe.attribution import NodePoolShape, nodepool_of, shape
+from forecaster.actuators.observe.announced import AnnouncedWork, NoticePort, NotRead
 from forecaster.actuators.observe.claims import claimed_pods
 from forecaster.actuators.observe.kueue import KueueScope, read_rooms
 from forecaster.actuators.observe.lead import measure_lead
@@ -155,7 +155,7 @@ def observe(
     signals: Sequence[SignalReader] = (),
     kueue: Sequence[KueueScope] = (),
     watched: PodWatch | None = None,
-    notice: NoticeReader | None = None,
+    notice: NoticePort | None = None,
     resources: Mapping[str, str] | None = None,
     node_units: Mapping[str, int] | None = None,
 ) -> Observation:
@@ -215,25 +215,23 @@ def _one_pool_problem(exc: Exception) -> str:
 
 
 def _notice(
-    notice: NoticeReader | None,
+    notice: NoticePort | None,
     kube: Kube,
     *,
     pools: list[NodePoolShape],
     now: int,
     resources: dict[str, str],
     node_units: dict[str, int],
-) -> NoticeReading:
+) -> AnnouncedWork:
     """The announced work; a reader that fails outright (a bug) costs notice only, this time."""
     if notice is None:
-        return NoticeReading()
+        return NotRead()
     try:
         return notice.read(kube, pools=pools, now=now, resources=resources, node_units=node_units)
     except Exception as exc:  # the pools are still observed, as without notice
         log.exception("reading notice failed; planning without it this tick")
         problem = f"not read this tick: {type(exc).__name__}: {exc}"
-        return NoticeReading(
-            statuses=tuple(SourceStatus(s.name, True, problem=problem) for s in notice.sources)
-        )
+        return NotRead(tuple(SourceStatus(s.name, True, problem=problem) for s in notice.sources))
 
 
 def _kueue_rooms(

@@ -29,9 +29,10 @@ from forecaster.actuators.prewarm.buffer_backend import AUTOSCALER_HINT
 from forecaster.actuators.prewarm.registry import make_backend
 from forecaster.actuators.quantities import timestamp_seconds
 from forecaster.errors import ActuationError, ConfigError
+from forecaster.registry import AUTO_BACKEND
 
 log = logging.getLogger(__name__)
-AUTO = "auto"
+AUTO = AUTO_BACKEND
 UNSERVED_AFTER_SECONDS = 300
 
 

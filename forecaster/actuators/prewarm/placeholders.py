@@ -159,14 +159,6 @@ class Placeholders:
         created = [self._create(spec, slot=slot, now=now) for slot in free_slots]
         return Applied(tuple(created), tuple(deleted), wasted, used)
 
-    def remove_all(self, pool: str | None = None) -> list[str]:
-        """Delete every placeholder we own (of one pool, or all): for hand-off and cleanup.
-
-        Also deletes bare placeholder pods left by versions before placeholders were Jobs.
-        """
-        removed = [self.delete(job) for job in self.jobs(pool)]
-        return removed + self.remove_bare_pods(pool)
-
     def remove_bare_pods(self, pool: str | None = None) -> list[str]:
         """Delete placeholder pods without an owner (left by versions before placeholders
         were Jobs)."""

@@ -15,7 +15,7 @@ from forecaster.actuators.prewarm.base import Maker, PrewarmBackend
 from forecaster.actuators.prewarm.buffer_backend import CapacityBufferBackend
 from forecaster.actuators.prewarm.placeholder_backend import PlaceholderBackend
 from forecaster.core.actions import AUTOSCALER_HELD, PLACEHOLDER_PODS, PrewarmConduct
-from forecaster.errors import ConfigError
+from forecaster.registry import AUTO_BACKEND, BACKEND, Registry
 
 
 @dataclass(frozen=True)
@@ -24,38 +24,37 @@ class _Entry:
     conduct: PrewarmConduct
 
 
-_BACKENDS: dict[str, _Entry] = {
-    PlaceholderBackend.name: _Entry(PlaceholderBackend.make, PLACEHOLDER_PODS),
-    CapacityBufferBackend.name: _Entry(CapacityBufferBackend.make, AUTOSCALER_HELD),
-}
+BACKENDS: Registry[_Entry] = Registry(BACKEND, reserved=(AUTO_BACKEND,))
 
 
 def register_backend(name: str, make: Maker, *, conduct: PrewarmConduct) -> None:
     """Make ``name`` a prewarm backend: ``make(kube, namespace, priority_class)`` builds it,
     ``conduct`` says how its capacity behaves once held (what replay simulates)."""
-    if name in _BACKENDS or name == "auto":
-        raise ConfigError(f"prewarm backend {name!r} is registered already (or reserved)")
-    _BACKENDS[name] = _Entry(make, conduct)
+    BACKENDS.register(name, _Entry(make, conduct))
+
+
+register_backend(PlaceholderBackend.name, PlaceholderBackend.make, conduct=PLACEHOLDER_PODS)
+register_backend(CapacityBufferBackend.name, CapacityBufferBackend.make, conduct=AUTOSCALER_HELD)
 
 
 def backend_names() -> tuple[str, ...]:
     """The registered backends, in registration order."""
-    return tuple(_BACKENDS)
+    return BACKENDS.names()
 
 
 def backend_conduct(name: str) -> PrewarmConduct:
     """How ``name``'s capacity behaves once held (for the twin)."""
-    return _entry(name).conduct
+    return BACKENDS.get(name).conduct
 
 
 def make_backend(name: str, kube: Kube, namespace: str, priority_class: str) -> PrewarmBackend:
     """``name`` built on ``kube`` in our ``namespace``."""
-    return _entry(name).make(kube, namespace, priority_class)
+    return BACKENDS.get(name).make(kube, namespace, priority_class)
 
 
 def make_backends(kube: Kube, namespace: str, priority_class: str) -> dict[str, PrewarmBackend]:
     """Every registered backend, built (cleanup undoes them all, whatever the config says)."""
-    return {name: make_backend(name, kube, namespace, priority_class) for name in _BACKENDS}
+    return {name: make_backend(name, kube, namespace, priority_class) for name in BACKENDS.names()}
 
 
 def served_backends(
@@ -71,11 +70,3 @@ def served_backends(
         else:
             missing[name] = why
     return served, missing
-
-
-def _entry(name: str) -> _Entry:
-    try:
-        return _BACKENDS[name]
-    except KeyError:
-        known = ", ".join(_BACKENDS)
-        raise ConfigError(f"unknown prewarm backend {name!r} (known: {known})") from None
