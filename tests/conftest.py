@@ -11,10 +11,10 @@ import pytest
 from forecaster.core.quality import QualityReport
 from forecaster.core.series import DemandSeries
 from forecaster.sources.files import CsvSource
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0
-from tests.support.prometheus_server import Series, running_prometheus
+from forecaster.testing.fakes import POOL, T0
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.prometheus_server import Series, running_prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "data" / "samples"

@@ -7,7 +7,6 @@ replay runs (``REPLAY_T0``, ``synthetic``, ``setup``), arrivals (``bursty``).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 from pathlib import Path
@@ -36,33 +35,17 @@ from forecaster.settings import Settings
 from forecaster.simulation.frontier import frontier
 from forecaster.simulation.replay import Predictive, ReplaySetup, RetrainSchedule
 from forecaster.simulation.twin import TwinConfig
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
+from forecaster.testing.fakes import POOL, T0, LiveSource, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import GPU
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
-GPU = "nvidia.com/gpu"
 
 NS = "forecaster-placeholders"
 """The placeholders' namespace (placeholder Jobs and pods, CapacityBuffers, PodTemplates)."""
 HOME = "forecaster"
 """forecaster's own: its state, Lease, kill switch, models and Events."""
-
-
-def settings(tmp_path: Path, **changes: object) -> Settings:
-    document: dict[str, object] = {
-        "source": {"kind": "prometheus"},
-        "models_dir": str(tmp_path / "models"),
-        "planning": {
-            "actuation": "placeholders",  # the CapacityBuffer path: test_backends.py
-            "budgets": {"max_total_prewarm_gpus": 48},
-            "stale_after_seconds": 300,
-            "hold_seconds": 900,
-        },
-        "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 32}],
-    }
-    document.update(changes)
-    return Settings.model_validate(document)
 
 
 def client(api: KubeApiDouble, *, dry_run: bool = False) -> Kube:
@@ -287,81 +270,6 @@ def publish_with_point(models: Path, source: LiveSource, point: OperatingPoint) 
         created="20260101T000000Z",
         operating_point=point,
     )
-
-
-def dressed(pod: dict[str, Any], *, index: int = 0) -> dict[str, Any]:
-    """``pod`` as a real cluster serves it: managedFields, an environment, volumes, probes and
-    container statuses (what the pod watch's ``slim`` drops) around the fields we read."""
-    pod = copy.deepcopy(pod)
-    pod["metadata"]["managedFields"] = [
-        {
-            "manager": manager,
-            "operation": "Update",
-            "apiVersion": "v1",
-            "fieldsType": "FieldsV1",
-            "fieldsV1": {"f:spec": {"f:containers": {f'k:{{"name":"c{i}"}}': {}}}},
-        }
-        for i, manager in enumerate(("kube-controller-manager", "kubelet", "kube-scheduler"))
-    ]
-    for container in pod["spec"]["containers"]:
-        container["env"] = [{"name": f"VAR_{i}", "value": f"value-{index}-{i}"} for i in range(20)]
-        container["volumeMounts"] = [{"name": "data", "mountPath": "/data"}]
-        container["readinessProbe"] = {"httpGet": {"path": "/ready", "port": 8080}}
-        container["command"] = ["python", "-m", "train", "--epochs", "90"]
-    pod["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
-    pod.setdefault("status", {})["containerStatuses"] = [
-        {
-            "name": c["name"],
-            "image": c["image"],
-            "imageID": f"sha256:{index:064x}",
-            "ready": False,
-            "restartCount": 0,
-        }
-        for c in pod["spec"]["containers"]
-    ]
-    return pod
-
-
-def cronjob(
-    name: str = "nightly", *, pool: str, schedule: str = "5 * * * *", **spec: Any
-) -> dict[str, Any]:
-    """A GPU CronJob (batch/v1) for ``pool``: 2 pods x 8 GPUs, last run at 2027-01-15 07:05
-    UTC (``spec``: more of its spec; ``job_spec``: of its Job's; ``status`` replaces it)."""
-    job_spec = spec.pop("job_spec", {})
-    status = spec.pop("status", {"lastScheduleTime": "2027-01-15T07:05:00Z"})
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "CronJob",
-        "metadata": {"name": name, "namespace": "ml"},
-        "spec": {
-            "schedule": schedule,
-            **spec,
-            "jobTemplate": {
-                "spec": {
-                    "parallelism": 2,
-                    "completions": 2,
-                    **job_spec,
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "nodeSelector": {"karpenter.sh/nodepool": pool},
-                            "tolerations": [
-                                {"key": GPU, "operator": "Exists", "effect": "NoSchedule"}
-                            ],
-                            "containers": [
-                                {
-                                    "name": "train",
-                                    "image": "ml/train:1",
-                                    "resources": {"requests": {GPU: "8"}, "limits": {GPU: "8"}},
-                                }
-                            ],
-                        }
-                    },
-                }
-            },
-        },
-        "status": status,
-    }
 
 
 def jobset(

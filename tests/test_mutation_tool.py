@@ -24,7 +24,7 @@ from bench.mutation.select_tests import (
     within,
 )
 from bench.mutation.skips import logging_lines, scoped
-from tests.support.processes import running
+from forecaster.testing.processes import running
 
 MODULE = "forecaster/core/budget.py"
 OWN = "tests/core/test_budget.py::test_x"  # the module's own package's tests come first

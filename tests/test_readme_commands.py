@@ -2,9 +2,10 @@
 renamed or removed flag fails here, not in a user's terminal), what the kubectl/helm lines name
 exists, every relative link points at a file that exists, and the README stays short.
 
-The ``forecaster`` lines are taken from the documents' code blocks (``tests.support.documents``).
-Running them on small inputs is the job of the tests of each command; the long ``replay`` runs
-are ``bench/``: the README's own, ``bench.performance.own_history``.
+The ``forecaster`` lines are taken from the documents' code blocks
+(``forecaster.testing.documents``). Running them on small inputs is the job of the tests of each
+command; the long ``replay`` runs are ``bench/``: the README's own,
+``bench.performance.own_history``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ import shlex
 import pytest
 
 from forecaster.cli import build_parser
+from forecaster.testing.documents import DOCUMENTS, code_lines, commands, readme_replays
 from tests.deploy.renders import ROOT, by_kind, render
-from tests.support.documents import DOCUMENTS, code_lines, commands, readme_replays
 
 TEXT = "\n".join(path.read_text() for path in DOCUMENTS)
 

@@ -20,11 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.factories import settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL
-from tests.support.prometheus_server import Series, running_prometheus
+from forecaster.testing.fakes import POOL, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.prometheus_server import Series, running_prometheus
 
 COMMAND = str(Path(sys.executable).with_name("forecaster"))
 RUNS = 7

@@ -36,8 +36,8 @@ from forecaster.forecasting.registry import build
 from forecaster.service.clock import FakeClock
 from forecaster.settings import Settings
 from forecaster.sources.files import CsvSource
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 ROOT = Path(__file__).resolve().parents[2]
 

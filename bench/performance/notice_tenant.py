@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from forecaster.settings import Settings
-from tests.faults.test_notice_spend_share import BUDGET, floor_cut
+from forecaster.testing.scenarios import BUDGET, floor_cut
 
 
 def main() -> None:

@@ -1,9 +1,9 @@
 """ "Would forecaster help my pool?" timed end to end on a pool's own history: the README's command.
 
 Writes what kube-state-metrics would have exported for the pods of ITP cluster04 from day 2 on
-(``tests.support.ksm_history``: each job as node-sized pods of one Job, one scrape every
+(``forecaster.testing.ksm_history``: each job as node-sized pods of one Job, one scrape every
 ``--scrape-seconds``), backfills it into a real Prometheus with ``promtool``, then runs each
-``forecaster replay`` line of the README (``tests.support.documents.readme_replays``) as a user
+``forecaster replay`` line of the README (``forecaster.testing.documents.readme_replays``) as a user
 would - their config and pool being the shipped config pointed at that Prometheus and its pool
 ``itp``, their output files in a scratch folder - and prints its output (history found, split,
 lead, the frontier and the verdict with the configuration lines), its wall time and the load
@@ -31,9 +31,9 @@ from forecaster.cli import main as forecaster
 from forecaster.core.series import iso_utc
 from forecaster.durations import DAY
 from forecaster.sources.files import read_job_trace
-from tests.support.documents import readme_replays
-from tests.support.ksm_history import job_series
-from tests.support.prometheus_server import running_prometheus
+from forecaster.testing.documents import readme_replays
+from forecaster.testing.ksm_history import job_series
+from forecaster.testing.prometheus_server import running_prometheus
 
 ROOT = Path(__file__).resolve().parents[2]
 EPOCH = 1_767_225_600  # 2026-01-01T00:00Z: trace second 0

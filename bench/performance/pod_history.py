@@ -4,7 +4,7 @@ The operating point replays the pool's own pods (``sources.prometheus.POD_QUERIE
 GPU requests, creation and start times and the last minute it was Pending or Running, one day
 at a time). This bench writes kube-state-metrics series for the pods of an ITP trace's days
 2-30 (each job as node-sized pods of one Job, as the cluster would run them; one scrape every
-``--scrape-seconds``: ``tests.support.ksm_history``), backfills them into a real Prometheus
+``--scrape-seconds``: ``forecaster.testing.ksm_history``), backfills them into a real Prometheus
 with ``promtool``, reads them back with ``PrometheusSource.fetch_pods`` and prints the time
 taken, the jobs found and how their GPU-hours compare with the trace's.
 
@@ -25,8 +25,8 @@ from bench.experiments.operating_point import ROOT
 from forecaster.durations import DAY
 from forecaster.sources.files import read_job_trace
 from forecaster.sources.prometheus import PrometheusSource
-from tests.support.ksm_history import job_series
-from tests.support.prometheus_server import running_prometheus
+from forecaster.testing.ksm_history import job_series
+from forecaster.testing.prometheus_server import running_prometheus
 
 EPOCH = 1_767_225_600  # 2026-01-01T00:00Z: trace second 0
 POOL = "itp"

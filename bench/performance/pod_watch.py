@@ -34,11 +34,11 @@ from forecaster.app.build import build_cluster_service
 from forecaster.reconcile.records import TickRecord
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import ClusterService
-from tests.factories import dressed, settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.kubeapi.store import matches_fields, matches_labels
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.kubeapi.store import matches_fields, matches_labels
+from forecaster.testing.objects import dressed
 
 
 def background(api: KubeApiDouble, count: int) -> None:

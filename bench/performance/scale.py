@@ -1,19 +1,19 @@
 """Scale bench: the daemon's cost per tick on a large cluster with 10,000 announced items.
 
-Set-up: the API server double (``tests.kubeapi``, the real ``kubernetes`` client over HTTP) in
-a process of its own, so what is measured is the daemon's process alone; in it 30 NodePools of
-8-GPU nodes, 2,000 Ready nodes, 20,000 running pods (on each node eight 1-GPU pods and two
-CPU-only ones) in 40 namespaces, and 10,000 GPU CronJobs (one 8-GPU pod a run; namespace
+Set-up: the API server double (``forecaster.testing.kubeapi``, the real ``kubernetes`` client
+over HTTP) in a process of its own, so what is measured is the daemon's process alone; in it 30
+NodePools of 8-GPU nodes, 2,000 Ready nodes, 20,000 running pods (on each node eight 1-GPU pods
+and two CPU-only ones) in 40 namespaces, and 10,000 GPU CronJobs (one 8-GPU pod a run; namespace
 ``i % 40``, pool ``i % 30``) whose daily runs are spread over the next 24 hours - every one
 announced and followed at once, ``MAX_IN_FLIGHT`` items in flight. The CronJob controller is
 played by the double's process: at each tick every run whose time has come moves its
-``lastScheduleTime`` (no pod is made: the items are judged not come, withdrawn and charged).
-The scheduler and Karpenter are not played: the placeholder Jobs the daemon creates stay
-without pods (the double's scheduler takes minutes a step over 20,000 pods), so what is
-measured is the daemon reading the cluster, planning and writing its own objects. The daemon
+``lastScheduleTime`` (no pod is made: the items are judged not come, withdrawn and charged). The
+scheduler and Karpenter are not played: the placeholder Jobs the daemon creates stay without
+pods (the double's scheduler takes minutes a step over 20,000 pods), so what is measured is the
+daemon reading the cluster, planning and writing its own objects. The daemon
 (``build_cluster_service``: guardrails, Lease, pod watch, every notice source) plans from one
-quantile-regression model per pool over the shipped cluster04 demand and ticks every
-``--every`` simulated seconds, saving its state at every tick (``save_every_seconds`` 0).
+quantile-regression model per pool over the shipped cluster04 demand and ticks every ``--every``
+simulated seconds, saving its state at every tick (``save_every_seconds`` 0).
 
 Printed, per tick (the first apart: it lists everything once): the daemon process's CPU and
 wall time (p50, p95, max), RSS (after the first tick, at the end, peak), the state ConfigMap's
@@ -47,9 +47,9 @@ from forecaster.durations import DAY
 from forecaster.service.clock import FakeClock
 from forecaster.settings import Settings
 from forecaster.sources.files import CsvSource
-from tests.factories import cronjob
-from tests.kubeapi.cluster import POOL_LABEL, ClusterSim
-from tests.kubeapi.server import _PATH, WRITE_METHODS, KubeApiDouble, Request
+from forecaster.testing.kubeapi.cluster import POOL_LABEL, ClusterSim
+from forecaster.testing.kubeapi.server import API_PATH, WRITE_METHODS, KubeApiDouble, Request
+from forecaster.testing.objects import cronjob
 
 POOLS, NAMESPACES = 30, 40
 
@@ -129,7 +129,7 @@ def _populate(api: KubeApiDouble, sim: ClusterSim, size: Size) -> None:
 
 def _kind(request: Request) -> str:
     """``read pods``, ``write configmaps``...: what a request did to which resource."""
-    found = _PATH.match(request.path)
+    found = API_PATH.match(request.path)
     what = found.group("resource") if found else request.path.rsplit("/", 1)[-1]
     return f"{'write' if request.method in WRITE_METHODS else 'read'} {what}"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from forecaster.actuators.kube import Kube, api_client
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 
 @pytest.fixture

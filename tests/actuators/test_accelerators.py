@@ -27,10 +27,11 @@ from forecaster.app import doctor
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
-from tests.factories import client, cronjob, placeholders, reconciler
-from tests.kubeapi.cluster import ClusterSim, pod_gpus
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0, LiveSource, calm_history
+from forecaster.testing.fakes import T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim, pod_gpus
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
+from tests.factories import client, placeholders, reconciler
 
 POOLS = {
     "mig": "nvidia.com/mig-1g.10gb",

@@ -30,9 +30,9 @@ from forecaster.core.actions import commands
 from forecaster.core.cluster import DemandForecast, PoolSnapshot
 from forecaster.core.planner import Mode, Plan, PoolInput, plan
 from forecaster.core.policy import Budgets, PoolPolicy
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import policy as pool_policy
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
 
 NS = "forecaster"
 POOL = "gpu-a"

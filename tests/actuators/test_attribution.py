@@ -20,10 +20,10 @@ from forecaster.actuators.kube import Kube
 from forecaster.actuators.observe.observer import observe
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import GPU_TAINT, ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import placeholders, reconciler
-from tests.kubeapi.cluster import GPU_TAINT, ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 NODEPOOL = "karpenter.sh/nodepool"
 

@@ -21,9 +21,9 @@ from forecaster.app import build
 from forecaster.reconcile.records import TickRecord
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 NS = "forecaster-placeholders"  # the placeholders' namespace
 HOME = "forecaster"  # ours: state, Lease, kill switch, Events

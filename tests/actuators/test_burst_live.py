@@ -27,10 +27,10 @@ from forecaster.forecasting.training import rise_model, train_pool
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import placeholders
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
 
 HISTORY = [4.0] * (5 * 1440 + 1)  # five flat days before T0: the floor is 0
 

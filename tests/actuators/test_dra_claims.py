@@ -18,11 +18,11 @@ from forecaster.app import build, doctor
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.sources.prometheus import PrometheusSource
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.prometheus_server import Series, running_prometheus
 from tests.factories import one_pool_settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
-from tests.support.prometheus_server import Series, running_prometheus
 
 NOTE = "not prewarmed (Karpenter does not provision for DRA claims)"
 

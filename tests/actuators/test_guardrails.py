@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from forecaster.actuators.guardrails import PoolCheck, check
 from forecaster.actuators.kube import Kube
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0
+from forecaster.testing.fakes import T0
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 OK = PoolCheck(pool="gpu-a", allow_unlimited=False, horizon_seconds=900, image_pull_seconds=300)
 

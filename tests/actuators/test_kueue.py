@@ -22,10 +22,10 @@ from forecaster.core.kueue import QueueHealth
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import cluster_queue, flavor, workload
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
 
 GPU = "nvidia.com/gpu"
 

@@ -22,10 +22,10 @@ from forecaster.actuators.observe.observer import observe
 from forecaster.core.cluster import MeasuredLead
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import reconciler
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 
 def launched(

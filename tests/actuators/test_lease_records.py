@@ -26,8 +26,8 @@ from forecaster.actuators.coordination.leases import (
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.quantities import timestamp_seconds as seconds
 from forecaster.errors import ActuationError
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.actuators.test_leases import NS, T, clock, elector
-from tests.kubeapi.server import KubeApiDouble
 
 NAME = "forecaster-leader"
 

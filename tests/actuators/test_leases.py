@@ -31,7 +31,7 @@ from forecaster.actuators.coordination.leases import (
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.errors import ActuationError, NotLeaderError
 from forecaster.service.clock import FakeClock
-from tests.kubeapi.server import KubeApiDouble
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 NS = "forecaster"
 T = 1_800_000_000.0

@@ -29,7 +29,7 @@ from forecaster.actuators.nodepools import (
     pause_record,
 )
 from forecaster.errors import ActuationError
-from tests.kubeapi.store import merge_patch
+from forecaster.testing.kubeapi.store import merge_patch
 
 T = 1_800_000_000
 NAME = "gpu"

@@ -29,10 +29,10 @@ from forecaster.app import build
 from forecaster.core.notice import NoticeLedger
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import one_pool_settings, placeholders, read_source
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
 
 GPU = "nvidia.com/gpu"
 STARTED = "2027-01-15T07:59:00Z"  # T0 - 60

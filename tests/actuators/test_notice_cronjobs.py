@@ -29,10 +29,11 @@ from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings.schema import NoticeNamespaces
-from tests.factories import cronjob, one_pool_settings, placeholders, read_source
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
+from tests.factories import one_pool_settings, placeholders, read_source
 
 GPU = "nvidia.com/gpu"
 OTHER = "gpu-b"

@@ -17,10 +17,11 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from tests.factories import cronjob, one_pool_settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
+from tests.factories import one_pool_settings
 
 RUN_AT = T0 + 3900  # 09:05, the CronJob's daily run, first read at 08:00
 

@@ -18,10 +18,10 @@ from forecaster.app import build
 from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import jobset, jobset_job, read_source
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
 
 KEY = "jobset ml/train-1/node (trainjob ml/llm)"
 

@@ -27,10 +27,10 @@ from forecaster.core.notice import AnnouncedItem
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import read_source
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
 
 OTHER = "gpu-b"
 THIRD = "gpu-c"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from forecaster.actuators import labels as lbl
 from forecaster.actuators.kube import Kube
 from forecaster.actuators.observe.observer import observe
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0
+from forecaster.testing.fakes import POOL, T0
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 
 def test_the_pools_real_gpu_pods_are_counted_by_age(api: KubeApiDouble, kube: Kube) -> None:

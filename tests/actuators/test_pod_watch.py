@@ -25,10 +25,10 @@ from forecaster.actuators.observe.observer import observe
 from forecaster.actuators.observe.pod_watch import LIVE_PODS, NOT_OURS, PodWatch, live_pods
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.errors import ActuationError, WatchExpiredError
-from tests.factories import dressed
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0
+from forecaster.testing.fakes import POOL, T0
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import dressed
 
 Names = set[tuple[str, str, str]]
 

@@ -13,10 +13,10 @@ import yaml
 from forecaster.cli import main
 from forecaster.core.notice import Outcome
 from forecaster.reconcile.state import ServiceState
-from tests.factories import HOME, settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL
+from forecaster.testing.fakes import POOL, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from tests.factories import HOME
 
 
 def test_doctor_lists_the_namespaces_whose_notice_held_the_most(

@@ -25,10 +25,9 @@ from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.training import PoolTraining
 from forecaster.service.clock import FakeClock
 from forecaster.settings import Settings
-from tests.factories import settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 NS = "forecaster"
 

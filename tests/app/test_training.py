@@ -42,8 +42,9 @@ from forecaster.settings import load_settings
 from forecaster.simulation.replay import ReplaySetup
 from forecaster.sources.files import CsvSource
 from forecaster.sources.prometheus import PrometheusSource
+from forecaster.testing.fakes import settings
 from tests.conftest import KSM_START
-from tests.factories import bursty, settings
+from tests.factories import bursty
 
 
 def score(model: str, pinball: float) -> ModelScore:

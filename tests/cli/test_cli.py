@@ -26,8 +26,8 @@ import pytest
 import yaml
 
 from forecaster.cli import main
+from forecaster.testing.prometheus_server import free_port
 from tests.conftest import HELIOS, ITP
-from tests.support.prometheus_server import free_port
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from forecaster.cli import main
+from forecaster.testing.prometheus_server import free_port
 from tests.conftest import ITP
-from tests.support.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "config" / "forecaster.yaml"

@@ -28,9 +28,9 @@ from forecaster.errors import DataError
 from forecaster.settings import load_settings
 from forecaster.sources.files import read_job_trace
 from forecaster.sources.prometheus import PrometheusSource
+from forecaster.testing.ksm_history import job_series
+from forecaster.testing.prometheus_server import Series, running_prometheus
 from tests.conftest import ROOT, SAMPLES
-from tests.support.ksm_history import job_series
-from tests.support.prometheus_server import Series, running_prometheus
 
 EPOCH = 1_767_225_600  # 2026-01-01T00:00Z: trace second 0
 FIRST, LAST = 2, 5  # the trace days kube-state-metrics saw

@@ -24,9 +24,9 @@ import yaml
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.support.prometheus_server import free_port
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BUNDLED = ROOT / "config" / "forecaster.yaml"

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from forecaster.cli.oneshot import DOCTOR_CHECKS
-from tests.factories import cronjob, settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL
+from forecaster.testing.fakes import POOL, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
 
 pytestmark = pytest.mark.prometheus
 

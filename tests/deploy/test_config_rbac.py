@@ -28,13 +28,14 @@ from forecaster.app import build
 from forecaster.cli import main
 from forecaster.cli.rbac import config_rbac
 from forecaster.settings import Settings
+from forecaster.testing.fakes import T0, LiveSource, calm_history, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
 from tests.deploy.renders import LIVE, POOL_VALUES, RENDERS, ROOT, render_helm
 from tests.deploy.test_helm import config_settings
 from tests.deploy.test_rbac import allows, bound, used
-from tests.factories import argo_workflow, cronjob, jobset, podgroup, settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0, LiveSource, calm_history
+from tests.factories import argo_workflow, jobset, podgroup
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import config_rbac as rbac_script

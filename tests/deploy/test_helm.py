@@ -28,6 +28,9 @@ from forecaster.app.build import build_cluster_service
 from forecaster.cli import main
 from forecaster.service.clock import FakeClock
 from forecaster.settings import Settings, load_settings
+from forecaster.testing.fakes import T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.deploy.renders import (
     CHART,
     FULL_VALUES,
@@ -39,9 +42,6 @@ from tests.deploy.renders import (
     render,
     render_helm,
 )
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0, LiveSource, calm_history
 
 HELM_LABELS = (
     "helm.sh/chart",

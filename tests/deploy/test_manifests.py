@@ -36,6 +36,7 @@ from forecaster.sources.prometheus import (
     RECORDED_QUERY,
     render_query,
 )
+from forecaster.testing.kubeapi.schemas import validate
 from tests.deploy.renders import (
     FORECAST_ONLY,
     POOL_VALUES,
@@ -47,7 +48,6 @@ from tests.deploy.renders import (
     kubectl,
     render,
 )
-from tests.kubeapi.schemas import validate
 
 
 @pytest.mark.parametrize("name", RENDERS)

@@ -34,11 +34,18 @@ from forecaster.app.model_sharing import fetch_models
 from forecaster.core.planner import Mode
 from forecaster.service.clock import FakeClock
 from forecaster.settings import KueuePoolSettings, Settings, load_settings
+from forecaster.testing.fakes import T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import (
+    API_PATH,
+    PENDING_PATH,
+    RESOURCES,
+    KubeApiDouble,
+    Request,
+)
+from forecaster.testing.objects import cronjob
 from tests.deploy.renders import FORECAST_ONLY, RENDERS, ROOT
-from tests.factories import cluster_queue, cronjob, flavor, jobset
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import _PATH, _PENDING, RESOURCES, KubeApiDouble, Request
-from tests.service.fakes import T0, LiveSource, calm_history
+from tests.factories import cluster_queue, flavor, jobset
 
 POOL = "gpu-a100"
 HOME = "forecaster"
@@ -69,12 +76,12 @@ Rule = tuple[str, str, str, str, frozenset[str] | None]
 def used(requests: list[Request]) -> set[Use]:
     out = set()
     for request in requests:
-        pending = _PENDING.match(request.path)  # Kueue's visibility API: a subresource
+        pending = PENDING_PATH.match(request.path)  # Kueue's visibility API: a subresource
         if pending is not None:
             group = "visibility.kueue.x-k8s.io"
             out.add((group, "clusterqueues/pendingworkloads", "get", "cluster", pending["cq"]))
             continue
-        match = _PATH.match(request.path)
+        match = API_PATH.match(request.path)
         if match is None:
             continue
         resource = match.group("resource")

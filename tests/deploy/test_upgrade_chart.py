@@ -28,12 +28,12 @@ from forecaster.app.build import build_cluster_service
 from forecaster.cli import main
 from forecaster.service.clock import FakeClock
 from forecaster.settings import Settings
+from forecaster.testing.fakes import T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.deploy.renders import LIVE, POOL_VALUES, by_kind, render_helm
 from tests.deploy.test_helm import config_settings
 from tests.deploy.test_rbac import allows, bare_placeholder, bound, install, used
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0, LiveSource, calm_history
 
 PREVIOUS = Path(__file__).parents[1] / "fixtures" / "chart-previous" / "helm-live.yaml"
 POOL = "gpu-a100"

@@ -15,7 +15,7 @@ from forecaster.app import build
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
 
 
 def ticked_daemon(models: Path) -> Daemon:

@@ -22,9 +22,9 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.cli import main
 from forecaster.errors import ConfigError
 from forecaster.settings import load_settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 NS = "forecaster-placeholders"  # the placeholders' namespace
 HOME = "forecaster"  # ours: state, Lease, kill switch, Events

@@ -19,9 +19,9 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build, cleanup
 from forecaster.cli import main
 from forecaster.settings import Settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0, LiveSource, calm_history
+from forecaster.testing.fakes import T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 NS = "forecaster-placeholders"  # the placeholders' namespace
 HOME = "forecaster"  # ours: state, Lease, kill switch, Events

@@ -20,8 +20,8 @@ from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
 from forecaster.sources.prometheus import PrometheusSource
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
 from tests.conftest import BACKFILL_DAYS, FAULTY, HELIOS, load_sample
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 
 def daemon(tmp_path: Path, source: LiveSource, *, cap: int = 32) -> Daemon:

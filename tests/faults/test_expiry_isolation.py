@@ -18,9 +18,9 @@ import pytest
 
 from forecaster.actuators.prewarm.placeholders import Placeholders, PlaceholderSpec
 from forecaster.cli import main
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import held_since, paused_nodepools
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
 
 NS = "forecaster-placeholders"  # the placeholders' namespace
 HOME = "forecaster"

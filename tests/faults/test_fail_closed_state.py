@@ -39,9 +39,9 @@ from forecaster.reconcile.state import (
 )
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from tests.kubeapi.server import KubeApiDouble
+from forecaster.testing.fakes import POOL, T0
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.service.conftest import what_if_daemon
-from tests.service.fakes import POOL, T0
 
 NS = "forecaster"
 FRESH = ServiceState(last_tick=T0).to_dict()

@@ -24,10 +24,11 @@ from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build
 from forecaster.reconcile.records import TickRecord
 from forecaster.service.daemon import Daemon
-from tests.factories import argo_workflow, cronjob, jobset, one_pool_settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource
+from forecaster.testing.fakes import POOL, T0, LiveSource
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
+from tests.factories import argo_workflow, jobset, one_pool_settings
 
 GRACE = 600
 

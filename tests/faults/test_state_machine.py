@@ -35,9 +35,9 @@ from forecaster.reconcile.state import ServiceState
 from forecaster.service.clock import FakeClock
 from forecaster.service.scheduler import ClusterService
 from forecaster.settings import Settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 NS = "forecaster-placeholders"  # the placeholders' namespace
 HOME = "forecaster"  # ours: state, Lease, kill switch, Events

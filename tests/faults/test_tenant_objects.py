@@ -35,19 +35,19 @@ from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.service.scheduler import stuck_after_seconds
 from forecaster.settings import Settings
+from forecaster.testing.fakes import T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
 from tests.factories import (
     argo_workflow,
     client,
-    cronjob,
     held_since,
     jobset,
     paused_nodepools,
     placeholders,
     podgroup,
 )
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0, LiveSource, calm_history
 
 NS = "forecaster-placeholders"  # the placeholders' namespace
 HOME = "forecaster"  # ours: state, Lease, kill switch, Events

@@ -26,10 +26,11 @@ from forecaster.actuators.notice.base import NoticeReader
 from forecaster.actuators.notice.registry import SOURCES
 from forecaster.actuators.observe.observer import observe
 from forecaster.core.cluster import Observation
-from tests.factories import argo_workflow, cronjob, jobset, podgroup
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import T0
+from forecaster.testing.fakes import T0
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
+from tests.factories import argo_workflow, jobset, podgroup
 
 A, B = "gpu-a", "gpu-b"
 GPU = "nvidia.com/gpu"

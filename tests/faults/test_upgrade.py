@@ -23,10 +23,10 @@ import pytest
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.app import build, cleanup
 from forecaster.core.budget import spent_last_day
-from tests.factories import HOME, NS, settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from tests.factories import HOME, NS
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "format-0.1"
 RECORD = "forecaster.io/original-disruption"

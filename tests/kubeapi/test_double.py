@@ -12,9 +12,9 @@ import pytest
 
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.errors import ActuationError, WatchExpiredError
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.kubeapi.store import ApiError, matches_fields, matches_labels, merge_patch
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.kubeapi.store import ApiError, matches_fields, matches_labels, merge_patch
 
 LABELS = {"app": "train", "tier": "gpu"}
 
@@ -109,7 +109,7 @@ def test_vendored_crds_match_the_shared_release() -> None:
     import hashlib
     from pathlib import Path
 
-    from tests.kubeapi.schemas import CRDS
+    from forecaster.testing.kubeapi.schemas import CRDS
 
     pinned = {  # SHA-256 from shared/schemas/README.md (Karpenter v1.14.1)
         "karpenter.sh_nodepools.yaml": (

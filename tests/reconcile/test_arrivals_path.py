@@ -27,8 +27,8 @@ from forecaster.reconcile.records import PoolRuntime
 from forecaster.reconcile.state import MemoryStateStore, PendingForecast, ServiceState
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
+from forecaster.testing.fakes import LiveSource
 from tests.factories import bursty, policy, snapshot
-from tests.service.fakes import LiveSource
 
 QUIET = RecentArrivals((0, 0, 1, 10))
 BURST = RecentArrivals((8, 32, 32, 40))

@@ -27,10 +27,10 @@ from forecaster.core.planner import Mode
 from forecaster.forecasting.artifacts import ArtifactStore
 from forecaster.forecasting.registry import build
 from forecaster.reconcile.records import TickRecord
-from tests.factories import HOME, NS, client, placeholders, publish_with_point, reconciler, settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from tests.factories import HOME, NS, client, placeholders, publish_with_point, reconciler
 
 
 def test_one_tick_prewarms_a_forecast_ramp(

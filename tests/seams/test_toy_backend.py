@@ -35,11 +35,11 @@ from forecaster.core.actions import AUTOSCALER_HELD
 from forecaster.errors import ConfigError
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.actuators.test_backends import settings
 from tests.factories import jobs_csv, synthetic
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 NS = "forecaster-placeholders"  # the placeholders' namespace
 HOME = "forecaster"  # ours: state, Lease, kill switch, Events

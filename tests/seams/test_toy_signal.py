@@ -25,10 +25,10 @@ from forecaster.service.http import create_app
 from forecaster.settings import Settings
 from forecaster.simulation.policies import Static
 from forecaster.simulation.twin import Twin, TwinConfig, TwinView
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import REPLAY_T0, synthetic
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
 
 NAME = "pending-pods"
 

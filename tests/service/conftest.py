@@ -9,7 +9,7 @@ import pytest
 from forecaster.app import build
 from forecaster.service.daemon import Daemon
 from forecaster.settings import Settings
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
 
 
 @pytest.fixture

@@ -3,8 +3,9 @@ them -> Prometheus scrapes -> the daemon reads that history back.
 
 Real parts: the daemon (``build_cluster_service``, leader, placeholders backend) talks to the API
 double through the real client; a thread steps the double's scheduler and Karpenter each second
-at wall-clock time; ``tests/support/ksm_exporter`` exports the double's pods as kube-state-metrics
-does (``kube_pod_nodeselectors`` opted in, for the bootstrap query); a real Prometheus scrapes it
+at wall-clock time; ``forecaster.testing.ksm_exporter`` exports the double's pods as
+kube-state-metrics does (``kube_pod_nodeselectors`` opted in, for the bootstrap query); a real
+Prometheus scrapes it
 and the daemon's own ``/metrics`` (served by uvicorn) every second; the daemon reads its history
 with the shipped default query at a 2 s step, ticking every 2 s for 70 s (>= 30 ticks, >= 30
 grid points read back).
@@ -39,10 +40,10 @@ from forecaster.core.error_budget import Evaluation
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
 from forecaster.sources.prometheus import BOOTSTRAP_QUERY, PrometheusSource
-from tests.kubeapi.cluster import GPU, ClusterSim, pod_gpus
-from tests.kubeapi.server import KubeApiDouble
-from tests.support.ksm_exporter import KsmExporter
-from tests.support.prometheus_server import Series, free_port, running_prometheus
+from forecaster.testing.ksm_exporter import KsmExporter
+from forecaster.testing.kubeapi.cluster import GPU, ClusterSim, pod_gpus
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.prometheus_server import Series, free_port, running_prometheus
 
 pytestmark = pytest.mark.prometheus
 

@@ -27,10 +27,9 @@ from forecaster.reconcile.records import TickRecord
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
-from tests.factories import settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 
 def replica(tmp_path: Path, api: KubeApiDouble, identity: str, clock: FakeClock):  # type: ignore[no-untyped-def]

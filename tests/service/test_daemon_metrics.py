@@ -10,7 +10,7 @@ longer than its limit (not at the limit), counted from the first ask; the twin n
 from __future__ import annotations
 
 from forecaster.service.daemon import SPEND_METRICS_EVERY_SECONDS, Daemon
-from tests.service.fakes import T0
+from forecaster.testing.fakes import T0
 
 
 def test_the_finops_gauges_are_refreshed_once_a_minute_of_tick_time(daemon: Daemon) -> None:

@@ -23,9 +23,9 @@ from forecaster.reconcile.state import PendingForecast
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
 from forecaster.settings import Settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.conftest import HELIOS, load_sample
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
 
 pytestmark = pytest.mark.prometheus
 POOL = "earth"

@@ -23,7 +23,7 @@ from forecaster.app.build import build_embedded
 from forecaster.service.daemon import Daemon, TrailPoint
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
-from tests.service.fakes import POOL, T0
+from forecaster.testing.fakes import POOL, T0
 
 ROOT = Path(__file__).resolve().parents[2]
 ENDPOINTS = [

@@ -22,8 +22,8 @@ from forecaster.core.operating_point import Budget, Candidate, operating_point
 from forecaster.core.planner import Mode
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from tests.factories import publish_with_point, settings
-from tests.service.fakes import T0, LiveSource, calm_history
+from forecaster.testing.fakes import T0, LiveSource, calm_history, settings
+from tests.factories import publish_with_point
 
 POOL = "gpu-a"
 

@@ -25,10 +25,10 @@ from forecaster.core.planner import Mode
 from forecaster.reconcile.loop import Reconciler
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
-from tests.factories import HOME, client, placeholders, reconciler, settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from tests.factories import HOME, client, placeholders, reconciler
 
 ORIGINAL = "forecaster.io/original-disruption"
 

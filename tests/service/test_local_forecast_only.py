@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from forecaster.cli import main
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.support.prometheus_server import Series, free_port, running_prometheus
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.prometheus_server import Series, free_port, running_prometheus
 
 POOL = "gpu-a"
 NOW = int(time.time()) // 60 * 60

@@ -34,11 +34,11 @@ from forecaster.core.notice import Outcome
 from forecaster.service.daemon import Daemon
 from forecaster.service.http import create_app
 from forecaster.settings import load_settings
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.prometheus_server import free_port
 from tests.factories import reconciler
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
-from tests.support.prometheus_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NEVER_CAME = Outcome(

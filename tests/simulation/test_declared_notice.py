@@ -31,10 +31,10 @@ from forecaster.simulation.declared_notice import (
 )
 from forecaster.simulation.replay import replay
 from forecaster.simulation.twin import NOTICE_SOURCES, TwinConfig, _announced
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import REPLAY_T0 as T0
 from tests.factories import bursts_after_a_trickle, predictive, setup, synthetic
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
 
 TRACE = str(Path(__file__).resolve().parents[2] / "data" / "samples" / "msr-itp-cluster04-jobs.csv")
 

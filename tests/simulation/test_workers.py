@@ -16,7 +16,7 @@ import pytest
 
 from forecaster.errors import ModelError
 from forecaster.simulation.workers import Interrupted, run_each, usable_cpus
-from tests.support.processes import running
+from forecaster.testing.processes import running
 
 
 def square(task: tuple[int, Path, bool]) -> int:

@@ -25,10 +25,11 @@ from forecaster.app import build, doctor, training
 from forecaster.service.clock import FakeClock
 from forecaster.service.daemon import Daemon
 from forecaster.sources.prometheus import PrometheusSource
-from tests.factories import cronjob, settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.support.prometheus_server import Series, running_prometheus
+from forecaster.testing.fakes import settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.objects import cronjob
+from forecaster.testing.prometheus_server import Series, running_prometheus
 
 pytestmark = pytest.mark.prometheus
 POOL = "gpu-a"

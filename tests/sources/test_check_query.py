@@ -21,8 +21,8 @@ import yaml
 from forecaster.cli import main
 from forecaster.core.series import DemandSeries, iso_utc
 from forecaster.durations import DAY
+from forecaster.testing.prometheus_server import Series, running_prometheus
 from tests.conftest import KSM_START
-from tests.support.prometheus_server import Series, running_prometheus
 
 NOW = int(time.time()) // 3600 * 3600  # retention is applied relative to the newest data
 

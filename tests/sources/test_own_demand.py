@@ -27,11 +27,10 @@ from forecaster.core.series import iso_utc
 from forecaster.service.clock import FakeClock
 from forecaster.service.http import create_app
 from forecaster.sources.prometheus import PrometheusSource
-from tests.factories import settings
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.service.fakes import POOL, T0, LiveSource, calm_history
-from tests.support.prometheus_server import Series, running_prometheus
+from forecaster.testing.fakes import POOL, T0, LiveSource, calm_history, settings
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.prometheus_server import Series, running_prometheus
 
 pytestmark = pytest.mark.prometheus
 NOW = int(time.time()) // 3600 * 3600 - 6 * 3600  # older than the head block

@@ -19,6 +19,7 @@ import pytest
 from forecaster.core.quality import regularize
 from forecaster.errors import SourceError
 from forecaster.sources.prometheus import PrometheusSource
+from forecaster.testing.prometheus_server import free_port
 from tests.conftest import (
     BACKFILL_DAYS,
     HELIOS,
@@ -27,7 +28,6 @@ from tests.conftest import (
     KSM_STARTED,
     load_sample,
 )
-from tests.support.prometheus_server import free_port
 
 pytestmark = pytest.mark.prometheus
 EARTH = {"earth": 'gpus_requested{pool="earth"}'}

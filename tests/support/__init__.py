@@ -1,1 +1,1 @@
-"""Test helpers: a real Prometheus server, sample data loaders."""
+"""Tests of the test parts in ``forecaster.testing`` (the kube-state-metrics stand-in)."""

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.kubeapi.cluster import ClusterSim
-from tests.kubeapi.server import KubeApiDouble
-from tests.support.ksm_exporter import FAMILIES, KsmExporter
+from forecaster.testing.ksm_exporter import FAMILIES, KsmExporter
+from forecaster.testing.kubeapi.cluster import ClusterSim
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "kube-state-metrics"
 """kube-state-metrics' own metric reference, verbatim (its README says from which commit)."""

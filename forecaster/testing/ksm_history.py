@@ -4,7 +4,7 @@ Each job runs as pods of at most a node's GPUs (a job bigger than a node is that
 pods, the last holding the rest), all owned by one Job (``kube_pod_owner``) and created, started
 and running together from the job's submission (a trace records no wait) until it ends; one
 scrape every ``every`` seconds, phase 0 at the scrape after the end. Series are those
-``tests/support/ksm_exporter.py`` exports live, with the same labels.
+``forecaster/testing/ksm_exporter.py`` exports live, with the same labels.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from forecaster.core.jobs import JobTrace
-from tests.support.prometheus_server import Series
+from forecaster.testing.prometheus_server import Series
 
 
 def pods_of(jobs: JobTrace, gpus_per_node: int) -> list[tuple[int, int]]:

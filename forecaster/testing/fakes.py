@@ -1,12 +1,16 @@
-"""A demand source whose history grows as the test advances time."""
+"""The daemon's inputs, faked: a demand source whose history grows as the test advances time,
+a calm history, and the settings of one pool on the API double."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 
 from forecaster.core.quality import QualityReport, regularize
 from forecaster.core.series import DemandSeries
 from forecaster.errors import SourceError
+from forecaster.settings import Settings
 
 POOL = "gpu-a"
 T0 = 1_800_000_000 - 1_800_000_000 % 3600
@@ -44,3 +48,19 @@ class LiveSource:
         return regularize(
             ts[keep], np.asarray(self.values)[keep], step_seconds=step_seconds, name=pool
         )
+
+
+def settings(tmp_path: Path, **changes: object) -> Settings:
+    document: dict[str, object] = {
+        "source": {"kind": "prometheus"},
+        "models_dir": str(tmp_path / "models"),
+        "planning": {
+            "actuation": "placeholders",  # the CapacityBuffer path: test_backends.py
+            "budgets": {"max_total_prewarm_gpus": 48},
+            "stale_after_seconds": 300,
+            "hold_seconds": 900,
+        },
+        "pools": [{"name": POOL, "gpus_per_node": 8, "max_prewarm_gpus": 32}],
+    }
+    document.update(changes)
+    return Settings.model_validate(document)

@@ -27,7 +27,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from forecaster.actuators.quantities import timestamp_seconds
-from tests.kubeapi.server import KubeApiDouble
+from forecaster.testing.kubeapi.server import KubeApiDouble
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 OPT_IN = frozenset({"kube_pod_nodeselectors"})

@@ -30,16 +30,20 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
-from kubernetes.utils.quantity import parse_quantity
+from kubernetes.utils.quantity import parse_quantity as _client_quantity
 
-from tests.kubeapi.server import KubeApiDouble
-from tests.kubeapi.store import ApiError, Obj
+from forecaster.testing.kubeapi.server import KubeApiDouble
+from forecaster.testing.kubeapi.store import ApiError, Obj
 
 POOL_LABEL = "karpenter.sh/nodepool"
 GPU = "nvidia.com/gpu"
 GPU_TAINT = {"key": GPU, "value": "true", "effect": "NoSchedule"}
+parse_quantity: Callable[[object], Decimal] = _client_quantity
+"""The client's own parser: the scheduler this plays reads quantities apart from the daemon."""
 
 
 def taint_for(resource: str) -> Obj:

@@ -33,8 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from tests.kubeapi.schemas import validate
-from tests.kubeapi.store import (
+from forecaster.testing.kubeapi.schemas import validate
+from forecaster.testing.kubeapi.store import (
     ApiError,
     Change,
     Key,
@@ -79,12 +79,12 @@ RESOURCES = {
 BOOKMARK_SECONDS = 1.0
 """An idle watch that asked for bookmarks gets one this often (the real server: ~1 min)."""
 WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
-_PENDING = re.compile(
+PENDING_PATH = re.compile(
     r"^/apis/visibility\.kueue\.x-k8s\.io/v1beta2/clusterqueues/(?P<cq>[^/]+)/pendingworkloads$"
 )
 """Kueue's visibility API (an aggregated API server in a real cluster): a ClusterQueue's
 pending workloads in admission order (``pending_workloads``)."""
-_PATH = re.compile(
+API_PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/(?P<version>[^/]+))"
     r"(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[a-z]+)(?:/(?P<name>[^/]+))?$"
 )
@@ -323,7 +323,7 @@ class KubeApiDouble:
         answered = self._discovery(path) or self._aggregated(method, path)
         if answered is not None:
             return answered
-        match = _PATH.match(path)
+        match = API_PATH.match(path)
         if not match or match.group("resource") not in RESOURCES:
             return 404, ApiError(404, "NotFound", f"the server could not find {path}").status()
         resource = match.group("resource")
@@ -412,7 +412,7 @@ class KubeApiDouble:
 
     def _aggregated(self, method: str, path: str) -> tuple[int, Obj] | None:
         """The aggregated APIs the double serves (Kueue's visibility API, when asked)."""
-        pending = _PENDING.match(path)
+        pending = PENDING_PATH.match(path)
         if not (pending and method == "GET" and self.kueue and self.kueue_visibility):
             return None
         try:
