@@ -35,6 +35,72 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "a hanging source's backoff never grows",
+        "forecaster/actuators/notice/base.py",
+        "                self._hung[status.source] = (times + 1, now + wait)",
+        "                self._hung[status.source] = (times, now + wait)",
+        (
+            "tests/actuators/test_notice_reader.py::test_a_hanging_source_is_skipped_for_a_growing_backoff_and_asked_again_at_its_end",
+        ),
+    ),
+    Mutation(
+        "a source read again keeps its hang backoff",
+        "forecaster/actuators/notice/base.py",
+        "                self._hung.pop(status.source, None)\n",
+        "                pass\n",
+        (
+            "tests/actuators/test_notice_reader.py::test_a_hanging_source_is_skipped_for_a_growing_backoff_and_asked_again_at_its_end",
+        ),
+    ),
+    Mutation(
+        "the notice budget is not shared: each source gets its whole deadline",
+        "forecaster/actuators/notice/base.py",
+        "        left = budget_seconds - (time.monotonic() - started)",
+        "        left = budget_seconds",
+        (
+            "tests/actuators/test_notice_reader.py::test_the_notice_budget_spent_leaves_the_rest_unread_but_said",
+        ),
+    ),
+    Mutation(
+        "a source's status counts another source's items that came",
+        "forecaster/core/notice.py",
+        "if o.source == status.source and o.came and o.at > now - TRUST_WINDOW_SECONDS",
+        "if o.came and o.at > now - TRUST_WINDOW_SECONDS",
+        ("tests/core/test_notice_edges.py::test_a_sources_status_counts_its_own_outcomes_only",),
+    ),
+    Mutation(
+        "outcomes are forgotten a day before the trust check has judged them",
+        "forecaster/core/notice.py",
+        "kept = now - TRUST_WINDOW_SECONDS - DISTRUST_AFTER_SECONDS",
+        "kept = now - TRUST_WINDOW_SECONDS",
+        ("tests/core/test_notice_edges.py::test_outcomes_are_kept_for_the_trust_window_and_a_day",),
+    ),
+    Mutation(
+        "ended items are remembered past their day",
+        "forecaster/core/notice.py",
+        "        if now - oldest >= ENDED_SECONDS:",
+        "        if now - oldest > 2 * ENDED_SECONDS:",
+        (
+            "tests/core/test_notice_edges.py::test_ended_items_are_remembered_for_a_day_to_the_second",
+        ),
+    ),
+    Mutation(
+        "the trust check skips the moments an outcome leaves the window",
+        "forecaster/core/notice.py",
+        "changes = np.concatenate((ats, ats + TRUST_WINDOW_SECONDS))",
+        "changes = ats",
+        ("tests/core/test_notice_edges.py::test_a_moment_an_outcome_leaves_the_window_counts",),
+    ),
+    Mutation(
+        "a namespace's first item due at once is granted a GPU past its share",
+        "forecaster/core/notice.py",
+        "        everywhere = overall.get(namespace, 0) + item.gpus",
+        "        everywhere = overall.get(namespace, -1) + item.gpus",
+        (
+            "tests/core/test_notice_edges.py::test_a_namespaces_gpus_due_at_once_meet_the_total_share_exactly",
+        ),
+    ),
+    Mutation(
         "an item that came while still listed is followed again (and judged twice)",
         "forecaster/core/notice.py",
         "            seen.pop(key, None)\n",

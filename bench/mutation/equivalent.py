@@ -44,7 +44,46 @@ NEGATIVE_ROOM = (
     " placeholders as with 0 (the +1 mutant is killed)"
 )
 
+NOTICE = "forecaster/core/notice.py"
+NOTICE_BASE = "forecaster/actuators/notice/base.py"
+
 EQUIVALENT: tuple[Equivalent, ...] = (
+    Equivalent(
+        NOTICE,
+        NUMBER,
+        "dropped = self._shed(count, now=now, window=0.0)",
+        "a shed item never came, and the window only judges whether an item that came gave"
+        " notice (ahead): any window gives the same outcome",
+    ),
+    Equivalent(
+        NOTICE,
+        "core/ReplaceComparisonOperator_Gt_GtE",
+        "np.concatenate(([start], changes[(changes > start) & (changes <= now)], [now]))",
+        "start is a moment already (the first array): a change at start adds it twice and"
+        " np.unique keeps one",
+    ),
+    Equivalent(
+        NOTICE,
+        NUMBER,
+        "if self._trust is None or self._trust[0] != asked:",
+        "the cache of the answer at this reading: comparing its answer, not its key, misses"
+        " every time and computes the same answer again (speed only: bench trust_check)",
+        mutated=r"_trust\[ ?-1\]",
+    ),
+    Equivalent(
+        NOTICE_BASE,
+        "core/ReplaceTrueWithFalse",
+        "sort_keys=True,",
+        "the cache key of a template's placement: unsorted keys only split one shape into"
+        " more entries, each placed the same",
+    ),
+    Equivalent(
+        NOTICE_BASE,
+        NUMBER,
+        "times = self._hung.get(status.source, (0, 0))[0]",
+        "the default's second element (until) is never read: only [0], times, is",
+        mutated=r"\(0, ?-?1\)\)\[0\]",
+    ),
     Equivalent(
         BUFFERS,
         NUMBER,

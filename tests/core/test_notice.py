@@ -376,10 +376,11 @@ def test_the_ended_items_remembered_are_bounded_newest_kept(
     forgotten (followed once more at worst), the memory stays bounded."""
     monkeypatch.setattr("forecaster.core.notice.MAX_ENDED", 3)
     ledger = NoticeLedger()
-    for n in range(5):
-        follow(ledger, [item(f"run-{n}")], NOW + n)
-        follow(ledger, [], NOW + n, present=[("cronjob", f"run-{n}")])
-    assert [ledger.ended("a", f"run-{n}") for n in range(5)] == [False, False, True, True, True]
+    for n in range(5):  # named against time: the newest are kept, not the last by name
+        follow(ledger, [item(f"run-{9 - n}")], NOW + n)
+        follow(ledger, [], NOW + n, present=[("cronjob", f"run-{9 - n}")])
+    ended = [ledger.ended("a", f"run-{9 - n}") for n in range(5)]
+    assert ended == [False, False, True, True, True]
 
 
 def test_past_the_cap_the_least_urgent_items_are_dropped_charged_and_counted(
