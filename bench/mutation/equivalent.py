@@ -71,6 +71,39 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         mutated=r"_trust\[ ?-1\]",
     ),
     Equivalent(
+        NOTICE,
+        "core/ReplaceComparisonOperator_Lt_LtE",
+        "if before is not None and before.item.latest_start < read.latest_start:",
+        "with equal deadlines the item kept is the one read: its earliest start is min(its"
+        " earliest, its latest), its own earliest (an item's earliest never passes its latest)",
+    ),
+    *(
+        Equivalent(
+            NOTICE,
+            operator,
+            "asked = (now, len(self.outcomes), self.outcomes[-1].at if self.outcomes else 0)",
+            "the cache key at a reading: at one now the outcomes only grow (they are pruned"
+            " when now moves), so now and their number decide it - which outcome's time, or"
+            " the empty list's marker, changes nothing (one outcome: [1] and [-2] fail, killed)",
+            mutated=mutated,
+        )
+        for operator, mutated in ((NUMBER, r"outcomes\[- ?0\]|else -1\)"),)
+    ),
+    Equivalent(
+        NOTICE,
+        "core/ReplaceComparisonOperator_LtE_Lt",
+        "np.concatenate(([start], changes[(changes > start) & (changes <= now)], [now]))",
+        "now is a moment already (the last array): a change at now adds it twice and np.unique"
+        " keeps one",
+    ),
+    Equivalent(
+        NOTICE_BASE,
+        "core/ReplaceOrWithAnd",
+        'pod = cast(Pod, {"metadata": template.get("metadata") or {}, "spec": spec})',
+        "placement reads the pod's spec only (nodeSelector, affinity, tolerations): the"
+        " metadata is carried for the type and never read",
+    ),
+    Equivalent(
         NOTICE_BASE,
         "core/ReplaceTrueWithFalse",
         "sort_keys=True,",

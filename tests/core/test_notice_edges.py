@@ -75,6 +75,26 @@ def test_notice_of_exactly_the_window_is_ahead() -> None:
     follow(ledger, [item("run")], NOW)
     (came,) = follow(ledger, [], NOW + WINDOW, present=[("cronjob", "run")])
     assert came.notice_seconds == WINDOW and came.ahead
+    assert ledger.use.links[("a", "run")] == ("ahead", NOW + WINDOW)  # its use, followed as such
+
+
+def test_an_item_judged_already_in_a_reading_leaves_the_rest_of_it_followed() -> None:
+    ledger = NoticeLedger()
+    follow(ledger, [item("done", start=NOW)], NOW)
+    follow(ledger, [], NOW, present=[("cronjob", "done")])  # came: judged
+    follow(ledger, [item("done", start=NOW), item("next")], NOW + 60)
+    assert [f.item.key for f in ledger.saved()[1]] == ["next"]
+
+
+def test_an_item_listed_at_its_latest_start_is_still_open() -> None:
+    """A source marking no pods: listed at its latest start it may still come; listed after it,
+    it did not."""
+    ledger = NoticeLedger()
+    run = item("wl", source="kueue")  # latest NOW + 900
+    for now in (NOW, NOW + 900):
+        assert ledger.observe("a", [run], readable=None, now=now, window_seconds=WINDOW) == []
+    (late,) = ledger.observe("a", [run], readable=None, now=NOW + 901, window_seconds=WINDOW)
+    assert not late.came
 
 
 def test_what_an_item_held_is_never_below_nothing() -> None:
@@ -98,6 +118,8 @@ def test_outcomes_are_kept_for_the_trust_window_and_a_day() -> None:
     later = NOW + 10 + TRUST_WINDOW_SECONDS - 3600  # 6 days 23 h on
     follow(ledger, [], later)
     assert ledger.precision("cronjob", now=later) == (1.0, 1)
+    week = NOW + 10 + TRUST_WINDOW_SECONDS  # exactly 7 days on: out of the window
+    assert ledger.precision("cronjob", now=week) == (None, 0)
     gone = NOW + 10 + TRUST_WINDOW_SECONDS + DISTRUST_AFTER_SECONDS
     follow(ledger, [], gone - 1)
     assert [o.key for o in ledger.outcomes] == ["old"]  # a second short of 8 days: still there
@@ -146,8 +168,9 @@ def test_the_trust_check_answers_with_a_single_outcome_and_says_its_figures() ->
     bad = [Outcome("cronjob", "a", f"k{i}", i == 0, before + 60 * i) for i in range(4)]
     bad += [Outcome("cronjob", "a", "late-miss", False, NOW - 120)]
     bad += [Outcome("cronjob", "a", "late-hit", True, NOW - 60)]
-    assert distrusted_keys(bad, now=NOW) == {  # said at now: 2 of 6
-        "cronjob": "precision 0.33 over 6 items in 7 days < 0.5 for a day"
+    bad += [Outcome("cronjob", "a", "last-miss", False, NOW)]
+    assert distrusted_keys(bad, now=NOW) == {  # said as it is now: 2 of 7
+        "cronjob": "precision 0.29 over 7 items in 7 days < 0.5 for a day"
     }
 
 
@@ -162,6 +185,13 @@ def test_a_moment_an_outcome_leaves_the_window_counts() -> None:
     assert distrusted_keys(outcomes, now=NOW) == {}  # 3 of 6 from NOW - 2 h to NOW - 1 h
     outcomes.append(Outcome("cronjob", "a", "more", False, two_days))
     assert "cronjob" in distrusted_keys(outcomes, now=NOW)  # 3 of 7 at that moment too
+
+
+def test_a_namespaces_day_is_the_last_86400_seconds() -> None:
+    day = [Outcome("cronjob", "a", "x", False, NOW - 86400, 30.0, namespace="t")]
+    assert over_share(day, [], now=NOW, limit=1.0) == {}  # exactly a day old: not counted
+    day.append(Outcome("cronjob", "a", "y", False, NOW - 86399, 1.0, namespace="t"))
+    assert list(over_share(day, [], now=NOW, limit=1.0)) == ["cronjob/t"]
 
 
 def test_a_namespaces_share_counts_work_in_flight_to_the_second() -> None:
@@ -189,6 +219,10 @@ def test_a_namespaces_gpus_due_at_once_meet_the_total_share_exactly() -> None:
     assert "(32 of all prewarm GPUs)" in out["b"]["t2"]  # the pool's 17 are met, not passed
     tight = over_gpu_share(due, {"a": 64, "b": 32}, share=0.5, total_gpus=64, left_out={})
     assert "(16 of this pool's prewarm GPUs)" in tight["b"]["t2"]
+    # one key due at once on two pools: the first pool by name claims first
+    twin = {pool: [dataclasses.replace(runs[0], pool=pool)] for pool in ("b", "a")}
+    out = over_gpu_share(twin, {"a": 64, "b": 64}, share=0.5, total_gpus=32, left_out={})
+    assert {pool: list(keys) for pool, keys in out.items()} == {"b": ["t0"]}
 
 
 def test_the_top_namespaces_are_ten_by_what_they_held() -> None:
