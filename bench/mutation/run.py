@@ -286,6 +286,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     chosen = [m for m in SCOPE if not args.only or any(part in m for part in args.only)]
     judged = STATE / "judged-commit"  # what the sessions judge, whatever is committed meanwhile
+    # a part's run is published apart (the whole scope's result stays that of its own run)
+    result = RESULT.with_name(f"mutation-{'-'.join(args.only)}.json") if args.only else RESULT
+    spent = _spent(result.stem)
     if not args.report:
         if git("status", "--porcelain", "--untracked-files=no", *COPIED):
             print("mutation: note: uncommitted changes are not judged (a run judges HEAD)")
@@ -321,12 +324,23 @@ def main(argv: list[str] | None = None) -> int:
                 worker.join()
             print("mutation: interrupted; the mutants not finished stay pending", flush=True)
             return 130
-        print(
-            f"mutation: ran {time.monotonic() - started:.0f} s of a {args.minutes:.0f}-minute box"
-        )
+        took = time.monotonic() - started
+        print(f"mutation: ran {took:.0f} s of a {args.minutes:.0f}-minute box")
+        spent = _spent(result.stem, add=took)
     sessions = {module: session_of(module) for module in chosen}
-    survivors = publish(sessions, judged.read_text().strip(), RESULT)
+    survivors = publish(sessions, judged.read_text().strip(), result, seconds=spent)
     return 1 if survivors else 0
+
+
+def _spent(label: str, *, add: float = 0.0) -> float:
+    """Seconds the runs of ``label`` (a scope's result) took so far, ``add`` included: a run
+    resumes where the last stopped, so its result took all of them."""
+    path = STATE / "run-seconds.json"
+    spent = json.loads(path.read_text()) if path.exists() else {}
+    spent[label] = round(spent.get(label, 0.0) + add)
+    if add:
+        path.write_text(json.dumps(spent))
+    return float(spent[label])
 
 
 if __name__ == "__main__":
