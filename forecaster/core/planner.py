@@ -308,7 +308,7 @@ def planned_demand(
     snap: PoolSnapshot,
     forecast: DemandForecast,
     *,
-    window_seconds: float = 0.0,
+    window_seconds: float,
     distrusted: Mapping[str, str] | None = None,
 ) -> float:
     """The demand the plan acts on: the work known to be coming added to the forecast of the

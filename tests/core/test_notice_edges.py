@@ -168,9 +168,9 @@ def test_the_trust_check_answers_with_a_single_outcome_and_says_its_figures() ->
     bad = [Outcome("cronjob", "a", f"k{i}", i == 0, before + 60 * i) for i in range(4)]
     bad += [Outcome("cronjob", "a", "late-miss", False, NOW - 120)]
     bad += [Outcome("cronjob", "a", "late-hit", True, NOW - 60)]
-    bad += [Outcome("cronjob", "a", "last-miss", False, NOW)]
-    assert distrusted_keys(bad, now=NOW) == {  # said as it is now: 2 of 7
-        "cronjob": "precision 0.29 over 7 items in 7 days < 0.5 for a day"
+    bad += [Outcome("cronjob", "a", "last-hit", True, NOW)]
+    assert distrusted_keys(bad, now=NOW) == {  # said as it is now: 3 of 7
+        "cronjob": "precision 0.43 over 7 items in 7 days < 0.5 for a day"
     }
 
 

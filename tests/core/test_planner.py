@@ -112,6 +112,11 @@ def test_a_floor_keeps_whole_placeholders_warm_whatever_the_forecast() -> None:
         ),
         ({"mode": Mode.HANDED_OFF}, 0, "handed-off: reactive scaling owns the pool"),
         ({"mode": Mode.RECOVERING}, 0, "recovering: reactive scaling owns the pool"),
+        (  # spare past whole placeholders: still nothing, not less
+            {"mode": Mode.HANDED_OFF, "snap": snapshot(allocatable_gpus=64)},
+            0,
+            "handed-off: reactive scaling owns the pool, prewarm 0",
+        ),
     ],
 )
 def test_each_cap_and_mode_with_its_reason(
