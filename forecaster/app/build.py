@@ -379,6 +379,8 @@ def pool_twin(
         placeholder_ttl_seconds=settings.planning.placeholders.ttl_seconds,
         nodepool_limit_gpus=nodepool_limit_gpus,
         signals=twin_signals(),
+        notice_sources=settings.notice.sources,
+        notice_grace_seconds=settings.notice.grace_seconds,
     )
 
 

@@ -34,6 +34,7 @@ from forecaster.simulation.frontier import FrontierInterrupted, frontier, parse_
 from forecaster.simulation.pool import SimulatedPool
 from forecaster.simulation.replay import ReplayResult, ReplaySetup
 from forecaster.simulation.report import ReportRun, render, render_frontier, render_partial
+from forecaster.simulation.twin import MODELLED_SOURCES
 from forecaster.simulation.workers import Interrupted, usable_cpus
 
 
@@ -174,6 +175,12 @@ def _configured_setup(
         model=args.model,
         pool_name=args.pool,
     )
+    unmodelled = [s for s in settings.notice.sources if s not in MODELLED_SOURCES]
+    if unmodelled:
+        print(
+            f"notice sources the replay does not model (their work is not announced here):"
+            f" {', '.join(unmodelled)}"
+        )
     return on_this_cluster(
         configured,
         lead=lead,

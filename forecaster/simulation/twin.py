@@ -58,8 +58,10 @@ from forecaster.durations import DAY
 from forecaster.simulation.declared_notice import CRON, PIPELINE, NoticeMix, TwinObjects, declare
 from forecaster.simulation.kueue_objects import TwinWorkloads
 
-NOTICE_SOURCES = (SOURCES.get("cronjob"), SOURCES.get("jobset"), SOURCES.get("kueue-pending"))
+OBJECT_SOURCES = ("cronjob", "jobset", "kueue-pending")
 """The notice sources the twin's declared objects are read by (the daemon's own)."""
+MODELLED_SOURCES = (*OBJECT_SOURCES, "kueue")
+"""Every notice source whose objects the twin makes (Kueue's reserved workloads: ``kueue``)."""
 
 ARRIVE, FINISH, READY, TICK, PROVISION, WAKE = range(6)
 
@@ -116,6 +118,11 @@ class TwinConfig:
     """Declared notice (``simulation.declared_notice``): the share of jobs announced by
     CronJobs and JobSets, which the daemon's own notice sources read from the twin. Waits
     still count from the pods' creation. None: nothing is announced."""
+    notice_sources: tuple[str, ...] = MODELLED_SOURCES
+    """The daemon's configured notice sources (``notice.sources``): the twin's objects are read
+    by those of them it models, as the daemon would read them; the others hold nothing here."""
+    notice_grace_seconds: int = GRACE_SECONDS
+    """``notice.grace_seconds``: how late past its latest start announced work may still come."""
 
     def __post_init__(self) -> None:
         if self.kueue_notice_seconds < 0:
@@ -373,21 +380,24 @@ class Twin:
             self.objects.now = self.now
             reading = read_notice(
                 self.objects,
-                NOTICE_SOURCES,
+                [SOURCES.get(n) for n in OBJECT_SOURCES if n in self.cfg.notice_sources],
                 pools=self.objects.pools(),
                 now=int(self.now),
+                grace_seconds=self.cfg.notice_grace_seconds,
                 resources={self.cfg.pool: self.cfg.resource},
                 node_units={self.cfg.pool: self.cfg.gpus_per_node},
             )
             items += reading.items.get(self.cfg.pool, ())
-        if self.workloads is not None:  # its admission check takes the notice, then the grace
+        if self.workloads is not None and "kueue" in self.cfg.notice_sources:
+            # its admission check takes the notice, then the grace
             self.workloads.now = self.now
             reading = read_notice(
                 self.workloads,
                 (SOURCES.get("kueue"),),
                 pools=(),
                 now=int(self.now),
-                grace_seconds=GRACE_SECONDS + math.ceil(self.cfg.kueue_notice_seconds),
+                grace_seconds=self.cfg.notice_grace_seconds
+                + math.ceil(self.cfg.kueue_notice_seconds),
                 resources={self.cfg.pool: self.cfg.resource},
             )
             items += reading.items.get(self.cfg.pool, ())

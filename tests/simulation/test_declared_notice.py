@@ -14,6 +14,7 @@ import pytest
 from forecaster.actuators.attribution import shape
 from forecaster.actuators.kube import Kube, api_client
 from forecaster.actuators.notice.base import GRACE_SECONDS, read_notice
+from forecaster.actuators.notice.registry import SOURCES
 from forecaster.cli import main
 from forecaster.core.jobs import JobTrace
 from forecaster.durations import DAY
@@ -30,13 +31,15 @@ from forecaster.simulation.declared_notice import (
     notice_waits,
 )
 from forecaster.simulation.replay import replay
-from forecaster.simulation.twin import NOTICE_SOURCES, TwinConfig, _announced
+from forecaster.simulation.twin import OBJECT_SOURCES, TwinConfig, _announced
 from forecaster.testing.kubeapi.cluster import ClusterSim
 from forecaster.testing.kubeapi.server import KubeApiDouble
 from tests.factories import REPLAY_T0 as T0
 from tests.factories import bursts_after_a_trickle, predictive, setup, synthetic
 
 TRACE = str(Path(__file__).resolve().parents[2] / "data" / "samples" / "msr-itp-cluster04-jobs.csv")
+
+NOTICE_SOURCES = [SOURCES.get(name) for name in OBJECT_SOURCES]
 
 
 def test_the_notice_option_parses_and_names_what_is_wrong() -> None:
@@ -133,6 +136,20 @@ def test_declared_notice_warms_the_bursts_the_forecast_cannot_see() -> None:
         waits[mix is not None] = float(np.mean((record.job_start - record.job_submit)[in_burst]))
     assert waits[True] <= 30  # warm: the preemption grace, no lead time
     assert waits[False] >= 120  # cold: new nodes and their image pull
+
+
+def test_the_twin_reads_its_objects_with_the_configured_sources_only() -> None:
+    """A daemon configured without the ``cronjob`` source reads none of the CronJobs the twin
+    declares: the replay announces none of their work (the configured pool, as it runs)."""
+    jobs, _ = bursts_after_a_trickle()
+    s = setup(2.5)
+    cron = NoticeMix(cron_share=1.0)
+    read = dataclasses.replace(s, twin=dataclasses.replace(s.twin, notice=cron))
+    unread = dataclasses.replace(
+        read, twin=dataclasses.replace(read.twin, notice_sources=("jobset",))
+    )
+    assert replay(jobs, predictive(read), setup=read).notice_ended
+    assert replay(jobs, predictive(unread), setup=unread).notice_ended == ()
 
 
 def test_announced_prewarm_is_held_from_the_window_not_from_the_announcement() -> None:

@@ -42,7 +42,7 @@ from forecaster.simulation.replay import (
     Predictive,
     replay,
 )
-from forecaster.simulation.twin import Decision, TwinView
+from forecaster.simulation.twin import MODELLED_SOURCES, Decision, TwinView
 from forecaster.sources.files import read_job_trace
 from tests.factories import DAILY, bursts_after_a_trickle, jobs_csv, predictive, setup, synthetic
 from tests.factories import REPLAY_T0 as T0
@@ -351,6 +351,18 @@ def test_replay_with_a_config_runs_the_configured_daemons_decision_path(
     args = ["replay", "--config", str(BUNDLED_CONFIG), "--jobs", str(path), "--epoch", epoch]
     args += ["--policy", "reactive,static:16", "--warmup-days", "1", "--end-day", "2"]
     assert main(args) == 0
+    assert s.twin.notice_sources == settings.notice.sources  # its notice as configured
+    assert s.twin.notice_grace_seconds == settings.notice.grace_seconds
+    said = capsys.readouterr().out
+    unmodelled = [n for n in settings.notice.sources if n not in MODELLED_SOURCES]
+    assert (
+        unmodelled
+        and (
+            f"notice sources the replay does not model (their work is not announced here):"
+            f" {', '.join(unmodelled)}"
+        )
+        in said
+    )
     assert main([*args, "--image-pull", "30", "--quantile", "0.9", "--backend", "capacitybuffer"])
     assert "--image-pull, --quantile, --backend: with --config the configured pool sets these" in (
         capsys.readouterr().err
