@@ -97,6 +97,13 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         " keeps one",
     ),
     Equivalent(
+        "forecaster/actuators/notice/argo.py",
+        NUMBER,
+        'return node.split("(", 1)[0].rsplit(".", 1)[-1]',
+        "the last part of a dotted name is the same whatever the number of splits from the right",
+        mutated=r'rsplit\("\.", ?[02]\)\[-1\]',
+    ),
+    Equivalent(
         NOTICE_BASE,
         "core/ReplaceOrWithAnd",
         'pod = cast(Pod, {"metadata": template.get("metadata") or {}, "spec": spec})',

@@ -118,6 +118,9 @@ def test_a_handed_off_pool_still_covers_trusted_announced_work_and_only_that() -
             plan([cut], budgets=budgets, spent_gpu_hours_last_day=0, now=NOW).pools[0].target_gpus
             == 0
         )
+        exact = dataclasses.replace(handed, snapshot=dataclasses.replace(snap, allocatable_gpus=16))
+        whole = plan([exact], budgets=budgets, spent_gpu_hours_last_day=0, now=NOW).pools[0]
+        assert whole.target_gpus == 24  # 24 due, none spare: exactly three 8s, not four
         later = dataclasses.replace(handed, window_seconds=0)  # nothing due yet
         assert (
             plan([later], budgets=budgets, spent_gpu_hours_last_day=0, now=NOW).pools[0].target_gpus
