@@ -84,3 +84,16 @@ def test_a_step_fans_out_to_at_least_one_pod() -> None:
     assert _fan_out({"withSequence": {"count": "1"}}) == 1
     assert _fan_out({"withSequence": {"count": 0}}) == 1
     assert _fan_out({"withSequence": {"count": "4"}}) == 4
+
+
+def test_a_steps_template_waits_on_the_group_after_the_last_one_started() -> None:
+    """Three groups, the first two started: the third waits on the second (earlier pairs whose
+    second group started are passed over, not the end of the search)."""
+    flow = {"name": "flow", "steps": [[{"name": "a"}], [{"name": "b"}], [{"name": "c"}]]}
+    nodes = [
+        node("wf", "Steps", "Running", templateName="flow"),
+        node("wf.a", "Pod", "Succeeded", "wf"),
+        node("wf.b", "Pod", "Running", "wf"),
+    ]
+    waiting = list(_waiting(nodes, {"flow": flow}))
+    assert [(step["name"], [n["id"] for n in ups]) for step, ups in waiting] == [("c", ["wf.b"])]
