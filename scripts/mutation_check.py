@@ -246,8 +246,7 @@ MUTATIONS = (
     Mutation(
         "the twin shows no Kueue notice",
         "forecaster/simulation/twin.py",
-        "        if self.workloads is not None:  # its admission check takes the notice, then the"
-        " grace",
+        '        if self.workloads is not None and "kueue" in self.cfg.notice_sources:',
         "        if False:",
         ("tests/simulation/test_twin.py::test_kueue_notice_shows_each_workload_before_its_pods",),
     ),
@@ -519,7 +518,7 @@ MUTATIONS = (
     Mutation(
         "CapacityBuffer spend never reaches the ledger",
         "forecaster/actuators/observe/observer.py",
-        "if buffer_gpus and not paused:",
+        "if prewarm_held_gpus and not paused:",
         "if False:",
         (
             "tests/reconcile/test_loop.py::test_capacity_buffer_spend_is_charged_and_capped_like_placeholders",
@@ -677,7 +676,7 @@ MUTATIONS = (
     Mutation(
         "a buffer's own headroom counted as spare",
         "forecaster/actuators/observe/observer.py",
-        "        prewarm_gpus=placeholders + buffer_gpus,",
+        "        prewarm_gpus=placeholders + prewarm_held_gpus,",
         "        prewarm_gpus=placeholders,",
         ("tests/actuators/test_backends.py",),
     ),
@@ -1530,8 +1529,8 @@ MUTATIONS = (
     Mutation(
         "what a registered backend holds with no pod is not our prewarm",
         "forecaster/actuators/observe/observer.py",
-        "buffer_gpus=sum(gpus.get(pool, 0) for gpus in held_gpus),",
-        "buffer_gpus=0,",
+        "prewarm_held_gpus=sum(gpus.get(pool, 0) for gpus in backend_held),",
+        "prewarm_held_gpus=0,",
         (
             "tests/seams/test_toy_backend.py::test_the_daemon_prewarms_with_it_and_counts_what_it_holds",
         ),

@@ -182,7 +182,7 @@ def live_observer(settings: Settings, kube: Kube, watch: PodWatch | None) -> Obs
             kube,
             pools=pools,
             now=now,
-            held=held,
+            holders=held,
             signals=live_readers(),
             kueue=kueue,
             watched=watch,

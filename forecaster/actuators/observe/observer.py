@@ -115,27 +115,27 @@ def _node_gpus(
     busy: set[str],
     paused: bool,
     unclaimed_launching: int,
-    buffer_gpus: int,
+    prewarm_held_gpus: int,
 ) -> tuple[int, int]:
-    """(stranded, held) GPUs of one pool's nodes; ``held`` follows the module's billing rule."""
-    stranded = held = 0
+    """(stranded, billed) GPUs of one pool's nodes; ``billed`` follows the module's billing rule."""
+    stranded = billed = 0
     for node in own:
         name = node["metadata"]["name"]
         if name in busy:
-            held += ours_on.get(name, 0)  # shared with real pods: we pay for our part
+            billed += ours_on.get(name, 0)  # shared with real pods: we pay for our part
             if _ready(node):
                 stranded += max(0, _allocatable(node, resource) - used_on.get(name, 0))
         elif name in ours_on or (paused and _ready(node) and name not in used_on):
-            held += _allocatable(node, resource)  # only our pods, or empty and kept by our pause
+            billed += _allocatable(node, resource)  # only our pods, or empty and kept by our pause
     per_node = max((_allocatable(n, resource) for n in own), default=0)
     pending_ours = whole_node_gpus(ours_on.get("", 0), gpus_per_node=per_node)
-    held += min(unclaimed_launching, pending_ours)
-    if buffer_gpus and not paused:  # (a paused pool already pays for its pod-less nodes)
+    billed += min(unclaimed_launching, pending_ours)
+    if prewarm_held_gpus and not paused:  # (a paused pool already pays for its pod-less nodes)
         podless = sum(
             _allocatable(n, resource) for n in own if n["metadata"]["name"] not in used_on
         )
-        held += min(podless, whole_node_gpus(buffer_gpus, gpus_per_node=per_node))
-    return stranded, held
+        billed += min(podless, whole_node_gpus(prewarm_held_gpus, gpus_per_node=per_node))
+    return stranded, billed
 
 
 class HeldCapacity(Protocol):
@@ -151,7 +151,7 @@ def observe(
     *,
     pools: Sequence[str],
     now: int,
-    held: Sequence[HeldCapacity] = (),
+    holders: Sequence[HeldCapacity] = (),
     signals: Sequence[SignalReader] = (),
     kueue: Sequence[KueueScope] = (),
     watched: PodWatch | None = None,
@@ -160,7 +160,7 @@ def observe(
     node_units: Mapping[str, int] | None = None,
 ) -> Observation:
     """Snapshots of every pool in ``pools``, each in its accelerator resource (``resources``,
-    else GPUs): with what ``held`` holds for it with no pod of ours, Kueue's room (``kueue``),
+    else GPUs): with what ``holders`` hold for it with no pod of ours, Kueue's room (``kueue``),
     ``watched``'s pods while in sync, the work ``notice``'s sources announce, ``signals``.
     ``node_units``: what one node of each pool holds (a pod asking more is passed over)."""
     units = {pool: (resources or {}).get(pool, GPU) for pool in pools}
@@ -169,7 +169,7 @@ def observe(
     shapes = _shapes(kube.list_nodepools())
     launches = _launch_failures(kube.list_events(fields=f"reason={NO_CAPACITY}"), now=now)
     homes, unattributed = _attribute(pods, shapes, set(units.values()))
-    held_gpus = [backend.held_gpus() for backend in held]
+    backend_held = [backend.held_gpus() for backend in holders]
     readings = read_signals(kube, signals, pools, now=now) if signals else {}
     node_pool = {n["metadata"]["name"]: n["metadata"]["labels"][lbl.NODEPOOL_LABEL] for n in nodes}
     rooms, kueue_problem = _kueue_rooms(kube, kueue)
@@ -190,7 +190,7 @@ def observe(
                 read,
                 resource=units[pool],
                 node_units=sizes.get(pool),
-                buffer_gpus=sum(gpus.get(pool, 0) for gpus in held_gpus),
+                prewarm_held_gpus=sum(gpus.get(pool, 0) for gpus in backend_held),
                 launch_problem=launches.get(pool),
                 passed=passed,
             )
@@ -266,7 +266,7 @@ def _snapshot(
     *,
     resource: str,
     node_units: int | None,
-    buffer_gpus: int,
+    prewarm_held_gpus: int,
     launch_problem: str | None,
     passed: list[Skipped],
 ) -> PoolSnapshot:
@@ -281,7 +281,7 @@ def _snapshot(
     used_on, ours_on, placeholders = tally.used_on, tally.ours_on, tally.placeholders
     paused_until, limit = _nodepool_facts(kube.get_nodepool(pool), resource)
     paused = paused_until is not None
-    stranded, held = _node_gpus(
+    stranded, billed = _node_gpus(
         own,
         resource=resource,
         used_on=used_on,
@@ -289,9 +289,11 @@ def _snapshot(
         busy=tally.busy,
         paused=paused,
         unclaimed_launching=max(0, capacity[False] - tally.pending),
-        buffer_gpus=buffer_gpus,
+        prewarm_held_gpus=prewarm_held_gpus,
     )
-    empty = 0 if paused else _empty_gpus(own, resource, used_on, buffer_gpus=buffer_gpus)
+    empty = (
+        0 if paused else _empty_gpus(own, resource, used_on, prewarm_held_gpus=prewarm_held_gpus)
+    )
     return PoolSnapshot(
         pool=pool,
         observed_at=now,
@@ -299,11 +301,12 @@ def _snapshot(
         launching_gpus=capacity[False],
         running_gpus=tally.running,
         pending_gpus=tally.pending,
-        prewarm_gpus=placeholders + buffer_gpus,  # buffer headroom holds no pods: ours, not spare
+        # a backend's headroom holds no pods: ours, not spare
+        prewarm_gpus=placeholders + prewarm_held_gpus,
         nodepool_limit_gpus=limit,
         stranded_gpus=stranded,
         empty_gpus=empty,
-        held_gpus=held,
+        held_gpus=billed,
         paused_until=paused_until,
         launch_problem=launch_problem,
         ready_placeholder_gpus=sum(
@@ -322,14 +325,14 @@ def _snapshot(
 
 
 def _empty_gpus(
-    own: list[Node], resource: str, used_on: Mapping[str, int], *, buffer_gpus: int
+    own: list[Node], resource: str, used_on: Mapping[str, int], *, prewarm_held_gpus: int
 ) -> int:
     """GPUs of ready nodes with no pods, past the buffer's: what consolidation takes (unless
     our pause keeps them)."""
     podless = sum(
         _allocatable(n, resource) for n in own if _ready(n) and n["metadata"]["name"] not in used_on
     )
-    return max(0, podless - buffer_gpus)
+    return max(0, podless - prewarm_held_gpus)
 
 
 def _nodepool_facts(nodepool: NodePool | None, resource: str) -> tuple[int | None, int | None]:
