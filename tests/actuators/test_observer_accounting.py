@@ -83,7 +83,7 @@ def snap(
     nodes: list[dict[str, Any]],
     pods: list[dict[str, Any]],
     *,
-    buffer_gpus: int = 0,
+    prewarm_held_gpus: int = 0,
     announced: frozenset[str] = frozenset(),
     paused: bool = False,
 ) -> PoolSnapshot:
@@ -103,7 +103,7 @@ def snap(
         read,
         resource=GPU,
         node_units=None,
-        buffer_gpus=buffer_gpus,
+        prewarm_held_gpus=prewarm_held_gpus,
         launch_problem=None,
         passed=[],
     )
@@ -175,11 +175,11 @@ def test_a_buffer_without_replicas_or_gpus_asks_for_nothing() -> None:
 
 
 def test_a_buffers_pod_less_nodes_are_ours_unless_paused() -> None:
-    s = snap([node("a"), node("b")], [pod("x", 8, on="a")], buffer_gpus=8)
+    s = snap([node("a"), node("b")], [pod("x", 8, on="a")], prewarm_held_gpus=8)
     assert s.held_gpus == 8  # node b, kept free by our CapacityBuffer
     assert s.empty_gpus == 0  # the buffer's node is not empty: it is our prewarm
     assert s.prewarm_gpus == 8
-    s = snap([node("a")], [pod("x", 8, on="a")], buffer_gpus=16)  # its nodes not up yet
+    s = snap([node("a")], [pod("x", 8, on="a")], prewarm_held_gpus=16)  # its nodes not up yet
     assert s.empty_gpus == 0
 
 
@@ -237,7 +237,7 @@ def test_a_node_without_gpus_adds_none() -> None:
 
 
 def test_a_paused_pool_with_a_buffer_is_billed_once() -> None:
-    s = snap([node("a"), node("b")], [pod("x", 8, on="a")], buffer_gpus=8, paused=True)
+    s = snap([node("a"), node("b")], [pod("x", 8, on="a")], prewarm_held_gpus=8, paused=True)
     assert s.held_gpus == 8  # node b: kept by the pause, and the buffer's - counted once
 
 
