@@ -97,6 +97,14 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         " keeps one",
     ),
     Equivalent(
+        "forecaster/actuators/notice/kueue_pending.py",
+        NUMBER,
+        "need = _readable_units(wl, queue.resource) if wl else 0",
+        "need is only weighed when the workload exists: the next line passes over a missing one"
+        " (``wl is None``) before it",
+        mutated=r"else -1",
+    ),
+    Equivalent(
         "forecaster/actuators/notice/argo.py",
         NUMBER,
         'return node.split("(", 1)[0].rsplit(".", 1)[-1]',
