@@ -106,6 +106,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     ),
     Equivalent(
         "forecaster/actuators/notice/argo.py",
+        "core/ReplaceOrWithAnd",
+        'labels = (template.get("metadata") or {}).get("labels") or {}',
+        "placement reads the pod's spec only: the template's labels are carried and never read",
+    ),
+    Equivalent(
+        "forecaster/actuators/notice/argo.py",
         NUMBER,
         'return node.split("(", 1)[0].rsplit(".", 1)[-1]',
         "the last part of a dotted name is the same whatever the number of splits from the right",

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from forecaster.actuators.notice.argo import _dependent_steps, _fan_out, _waiting
+from forecaster.actuators.notice.argo import (
+    _dependencies,
+    _dependent_steps,
+    _eta,
+    _fan_out,
+    _waiting,
+)
 
 
 def node(name: str, kind: str, phase: str, boundary: str = "", **more: Any) -> dict[str, Any]:
@@ -97,3 +103,36 @@ def test_a_steps_template_waits_on_the_group_after_the_last_one_started() -> Non
     ]
     waiting = list(_waiting(nodes, {"flow": flow}))
     assert [(step["name"], [n["id"] for n in ups]) for step, ups in waiting] == [("c", ["wf.b"])]
+
+
+def test_a_node_is_read_by_its_own_kind_and_past_the_nodes_before_it() -> None:
+    """The pod node listed first is passed over, not the end of the search; a DAG template
+    under a Steps node (or the reverse) waits on nothing."""
+    pod_first = [
+        node("wf.prep", "Pod", "Running", "wf"),
+        node("wf", "DAG", "Running", templateName="main"),
+    ]
+    assert names(_waiting(pod_first, {"main": DAG})) == ["train"]
+    steps = {"name": "flow", "steps": [[{"name": "a"}], [{"name": "b"}]]}
+    mixed = [
+        node("wf", "Steps", "Running", templateName="main"),
+        node("wf.prep", "Pod", "Running", "wf"),
+        node("wf2", "DAG", "Running", templateName="flow"),
+        node("wf2.a", "Pod", "Running", "wf2"),
+    ]
+    assert names(_waiting(mixed, {"main": DAG, "flow": steps})) == []
+
+
+def test_a_tasks_dependencies_are_read_from_depends_too() -> None:
+    assert _dependencies({"dependencies": ["a", "b"]}) == ["a", "b"]
+    assert _dependencies({"depends": "prep.Succeeded && (other || third.Failed)"}) == [
+        "prep",
+        "other",
+        "third",
+    ]
+
+
+def test_an_upstream_with_an_estimate_but_no_start_is_not_timed() -> None:
+    assert _eta([{"phase": "Running", "estimatedDuration": 600}], 1000) is None
+    started = {"phase": "Running", "startedAt": "1970-01-01T00:00:00Z", "estimatedDuration": 600}
+    assert _eta([started], 1000) == 600
