@@ -35,6 +35,72 @@ class Mutation:
 
 MUTATIONS = (
     Mutation(
+        "a step started in another DAG counts as started in this one",
+        "forecaster/actuators/notice/argo.py",
+        'if n.get("boundaryID") == node.get("id") and n.get("type") != "StepGroup"',
+        'if n.get("type") != "StepGroup"',
+        (
+            "tests/actuators/test_notice_argo_steps.py::test_a_step_started_in_another_dag_does_not_count_as_started_in_this_one",
+        ),
+    ),
+    Mutation(
+        "a steps template stops at the first group that started",
+        "forecaster/actuators/notice/argo.py",
+        '                if any(s["name"] in started for s in group):\n'
+        "                    continue",
+        '                if any(s["name"] in started for s in group):\n                    break',
+        (
+            "tests/actuators/test_notice_argo_steps.py::test_a_steps_template_waits_on_the_group_after_the_last_one_started",
+        ),
+    ),
+    Mutation(
+        "a pending workload is timed by the latest quota to free, not the soonest",
+        "forecaster/actuators/notice/kueue_pending.py",
+        "            when, units = frees.pop(0)",
+        "            when, units = frees.pop()",
+        (
+            "tests/actuators/test_notice_kueue_turns.py::test_each_pending_workload_waits_for_the_soonest_quota_that_covers_it",
+        ),
+    ),
+    Mutation(
+        "pending work past the look-ahead leaves later work announced out of turn",
+        "forecaster/actuators/notice/kueue_pending.py",
+        "        if earliest > context.now + MAX_AHEAD_SECONDS:\n            break",
+        "        if earliest > context.now + MAX_AHEAD_SECONDS:\n            continue",
+        (
+            "tests/actuators/test_notice_kueue_turns.py::test_work_expected_past_the_look_ahead_ends_the_queues_items",
+        ),
+    ),
+    Mutation(
+        "running Kueue work of another ClusterQueue frees this queue's quota",
+        "forecaster/actuators/notice/kueue_pending.py",
+        'if admission.get("clusterQueue") != cq or condition_true(wl, "Finished"):',
+        'if condition_true(wl, "Finished"):',
+        (
+            "tests/actuators/test_notice_kueue_turns.py::test_only_this_queues_admitted_unfinished_work_is_timed",
+        ),
+    ),
+    Mutation(
+        "a JobSet stage without replicas announces no pods",
+        "forecaster/actuators/notice/jobsets.py",
+        'pods=per_job * int(replicated.get("replicas", 1)),',
+        'pods=per_job * int(replicated.get("replicas", 0)),',
+        (
+            "tests/actuators/test_notice_jobset_stages.py::test_fields_left_out_take_kubernetes_defaults",
+        ),
+    ),
+    Mutation(
+        "one pod a marker cannot read stops the other markers",
+        "forecaster/actuators/notice/base.py",
+        "            except Exception:  # one pod must not stop the reading of the others\n"
+        "                continue",
+        "            except Exception:  # one pod must not stop the reading of the others\n"
+        "                return None",
+        (
+            "tests/actuators/test_notice_reader.py::test_one_pod_a_marker_cannot_read_leaves_the_next_markers_to_judge_it",
+        ),
+    ),
+    Mutation(
         "a hanging source's backoff never grows",
         "forecaster/actuators/notice/base.py",
         "                self._hung[status.source] = (times + 1, now + wait)",
