@@ -105,6 +105,23 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         mutated=r"else -1",
     ),
     Equivalent(
+        "forecaster/actuators/notice/volcano.py",
+        NUMBER,
+        'units = gpu_quantity((obj["spec"].get("minResources") or {}).get(resource, 0))',
+        "a group asking none of its pool's resource is refused by ``units <= 0`` whether read as"
+        " 0 or -1 (the per-pod check before it raises only above a node's size)",
+        mutated=r"get\(resource, -1\)",
+    ),
+    *(
+        Equivalent(
+            "forecaster/actuators/notice/volcano.py",
+            NUMBER,
+            "return 1 << 30",
+            "a Queue without a bound: any number past every cap (2^29 GPUs and up) is the same"
+            " no-limit",
+        ),
+    ),
+    Equivalent(
         "forecaster/actuators/notice/argo.py",
         "core/ReplaceOrWithAnd",
         'labels = (template.get("metadata") or {}).get("labels") or {}',
