@@ -112,14 +112,12 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         " 0 or -1 (the per-pod check before it raises only above a node's size)",
         mutated=r"get\(resource, -1\)",
     ),
-    *(
-        Equivalent(
-            "forecaster/actuators/notice/volcano.py",
-            NUMBER,
-            "return 1 << 30",
-            "a Queue without a bound: any number past every cap (2^29 GPUs and up) is the same"
-            " no-limit",
-        ),
+    Equivalent(
+        "forecaster/actuators/notice/volcano.py",
+        NUMBER,
+        "return 1 << 30",
+        "a Queue without a bound: any number past every cap (2^29 GPUs and up) is the same"
+        " no-limit",
     ),
     Equivalent(
         "forecaster/actuators/notice/argo.py",
