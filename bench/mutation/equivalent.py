@@ -115,6 +115,20 @@ EQUIVALENT: tuple[Equivalent, ...] = (
     Equivalent(
         "forecaster/actuators/notice/volcano.py",
         NUMBER,
+        "return fitting[0] if len(fitting) == 1 else None",
+        "the one fitting pool is both the first and the last",
+        mutated=r"fitting\[ ?-1\]",
+    ),
+    Equivalent(
+        "forecaster/actuators/notice/volcano.py",
+        NUMBER,
+        'members = max(1, int(obj["spec"].get("minMember", 1)))',
+        "a minMember read as 0 when left out is raised to 1 by the max around it",
+        mutated=r'get\("minMember", 0\)',
+    ),
+    Equivalent(
+        "forecaster/actuators/notice/volcano.py",
+        NUMBER,
         "return 1 << 30",
         "a Queue without a bound: any number past every cap (2^29 GPUs and up) is the same"
         " no-limit",

@@ -39,7 +39,8 @@ def queue(capability: int | None = None) -> dict[str, Any]:
 def announce(
     obj: dict[str, Any], *groups: dict[str, Any], capability: int | None = None
 ) -> list[Any]:
-    objects = {PODGROUPS: [obj, *groups], QUEUES: [queue(capability)]}
+    other = dict(queue(0), metadata={"name": "r"})  # another team's Queue, listed first
+    objects = {PODGROUPS: [obj, *groups], QUEUES: [other, queue(capability)]}
     context = NoticeContext([shape(NODEPOOL)], NOW, objects, 600, {"a": GPU})  # type: ignore[arg-type]
     return VolcanoSource().announce(obj, context)
 
@@ -52,6 +53,11 @@ def test_a_group_is_announced_whole_in_whole_pods() -> None:
     assert (odd.pods, odd.gpus_per_pod) == (1, 3)
     (one,) = announce(group("one", "1"))
     assert one.gpus == 1
+    (single,) = announce(group("single", "8"))  # one member: one pod of all of it
+    assert (single.pods, single.gpus_per_pod) == (1, 8)
+    unset = group("unset", "8")
+    del unset["spec"]["minMember"]  # minMember left out: 1
+    assert [(i.pods, i.gpus_per_pod) for i in announce(unset)] == [(1, 8)]
     assert announce(group("none", "0")) == []
 
 
