@@ -113,6 +113,14 @@ EQUIVALENT: tuple[Equivalent, ...] = (
         mutated=r"get\(resource, -1\)",
     ),
     Equivalent(
+        "forecaster/actuators/notice/jobsets.py",
+        NUMBER,
+        'succeeded, ready = int(done.get("succeeded", 0)), int(done.get("ready", 0))',
+        "ready is only added when succeeded < total, where ready + succeeded >= total needs"
+        " ready > 0: one left out (0) or read as -1 gives the same no",
+        mutated=r'get\("ready", -1\)',
+    ),
+    Equivalent(
         "forecaster/actuators/notice/volcano.py",
         NUMBER,
         "return fitting[0] if len(fitting) == 1 else None",

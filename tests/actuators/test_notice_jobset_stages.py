@@ -4,11 +4,19 @@ test_notice_jobsets.py`` shows the same through the API double, with the Jobs it
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from forecaster.actuators.attribution import shape
 from forecaster.actuators.notice.base import NoticeContext
-from forecaster.actuators.notice.jobsets import JobSetSource, _finished, _started
+from forecaster.actuators.notice.jobsets import (
+    JOBS,
+    JOBSET_LABEL,
+    REPLICATED_JOB_LABEL,
+    JobSetSource,
+    _finished,
+    _started,
+)
 from tests.factories import NOW, jobset
 
 GPU = "nvidia.com/gpu"
@@ -25,9 +33,28 @@ NODEPOOL = {
 }
 
 
-def announce(obj: dict[str, Any]) -> list[Any]:
-    context = NoticeContext([shape(NODEPOOL)], NOW, {}, 600, {"a": GPU})  # type: ignore[arg-type]
+def announce(obj: dict[str, Any], jobs: list[dict[str, Any]] | None = None) -> list[Any]:
+    objects = {JOBS: jobs or []}
+    context = NoticeContext([shape(NODEPOOL)], NOW, objects, 600, {"a": GPU})  # type: ignore[arg-type]
     return JobSetSource().announce(obj, context)
+
+
+def iso(at: float) -> str:
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def job(
+    jobset_name: str, *, namespace: str = "ml", started: float, ran: float | None = None
+) -> dict[str, Any]:
+    """A Job of the ``dataset-initializer`` stage: started, and done after ``ran`` seconds."""
+    status = {"startTime": iso(started)}
+    if ran is not None:
+        status["completionTime"] = iso(started + ran)
+    labels = {JOBSET_LABEL: jobset_name, REPLICATED_JOB_LABEL: "dataset-initializer"}
+    return {
+        "metadata": {"name": f"{jobset_name}-init", "namespace": namespace, "labels": labels},
+        "status": status,
+    }
 
 
 def stage(obj: dict[str, Any]) -> dict[str, Any]:
@@ -53,6 +80,8 @@ def test_fields_left_out_take_kubernetes_defaults() -> None:
     assert (item.pods, item.earliest_start) == (1, NOW)
     job["template"]["spec"]["parallelism"] = 3  # 3 pods a job, 1 job
     assert announce(obj)[0].pods == 3
+    job["dependsOn"] = [{"name": "no-such-stage", "status": "Complete"}]
+    assert announce(obj) == []  # waits on nothing that exists: untimed, not due now
 
 
 def test_a_stage_waits_on_its_first_dependency_and_the_ones_after_a_passed_one_are_read() -> None:
@@ -92,3 +121,27 @@ def test_finished_and_started_read_their_own_fields() -> None:
     assert not _started({"name": "x"})  # counts left out are zeros
     assert _started({"name": "x", "ready": 1})
     assert not _started(None)
+
+
+def test_a_running_upstream_is_timed_by_the_runs_of_its_stage_in_its_namespace() -> None:
+    """Its stage's Jobs of this JobSet started 5 min ago; earlier runs of the stage (other
+    JobSets of the namespace) took 10 to 20 min: due in 5 to 15 min. A run of that stage name in
+    another namespace is another team's and times nothing."""
+    obj = jobset(pool="a", upstream={"active": 1})
+    jobs = [
+        job("train-1", started=NOW - 300),
+        job("train-0", started=NOW - 7200, ran=600),
+        job("train-x", started=NOW - 9000, ran=1200),
+        job("theirs", namespace="other", started=NOW - 90000, ran=86400),
+    ]
+    (item,) = announce(obj, jobs)
+    assert (item.earliest_start, item.latest_start) == (NOW + 300, NOW + 900 + 600)
+    done = jobset(pool="a", upstream={"succeeded": 1})  # all of it done: due now, whatever ran
+    assert [i.earliest_start for i in announce(done, jobs)] == [NOW]
+
+
+def test_an_upstream_of_no_replicas_is_done_whatever_its_status_leaves_out() -> None:
+    obj = jobset(pool="a", upstream={"active": 0})
+    obj["spec"]["replicatedJobs"][0]["replicas"] = 0
+    del obj["status"]["replicatedJobsStatus"][0]["succeeded"]
+    assert [i.earliest_start for i in announce(obj)] == [NOW]
