@@ -10,6 +10,8 @@ import pytest
 from forecaster.core.notice import AnnouncedItem, NoticeLedger
 from forecaster.core.notice_use import (
     AHEAD,
+    ALL,
+    DAY_SECONDS,
     MAX_STEP_SECONDS,
     SHORT,
     UNMEASURED,
@@ -109,3 +111,14 @@ def test_the_spread_is_by_nearest_rank() -> None:
     assert spread([]) is None
     assert spread([300]) == (300, 300, 300)
     assert spread(range(0, 1100, 100)) == (100, 500, 900)
+
+
+def test_the_window_asked_is_the_last_seven_utc_days_whatever_was_last_recorded() -> None:
+    """Asked later than the last reading, the window still ends at ``now``: a day in it counts
+    to its last second, the day before it does not."""
+    day = (NOW // DAY_SECONDS) * DAY_SECONDS
+    use = NoticeUse()
+    use.record("a", running_gpus=8, announced=(), now=day + 3600)
+    use.record("a", running_gpus=8, announced=(), now=day + 3600 + 450)  # 8 GPUs x 450 s: 1 h
+    assert use.gpu_hours("a", now=day + 7 * DAY_SECONDS - 1) == {("", ALL): 1.0}
+    assert use.gpu_hours("a", now=day + 7 * DAY_SECONDS) == {}
