@@ -291,9 +291,7 @@ def _snapshot(
         unclaimed_launching=max(0, capacity[False] - tally.pending),
         prewarm_held_gpus=prewarm_held_gpus,
     )
-    empty = (
-        0 if paused else _empty_gpus(own, resource, used_on, prewarm_held_gpus=prewarm_held_gpus)
-    )
+    empty = 0 if paused else _empty_gpus(own, resource, used_on, prewarm_held_gpus)
     return PoolSnapshot(
         pool=pool,
         observed_at=now,
@@ -301,8 +299,7 @@ def _snapshot(
         launching_gpus=capacity[False],
         running_gpus=tally.running,
         pending_gpus=tally.pending,
-        # a backend's headroom holds no pods: ours, not spare
-        prewarm_gpus=placeholders + prewarm_held_gpus,
+        prewarm_gpus=placeholders + prewarm_held_gpus,  # headroom, no pods: ours, not spare
         nodepool_limit_gpus=limit,
         stranded_gpus=stranded,
         empty_gpus=empty,
@@ -325,7 +322,7 @@ def _snapshot(
 
 
 def _empty_gpus(
-    own: list[Node], resource: str, used_on: Mapping[str, int], *, prewarm_held_gpus: int
+    own: list[Node], resource: str, used_on: Mapping[str, int], prewarm_held_gpus: int
 ) -> int:
     """GPUs of ready nodes with no pods, past the buffer's: what consolidation takes (unless
     our pause keeps them)."""
