@@ -4,7 +4,6 @@ test_notice_jobsets.py`` shows the same through the API double, with the Jobs it
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from forecaster.actuators.attribution import shape
@@ -17,6 +16,7 @@ from forecaster.actuators.notice.jobsets import (
     _finished,
     _started,
 )
+from forecaster.core.series import iso_utc
 from tests.factories import NOW, jobset
 
 GPU = "nvidia.com/gpu"
@@ -39,17 +39,13 @@ def announce(obj: dict[str, Any], jobs: list[dict[str, Any]] | None = None) -> l
     return JobSetSource().announce(obj, context)
 
 
-def iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def job(
     jobset_name: str, *, namespace: str = "ml", started: float, ran: float | None = None
 ) -> dict[str, Any]:
     """A Job of the ``dataset-initializer`` stage: started, and done after ``ran`` seconds."""
-    status = {"startTime": iso(started)}
+    status = {"startTime": iso_utc(started)}
     if ran is not None:
-        status["completionTime"] = iso(started + ran)
+        status["completionTime"] = iso_utc(started + ran)
     labels = {JOBSET_LABEL: jobset_name, REPLICATED_JOB_LABEL: "dataset-initializer"}
     return {
         "metadata": {"name": f"{jobset_name}-init", "namespace": namespace, "labels": labels},

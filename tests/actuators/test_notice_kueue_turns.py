@@ -4,7 +4,6 @@ test_notice_kueue.py`` shows the same through the API double and the visibility 
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from forecaster.actuators.notice.base import NoticeContext
@@ -19,13 +18,10 @@ from forecaster.actuators.notice.kueue_pending import (
     _seen_end,
 )
 from forecaster.actuators.notice.kueue_reserved import FLAVORS
+from forecaster.core.series import iso_utc
 from tests.factories import NOW
 
 GPU = "nvidia.com/gpu"
-
-
-def iso(at: float) -> str:
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def workload(
@@ -43,17 +39,17 @@ def workload(
     conditions = []
     if admitted is not None:
         conditions.append(
-            {"type": "Admitted", "status": "True", "lastTransitionTime": iso(admitted)}
+            {"type": "Admitted", "status": "True", "lastTransitionTime": iso_utc(admitted)}
         )
     if finished is not None:
         conditions.append(
-            {"type": "Finished", "status": "True", "lastTransitionTime": iso(finished)}
+            {"type": "Finished", "status": "True", "lastTransitionTime": iso_utc(finished)}
         )
     template = {
         "spec": {"containers": [{"name": "c", "resources": {"requests": {GPU: str(gpus)}}}]}
     }
     return {
-        "metadata": {"name": name, "namespace": "ml", "creationTimestamp": iso(created)},
+        "metadata": {"name": name, "namespace": "ml", "creationTimestamp": iso_utc(created)},
         "spec": {
             "queueName": "lq",
             "podSets": [{"name": "main", "count": 1, "template": template}],
@@ -66,7 +62,7 @@ def workload(
 def test_only_this_queues_admitted_unfinished_work_is_timed() -> None:
     unadmitted = workload("waiting")
     unadmitted["status"]["conditions"] = [
-        {"type": "Admitted", "status": "False", "lastTransitionTime": iso(NOW)}
+        {"type": "Admitted", "status": "False", "lastTransitionTime": iso_utc(NOW)}
     ]
     runs = [
         unadmitted,  # first: the search goes on past it
